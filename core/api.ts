@@ -1,0 +1,16 @@
+/** Shapes of the service's successful answers, shared by the server and the nodes. */
+import type { ModelId } from './models';
+
+export type GeneratedImage = { url: string; expires_at: string } | { b64_json: string };
+
+export interface GenerationResponse {
+	created: number;
+	model: ModelId;
+	output_format: string;
+	data: GeneratedImage[];
+	usage: { images: number; cost_usd: number };
+}
+
+export type UploadResponse =
+	| { imageUrl: string; expiresAt: string }
+	| { videoUrl: string; expiresAt: string };

@@ -1,0 +1,282 @@
+/**
+ * zod schemas for the generation and upload requests, built from the catalog, plus the
+ * translation of zod issues into errors that name the offending field in words a user can act on.
+ */
+import { z } from 'zod';
+import { ImageGenError, invalidField } from './errors';
+import { parseMediaInput, type MediaInput } from './media';
+import {
+	COMMON_FIELDS,
+	DEFAULTS,
+	MAGIC_PROMPT_OPTIONS,
+	MODEL_IDS,
+	MODEL_SPECIFIC_FIELDS,
+	MODELS,
+	PROMPT_MAX_LENGTH,
+	RESPONSE_FORMATS,
+	STYLE_TYPES,
+	isModelId,
+	modelsAccepting,
+	type AspectRatio,
+	type ImageOutputFormat,
+	type MagicPromptOption,
+	type ModelId,
+	type ModelSpec,
+	type ModelSpecificField,
+	type ResponseFormat,
+	type StyleType,
+} from './models';
+
+export interface GenerationRequest {
+	model: ModelId;
+	prompt: string;
+	/** Always an array once validated, even when the caller sent a single string. */
+	images?: string[];
+	negative_prompt?: string;
+	aspect_ratio: AspectRatio;
+	style_type?: StyleType;
+	magic_prompt_option?: MagicPromptOption;
+	response_format: ResponseFormat;
+	output_format: ImageOutputFormat;
+}
+
+const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...MODEL_SPECIFIC_FIELDS]);
+
+function enumOf<T extends string>(values: readonly T[]) {
+	return z.enum(values as unknown as [T, ...T[]]);
+}
+
+function textField(maxLength: number, required: boolean) {
+	const text = z
+		.string()
+		.max(maxLength)
+		.refine((value) => !required || value.trim().length > 0, {
+			message: 'must not be empty or only white space',
+		});
+	return text;
+}
+
+const imageInputs = z
+	.union([z.string(), z.array(z.unknown())])
+	.transform((value, ctx): string[] => {
+		const list = typeof value === 'string' ? [value] : value;
+		if (list.length === 0) {
+			ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must contain at least 1 image' });
+			return z.NEVER;
+		}
+		if (list.length > MODELS['p-image-edit'].maxInputImages) {
+			ctx.addIssue({
+				code: z.ZodIssueCode.custom,
+				message: `must contain at most ${MODELS['p-image-edit'].maxInputImages} images, got ${list.length}`,
+			});
+			return z.NEVER;
+		}
+		list.forEach((entry, index) => {
+			if (typeof entry !== 'string') {
+				ctx.addIssue({
+					code: z.ZodIssueCode.custom,
+					path: [index],
+					message: `must be a string (an http(s) URL, a data URI or base64), got ${describeType(entry)}`,
+				});
+				return;
+			}
+			try {
+				parseMediaInput(entry, `images[${index}]`);
+			} catch (error) {
+				ctx.addIssue({
+					code: z.ZodIssueCode.custom,
+					path: [index],
+					message: error instanceof Error ? error.message : String(error),
+					params: { preformatted: true, code: error instanceof ImageGenError ? error.code : undefined },
+				});
+			}
+		});
+		return list as string[];
+	});
+
+function schemaFor(spec: ModelSpec) {
+	const accepts = (field: ModelSpecificField) => spec.fields.includes(field);
+	return z
+		.object({
+			model: z.literal(spec.id),
+			prompt: textField(spec.promptMaxLength, true),
+			aspect_ratio: enumOf(spec.aspectRatios).default(DEFAULTS.aspect_ratio),
+			response_format: enumOf(RESPONSE_FORMATS).default(DEFAULTS.response_format),
+			output_format: enumOf(spec.outputFormats).default(DEFAULTS.output_format),
+			...(accepts('images') ? { images: imageInputs } : {}),
+			...(accepts('negative_prompt') ? { negative_prompt: textField(PROMPT_MAX_LENGTH, false).optional() } : {}),
+			...(accepts('style_type') ? { style_type: enumOf(STYLE_TYPES).default(DEFAULTS.style_type) } : {}),
+			...(accepts('magic_prompt_option')
+				? { magic_prompt_option: enumOf(MAGIC_PROMPT_OPTIONS).default(DEFAULTS.magic_prompt_option) }
+				: {}),
+		})
+		.strict();
+}
+
+export const GENERATION_SCHEMAS = Object.fromEntries(
+	MODEL_IDS.map((id) => [id, schemaFor(MODELS[id])]),
+) as Record<ModelId, ReturnType<typeof schemaFor>>;
+
+/**
+ * Validates a generation request body and applies the defaults. Throws an ImageGenError (400)
+ * whose `param` names the first offending field.
+ */
+export function parseGenerationRequest(body: unknown): GenerationRequest {
+	const object = requireObject(body);
+	if (!('model' in object) || object.model === undefined) {
+		throw invalidField('model', `'model' is required: one of ${MODEL_IDS.join(', ')}`, 'missing_field');
+	}
+	if (!isModelId(object.model)) {
+		throw invalidField(
+			'model',
+			`'model' must be one of ${MODEL_IDS.join(', ')}; got ${describeValue(object.model)}`,
+		);
+	}
+	const model = object.model;
+	rejectForeignFields(object, MODELS[model]);
+	const result = GENERATION_SCHEMAS[model].safeParse(object);
+	if (!result.success) throw issueToError(result.error.issues[0]!, object, model);
+	return result.data as GenerationRequest;
+}
+
+function rejectForeignFields(object: Record<string, unknown>, spec: ModelSpec): void {
+	for (const key of Object.keys(object)) {
+		if (!KNOWN_FIELDS.has(key)) {
+			throw invalidField(key, `Unknown field '${key}'`, 'unknown_field');
+		}
+		const field = key as ModelSpecificField;
+		if ((MODEL_SPECIFIC_FIELDS as readonly string[]).includes(key) && !spec.fields.includes(field)) {
+			throw invalidField(
+				key,
+				`'${key}' is not accepted by model '${spec.id}' (only by ${modelsAccepting(field).join(', ')})`,
+				'field_not_supported',
+			);
+		}
+	}
+}
+
+export const UPLOAD_OUTPUT_FORMATS = ['webp', 'png', 'jpg'] as const;
+export type UploadOutputFormat = 'webp' | 'png' | 'jpeg';
+
+/** Accepts `webp`, `png`, `jpg` and the alias `jpeg`; answers the canonical codec name. */
+export function parseUploadOutputFormat(value: unknown, field = 'output_format'): UploadOutputFormat {
+	if (typeof value !== 'string') {
+		throw invalidField(field, `'${field}' must be a string: one of webp, png, jpg; got ${describeType(value)}`);
+	}
+	const normalized = value.trim().toLowerCase();
+	if (normalized === 'jpg' || normalized === 'jpeg') return 'jpeg';
+	if (normalized === 'webp' || normalized === 'png') return normalized;
+	throw invalidField(field, `'${field}' must be one of webp, png, jpg; got ${describeValue(value)}`);
+}
+
+export interface UploadJsonRequest {
+	field: 'image' | 'video';
+	input: MediaInput;
+	outputFormat?: UploadOutputFormat;
+}
+
+const UPLOAD_JSON_FIELDS = new Set(['image', 'video', 'output_format']);
+
+/** Validates a JSON upload body: exactly one of `image` or `video`, `output_format` only for images. */
+export function parseUploadJson(body: unknown): UploadJsonRequest {
+	const object = requireObject(body);
+	for (const key of Object.keys(object)) {
+		if (!UPLOAD_JSON_FIELDS.has(key)) throw invalidField(key, `Unknown field '${key}'`, 'unknown_field');
+	}
+	const present = (['image', 'video'] as const).filter((key) => object[key] !== undefined && object[key] !== null);
+	if (present.length === 0) {
+		throw invalidField(
+			'image',
+			"Give exactly one of 'image' or 'video' (a URL, a data URI or base64), or send a multipart 'file'",
+			'missing_field',
+		);
+	}
+	if (present.length > 1) {
+		throw invalidField('video', "Give exactly one of 'image' or 'video', not both", 'conflicting_fields');
+	}
+	const field = present[0]!;
+	const value = object[field];
+	if (typeof value !== 'string') {
+		throw invalidField(field, `'${field}' must be a string (a URL, a data URI or base64); got ${describeType(value)}`);
+	}
+	const outputFormat =
+		object.output_format === undefined || object.output_format === null
+			? undefined
+			: parseUploadOutputFormat(object.output_format);
+	if (outputFormat && field === 'video') {
+		throw invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
+	}
+	return { field, input: parseMediaInput(value, field), outputFormat };
+}
+
+function requireObject(body: unknown): Record<string, unknown> {
+	if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+		throw new ImageGenError(400, `The request body must be a JSON object; got ${describeType(body)}`, {
+			code: 'invalid_body',
+		});
+	}
+	return body as Record<string, unknown>;
+}
+
+export function formatPath(path: ReadonlyArray<string | number>): string {
+	return path.reduce<string>(
+		(text, part) => (typeof part === 'number' ? `${text}[${part}]` : text ? `${text}.${part}` : part),
+		'',
+	);
+}
+
+function valueAt(object: unknown, path: ReadonlyArray<string | number>): unknown {
+	return path.reduce<unknown>(
+		(value, key) => (typeof value === 'object' && value !== null ? (value as Record<string | number, unknown>)[key] : undefined),
+		object,
+	);
+}
+
+function issueToError(issue: z.ZodIssue, input: unknown, model: ModelId): ImageGenError {
+	const param = formatPath(issue.path) || null;
+	const name = `'${param}'`;
+	const received = valueAt(input, issue.path);
+	switch (issue.code) {
+		case z.ZodIssueCode.invalid_type:
+			return issue.received === 'undefined'
+				? invalidField(param ?? '', `${name} is required for model '${model}'`, 'missing_field')
+				: invalidField(param ?? '', `${name} must be a ${issue.expected}; got ${issue.received}`, 'invalid_type');
+		case z.ZodIssueCode.invalid_enum_value:
+			return invalidField(
+				param ?? '',
+				`${name} must be one of ${issue.options.join(', ')} for model '${model}'; got ${describeValue(received)}`,
+			);
+		case z.ZodIssueCode.too_big:
+			return invalidField(
+				param ?? '',
+				`${name} is too long: at most ${issue.maximum} characters; got ${typeof received === 'string' ? received.length : 'more'}`,
+				'too_long',
+			);
+		case z.ZodIssueCode.invalid_union:
+			if (received === undefined) {
+				return invalidField(param ?? '', `${name} is required for model '${model}'`, 'missing_field');
+			}
+			return invalidField(
+				param ?? '',
+				`${name} must be a string or an array of strings (http(s) URLs, data URIs or base64); got ${describeType(received)}`,
+				'invalid_type',
+			);
+		case z.ZodIssueCode.unrecognized_keys:
+			return invalidField(issue.keys[0] ?? '', `Unknown field '${issue.keys[0]}'`, 'unknown_field');
+		default:
+			return issue.code === z.ZodIssueCode.custom && issue.params?.preformatted
+				? invalidField(param ?? '', issue.message, issue.params.code)
+				: invalidField(param ?? '', `${name} ${issue.message}`);
+	}
+}
+
+export function describeType(value: unknown): string {
+	if (value === null) return 'null';
+	if (Array.isArray(value)) return 'an array';
+	return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function describeValue(value: unknown): string {
+	if (typeof value === 'string') return `'${value.length > 40 ? `${value.slice(0, 40)}…` : value}'`;
+	return describeType(value);
+}

@@ -1,0 +1,6 @@
+export * from './core/models';
+export * from './core/errors';
+export * from './core/media';
+export * from './core/schemas';
+export * from './core/api';
+export * from './core/request';
