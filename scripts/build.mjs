@@ -1,7 +1,7 @@
 // Builds the n8n package (nodes, credentials, core → dist/, with their icons and codex files)
 // and the imagegen-server workspace. Type errors fail the build.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,8 +9,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const run = (project) => execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
 
-rmSync(join(root, 'dist'), { recursive: true, force: true });
-rmSync(join(root, 'server', 'dist'), { recursive: true, force: true });
 run('tsconfig.json');
 const assets = ['nodes', 'credentials'].flatMap((folder) =>
 	readdirSync(join(root, folder), { recursive: true })

@@ -1,0 +1,23 @@
+/**
+ * What a generation provider is: something that turns a validated request into image bytes
+ * (or a URL of its own, which we fetch and re-host so every URL we answer with is ours).
+ */
+import type { GenerationRequest } from '../../../core/schemas';
+
+export type ProviderImage = { bytes: Buffer } | { url: string };
+
+export interface GenerationContext {
+	/** Aborted when our client goes away or the time limit passes; providers must stop work. */
+	signal: AbortSignal;
+	/**
+	 * Bytes of one input image (`images[i]` of p-image-edit): decodes data URIs and base64, fetches
+	 * URLs through the SSRF-checked fetcher. Throws a 400 naming `images[i]` on failure.
+	 */
+	loadInputImage(index: number): Promise<Buffer>;
+}
+
+export interface GenerationProvider {
+	/** Name used in configuration (`--providers p-image=replicate`) and in logs. */
+	readonly name: string;
+	generate(request: GenerationRequest, context: GenerationContext): Promise<ProviderImage[]>;
+}
