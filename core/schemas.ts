@@ -240,7 +240,7 @@ function issueToError(issue: z.ZodIssue, input: unknown, model: ModelId): ImageG
 		case z.ZodIssueCode.invalid_type:
 			return issue.received === 'undefined'
 				? invalidField(param ?? '', `${name} is required for model '${model}'`, 'missing_field')
-				: invalidField(param ?? '', `${name} must be a ${issue.expected}; got ${issue.received}`, 'invalid_type');
+				: invalidField(param ?? '', `${name} must be ${expectedText(issue.expected)}; got ${describeType(received)}`, 'invalid_type');
 		case z.ZodIssueCode.invalid_enum_value:
 			return invalidField(
 				param ?? '',
@@ -268,6 +268,11 @@ function issueToError(issue: z.ZodIssue, input: unknown, model: ModelId): ImageG
 				? invalidField(param ?? '', issue.message, issue.params.code)
 				: invalidField(param ?? '', `${name} ${issue.message}`);
 	}
+}
+
+function expectedText(expected: string): string {
+	// zod describes an enum as `'a' | 'b'`: say it as a user reads it.
+	return expected.includes('|') ? `a string: one of ${expected.replace(/'/g, '').split(' | ').join(', ')}` : `a ${expected}`;
 }
 
 export function describeType(value: unknown): string {
