@@ -1,0 +1,73 @@
+/** Small client helpers for the server suites: every call is real HTTP over loopback. */
+import type { RunningServer } from '../../helpers/server';
+
+export interface ApiAnswer<T = any> {
+	status: number;
+	headers: Headers;
+	body: T;
+}
+
+export async function call<T = any>(
+	server: RunningServer,
+	path: string,
+	init: RequestInit & { auth?: string | null } = {},
+): Promise<ApiAnswer<T>> {
+	const headers = new Headers(init.headers);
+	const auth = init.auth === undefined ? `Bearer ${server.apiKey}` : init.auth;
+	if (auth !== null) headers.set('authorization', auth);
+	const response = await fetch(`${server.origin}${path}`, { ...init, headers });
+	const text = await response.text();
+	let body: unknown = text;
+	if ((response.headers.get('content-type') ?? '').includes('json')) body = JSON.parse(text);
+	return { status: response.status, headers: response.headers, body: body as T };
+}
+
+export function postJson<T = any>(server: RunningServer, path: string, body: unknown, init: RequestInit & { auth?: string | null } = {}) {
+	return call<T>(server, path, {
+		...init,
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) },
+		body: typeof body === 'string' ? body : JSON.stringify(body),
+	});
+}
+
+export function uploadFile<T = any>(
+	server: RunningServer,
+	bytes: Buffer,
+	fields: Record<string, string> = {},
+	options: { fileField?: string; fileName?: string; fieldsFirst?: boolean; mimeType?: string } = {},
+) {
+	const form = new FormData();
+	const addFields = () => {
+		for (const [name, value] of Object.entries(fields)) form.append(name, value);
+	};
+	if (options.fieldsFirst) addFields();
+	form.append(options.fileField ?? 'file', new Blob([bytes], { type: options.mimeType ?? 'application/octet-stream' }), options.fileName ?? 'upload.bin');
+	if (!options.fieldsFirst) addFields();
+	return call<T>(server, '/v1/uploads', { method: 'POST', body: form });
+}
+
+export async function download(url: string, init: RequestInit = {}): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+	const response = await fetch(url, init);
+	return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
+}
+
+export function expectApiError(answer: ApiAnswer, status: number, param: string | null, messagePattern?: RegExp): void {
+	expect({ status: answer.status, param: answer.body?.error?.param }).toEqual({ status, param });
+	expect(typeof answer.body.error.message).toBe('string');
+	expect(answer.body.error.message.length).toBeGreaterThan(10);
+	expect(typeof answer.body.error.type).toBe('string');
+	expect(typeof answer.body.error.code).toBe('string');
+	expect(JSON.stringify(answer.body)).not.toMatch(/\n\s+at /);
+	if (messagePattern) expect(answer.body.error.message).toMatch(messagePattern);
+}
+
+/** Polls until `check` is true or the time is up; answers whether it became true. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 100): Promise<boolean> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		if (await check()) return true;
+		await new Promise((resolve) => setTimeout(resolve, stepMs));
+	}
+	return check();
+}
