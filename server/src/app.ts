@@ -9,7 +9,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { createAuthenticator } from './auth';
 import type { ServiceConfig } from './config';
 import type { ServiceContext } from './context';
-import { installErrorHandling } from './error-handler';
+import { installErrorHandling, installNotFoundHandler } from './error-handler';
 import { createSafeFetcher } from './net/safe-fetch';
 import { createRateLimiter } from './rate-limit';
 import { registerFileRoutes } from './routes/files';
@@ -128,6 +128,7 @@ export async function buildApp(
 				authenticate(request);
 				rateLimit(request.apiKeyId);
 			});
+			installNotFoundHandler(v1);
 			await registerModelRoutes(v1, config.priceOverrides);
 			await registerUploadRoutes(v1, { store: context.store as DiskFileStore, openRemote, maxUploadBytes: config.maxUploadBytes });
 			await registerGenerationRoutes(v1, context);

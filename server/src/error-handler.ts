@@ -66,6 +66,11 @@ export function installErrorHandling(
 		}
 		return sendApiError(reply, apiError);
 	});
+	installNotFoundHandler(app);
+}
+
+/** Installed again inside the /v1 scope, so unknown /v1 routes pass its auth hook first. */
+export function installNotFoundHandler(app: FastifyInstance): void {
 	app.setNotFoundHandler((request, reply) =>
 		sendApiError(
 			reply,

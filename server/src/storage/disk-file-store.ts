@@ -77,7 +77,14 @@ export class DiskFileStore implements FileStore {
 		const path = this.tempPath();
 		const inspector = new InspectingStream(field, options.maxBytes ?? Number.POSITIVE_INFINITY, options.oversizeStatus ?? 413);
 		const forwardError = (error: Error) => inspector.destroy(error);
+		// A source destroyed without an error (a client that went away) never ends: treat it as one.
+		const forwardClose = () => {
+			if (!source.readableEnded) {
+				inspector.destroy(invalidField(field, `'${field}' ended before all of it arrived (the connection was closed)`, 'incomplete_upload'));
+			}
+		};
 		source.once('error', forwardError);
+		source.once('close', forwardClose);
 		source.pipe(inspector);
 		try {
 			await pipeline(inspector, this.openWriteStream(path));
@@ -92,6 +99,7 @@ export class DiskFileStore implements FileStore {
 			throw storageError(error);
 		} finally {
 			source.off('error', forwardError);
+			source.off('close', forwardClose);
 		}
 		if (!inspector.media) {
 			await removeQuietly(path);
