@@ -1,0 +1,129 @@
+/** Flags, environment and the CLI's own behaviour (exit codes, help, the generated key). */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, parseConfig } from '../../server/src/config';
+import { SERVER_CLI, startServer } from '../helpers/server';
+import { call } from './support/http';
+
+describe('parseConfig', () => {
+	it('has the documented defaults', () => {
+		const config = parseConfig([], {});
+		expect(config).toMatchObject({
+			host: '127.0.0.1',
+			port: 8080,
+			apiKeys: [],
+			retentionSeconds: 86_400,
+			allowPrivateUrls: false,
+			maxUploadBytes: 512 * 1024 * 1024,
+			rateLimitPerMinute: 600,
+			generationTimeoutMs: 120_000,
+			priceOverrides: {},
+		});
+	});
+
+	it('reads IMAGEGEN_* and lets flags win', () => {
+		const env = { IMAGEGEN_PORT: '9000', IMAGEGEN_RETENTION_SECONDS: '60', IMAGEGEN_ALLOW_PRIVATE_URLS: 'true', IMAGEGEN_API_KEYS: 'envkey-123456, other-key-7890', IMAGEGEN_PROVIDERS: 'p-image=replicate' };
+		const config = parseConfig(['--port', '9100', '--max-upload-mb=2', '--prices', 'p-image=0.01'], env);
+		expect(config).toMatchObject({
+			port: 9100,
+			retentionSeconds: 60,
+			allowPrivateUrls: true,
+			apiKeys: ['envkey-123456', 'other-key-7890'],
+			maxUploadBytes: 2 * 1024 * 1024,
+			providers: 'p-image=replicate',
+			prices: 'p-image=0.01',
+			priceOverrides: { 'p-image': 0.01 },
+		});
+	});
+
+	it.each([
+		[['--port', 'eighty'], /--port must be a whole number/],
+		[['--port', '70000'], /--port/],
+		[['--retention-seconds', '0'], /--retention-seconds/],
+		[['--max-upload-mb', '-1'], /--max-upload-mb must be a positive number/],
+		[['--rate-limit-per-minute', '1.5'], /--rate-limit-per-minute/],
+		[['--public-url', 'ftp://x'], /--public-url/],
+		[['--api-keys', 'short'], /--api-keys/],
+		[['--prices', 'p-image=cheap'], /--prices: the price of 'p-image'/],
+		[['--prices', 'dall-e=1'], /--prices: unknown model 'dall-e'/],
+		[['--log-level', 'loud'], /--log-level/],
+		[['--port'], /--port needs a value/],
+		[['--colour', 'red'], /Unknown option '--colour'/],
+	])('refuses %j naming the flag', (argv, message) => {
+		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
+		expect(() => parseConfig(argv as string[], {})).toThrow(message);
+	});
+
+	it('names the environment variable when the bad value came from it', () => {
+		expect(() => parseConfig([], { IMAGEGEN_PORT: 'x' })).toThrow(/--port \(IMAGEGEN_PORT\)/);
+		expect(() => parseConfig([], { IMAGEGEN_ALLOW_PRIVATE_URLS: 'maybe' })).toThrow(/IMAGEGEN_ALLOW_PRIVATE_URLS/);
+	});
+});
+
+describe('the CLI', () => {
+	it('exits with 2 and a message naming the flag for a bad value', () => {
+		const result = spawnSync(process.execPath, [SERVER_CLI, '--max-upload-mb', 'lots'], { encoding: 'utf8' });
+		expect(result.status).toBe(2);
+		expect(result.stderr).toMatch(/--max-upload-mb must be a positive number; got 'lots'/);
+	});
+
+	it('prints --help with every flag and exits 0', () => {
+		const result = spawnSync(process.execPath, [SERVER_CLI, '--help'], { encoding: 'utf8' });
+		expect(result.status).toBe(0);
+		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds']) {
+			expect(result.stdout).toContain(flag);
+		}
+	});
+
+	it('without keys creates one (mode 0600), prints it, and reuses it after a restart', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-key-'));
+		try {
+			const first = await startServer({ dataDir, apiKey: null });
+			const key = readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
+			expect(key.length).toBeGreaterThanOrEqual(32);
+			expect(statSync(join(dataDir, 'api-key')).mode & 0o777).toBe(0o600);
+			expect(first.output()).toContain(`API key: ${key}`);
+			expect(first.apiKey).toBe(key);
+			expect((await call(first, '/v1/models')).status).toBe(200);
+			await first.stop();
+
+			const second = await startServer({ dataDir, apiKey: null });
+			expect(second.apiKey).toBe(key);
+			expect((await call(second, '/v1/models')).status).toBe(200);
+			await second.stop();
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+		}
+	});
+
+	it('hands out file URLs under --public-url and stops cleanly on SIGINT', async () => {
+		const server = await startServer({ args: ['--public-url', 'https://files.example.test/base/'] });
+		const answer = await call(server, '/v1/uploads', {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ video: Buffer.from('\0\0\0\x18ftypisom\0\0\0\0isommp41', 'latin1').toString('base64') }),
+		});
+		expect(answer.body.videoUrl).toMatch(/^https:\/\/files\.example\.test\/base\/files\/[A-Za-z0-9_-]+\.mp4$/);
+		const exited = new Promise<number | null>((resolve) => server.process.once('exit', (code) => resolve(code)));
+		server.process.kill('SIGINT');
+		expect(await exited).toBe(0);
+		await server.stop({ removeData: true });
+	});
+
+	it('the default public URL uses the real bound port', async () => {
+		const server = await startServer();
+		try {
+			const answer = await call(server, '/v1/uploads', {
+				method: 'POST',
+				headers: { 'content-type': 'application/json' },
+				body: JSON.stringify({ video: Buffer.from('\0\0\0\x18ftypisom\0\0\0\0isommp41', 'latin1').toString('base64') }),
+			});
+			expect(answer.body.videoUrl.startsWith(`${server.origin}/files/`)).toBe(true);
+			expect(server.origin).not.toMatch(/:0$/);
+		} finally {
+			await server.stop({ removeData: true });
+		}
+	});
+});
