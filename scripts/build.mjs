@@ -1,7 +1,7 @@
 // Builds the n8n package (nodes, credentials, core → dist/, with their icons and codex files)
 // and the imagegen-server workspace. Type errors fail the build.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,3 +21,5 @@ for (const asset of assets) {
 	cpSync(join(root, asset), target);
 }
 run('server/tsconfig.json');
+// The CLI is linked as a bin (`npx imagegen-server`): tsc does not keep it executable.
+chmodSync(join(root, 'server', 'dist', 'server', 'src', 'cli.js'), 0o755);
