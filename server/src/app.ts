@@ -9,7 +9,8 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { createAuthenticator } from './auth';
 import type { ServiceConfig } from './config';
 import type { ServiceContext } from './context';
-import { installErrorHandling, installNotFoundHandler } from './error-handler';
+import { ImageGenError } from '../../core/errors';
+import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
 import { createSafeFetcher } from './net/safe-fetch';
 import { createRateLimiter } from './rate-limit';
 import { registerFileRoutes } from './routes/files';
@@ -93,6 +94,10 @@ export async function buildApp(
 	const app = Fastify({
 		bodyLimit: config.maxJsonBytes,
 		logController: new LogController({ disableRequestLogging: true }),
+		// Requests Fastify rejects before routing (a malformed URL) get our error shape too.
+		frameworkErrors: (error, _request, reply) => {
+			sendApiError(reply, new ImageGenError(400, `The request URL is malformed: ${error.message}`, { code: 'invalid_url' }));
+		},
 		logger: {
 			level: config.logLevel,
 			// Only what is safe to keep: no headers (Authorization) and no query string (keys end up there).

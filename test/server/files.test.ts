@@ -105,3 +105,29 @@ describe('service basics', () => {
 		}
 	});
 });
+
+describe('malformed requests', () => {
+	it('a malformed percent-encoding in the URL is a JSON 400', async () => {
+		const response = await fetch(`${server.origin}/files/%ZZ`);
+		expect(response.status).toBe(400);
+		const body = await response.json();
+		expect(body.error.type).toBe('invalid_request_error');
+		expect(body.error.message).toMatch(/URL is malformed/);
+	});
+
+	it('a repeated or __proto__ multipart field is a 400', async () => {
+		const twice = new FormData();
+		twice.append('output_format', 'webp');
+		twice.append('output_format', 'png');
+		twice.append('file', new Blob([Buffer.from('GIF89a')]), 'a.gif');
+		const answer = await fetch(`${server.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: twice });
+		expect(answer.status).toBe(400);
+		expect((await answer.json()).error.param).toBe('output_format');
+
+		const proto = new FormData();
+		proto.append('__proto__', 'x');
+		const protoAnswer = await fetch(`${server.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: proto });
+		expect(protoAnswer.status).toBe(400);
+		expect((await protoAnswer.json()).error.message).toMatch(/__proto__/);
+	});
+});
