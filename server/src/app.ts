@@ -104,7 +104,11 @@ export async function buildApp(
 			serializers: {
 				req: (request) => ({ method: request.method, path: String(request.url).split('?')[0], remoteAddress: request.ip }),
 			},
-			redact: ['req.headers', 'headers.authorization'],
+			// Plugins may log raw headers at debug/trace level (the multipart parser does): cut them out.
+			redact: {
+				paths: ['req.headers', 'headers.authorization', 'headers.cookie', '*.headers.authorization', '*.headers.cookie', '*.*.headers.authorization'],
+				censor: '[redacted]',
+			},
 		},
 	});
 	app.decorateRequest('apiKeyId', '');

@@ -101,3 +101,22 @@ describe('unknown /v1 routes', () => {
 		expectApiError(await call(server, '/v1/nothing-here'), 404, null, /Unknown route: GET \/v1\/nothing-here/);
 	});
 });
+
+describe('logging', () => {
+	it('never writes the key, even at trace level with uploads and failures', async () => {
+		const verbose = await startServer({ args: ['--log-level', 'trace'] });
+		try {
+			const form = new FormData();
+			form.append('file', new Blob([Buffer.from('not media at all')]), 'x.bin');
+			await call(verbose, '/v1/uploads', { method: 'POST', body: form });
+			await call(verbose, `/v1/models?api_key=${verbose.apiKey}`);
+			await postJson(verbose, '/v1/uploads', '{broken');
+			await call(verbose, '/v1/models', { auth: `Bearer ${verbose.apiKey}-wrong` });
+			await new Promise((resolve) => setTimeout(resolve, 200));
+			expect(verbose.output()).toMatch(/busboy|trace|"level":10/);
+			expect(verbose.output()).not.toContain(verbose.apiKey);
+		} finally {
+			await verbose.stop({ removeData: true });
+		}
+	});
+});
