@@ -1,7 +1,7 @@
 // Builds the n8n package (nodes, credentials, core → dist/, with their icons and codex files)
 // and the imagegen-server workspace. Type errors fail the build.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
