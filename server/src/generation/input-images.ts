@@ -1,0 +1,37 @@
+/**
+ * Loads `images[i]` of a p-image-edit request: data URIs and base64 are decoded, URLs fetched
+ * through the SSRF-checked fetcher. Whatever the form, the bytes must really be an image.
+ */
+import { invalidField } from '../../../core/errors';
+import { parseMediaInput, sniffMedia } from '../../../core/media';
+import type { GenerationRequest } from '../../../core/schemas';
+import type { ServiceContext } from '../context';
+
+export function inputImageLoader(
+	request: GenerationRequest,
+	context: Pick<ServiceContext, 'fetchRemote' | 'maxInputImageBytes'>,
+	signal: AbortSignal,
+): (index: number) => Promise<Buffer> {
+	return async (index) => {
+		const field = `images[${index}]`;
+		const value = request.images?.[index];
+		if (value === undefined) throw invalidField(field, `'${field}' does not exist`);
+		const input = parseMediaInput(value, field);
+		const bytes =
+			input.kind === 'url'
+				? await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })
+				: input.bytes;
+		if (bytes.length > context.maxInputImageBytes) {
+			throw invalidField(field, `'${field}' is larger than the ${Math.round(context.maxInputImageBytes / 1_048_576)} MB allowed for an input image`, 'too_large');
+		}
+		const media = sniffMedia(bytes);
+		if (!media || media.kind !== 'image') {
+			throw invalidField(
+				field,
+				`'${field}' is not a supported image (png, jpeg, webp, gif or avif)${media ? `: it is a ${media.type} video` : ''}`,
+				'unsupported_media_type',
+			);
+		}
+		return bytes;
+	};
+}

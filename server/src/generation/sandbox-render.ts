@@ -1,0 +1,165 @@
+/**
+ * The sandbox renderer: a deterministic picture of the request itself. It is a stand-in for
+ * development and tests (offline, free, reproducible), not an image model: the same request always
+ * gives the same bytes, and what was asked for (prompt, model, style, input images) is visible.
+ */
+import { createHash } from 'node:crypto';
+import sharp from 'sharp';
+import type { ImageOutputFormat, StyleType } from '../../../core/models';
+
+export interface SandboxScene {
+	model: string;
+	prompt: string;
+	width: number;
+	height: number;
+	styleType?: StyleType;
+	negativePrompt?: string;
+	magicPromptOption?: string;
+	/** Decoded input images (p-image-edit), composed as tiles under the caption. */
+	inputs: Buffer[];
+}
+
+interface Palette {
+	background: [string, string];
+	accents: string[];
+}
+
+const STYLE_LOOK: Record<StyleType, { saturation: number; lightness: number }> = {
+	AUTO: { saturation: 60, lightness: 55 },
+	GENERAL: { saturation: 55, lightness: 55 },
+	REALISTIC: { saturation: 25, lightness: 50 },
+	DESIGN: { saturation: 80, lightness: 60 },
+	RENDER_3D: { saturation: 65, lightness: 45 },
+	ANIME: { saturation: 95, lightness: 65 },
+};
+
+/** Colours derived from a hash of what was asked, so different prompts look different. */
+function paletteFor(scene: SandboxScene, seed: Buffer): Palette {
+	const look = STYLE_LOOK[scene.styleType ?? 'AUTO'];
+	const hue = (index: number) => Math.round((seed.readUInt16BE(index * 2) / 65_536) * 360);
+	const colour = (index: number, lightnessShift = 0) =>
+		`hsl(${hue(index)}, ${look.saturation}%, ${Math.max(10, Math.min(90, look.lightness + lightnessShift))}%)`;
+	return {
+		background: [colour(0, -20), colour(1, 10)],
+		accents: [colour(2), colour(3, 15), colour(4, -10), colour(5, 5)],
+	};
+}
+
+function escapeXml(text: string): string {
+	return text.replace(/[<>&'"]/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/** Greedy word wrap; very long words are cut so nothing runs off the canvas. */
+function wrap(text: string, maxChars: number, maxLines: number): string[] {
+	const lines: string[] = [];
+	let line = '';
+	for (const word of text.replace(/\s+/g, ' ').trim().split(' ')) {
+		const piece = word.length > maxChars ? `${word.slice(0, maxChars - 1)}…` : word;
+		if (line && line.length + 1 + piece.length > maxChars) {
+			lines.push(line);
+			line = piece;
+		} else {
+			line = line ? `${line} ${piece}` : piece;
+		}
+		if (lines.length === maxLines) break;
+	}
+	if (line && lines.length < maxLines) lines.push(line);
+	if (lines.length === maxLines && text.length > lines.join(' ').length) {
+		lines[maxLines - 1] = `${lines[maxLines - 1]!.slice(0, maxChars - 1)}…`;
+	}
+	return lines;
+}
+
+function shapes(scene: SandboxScene, seed: Buffer, palette: Palette): string {
+	const { width, height } = scene;
+	const unit = Math.min(width, height);
+	const out: string[] = [];
+	for (let i = 0; i < 6; i++) {
+		const x = (seed[8 + i]! / 255) * width;
+		const y = (seed[14 + i]! / 255) * height;
+		const size = unit * (0.12 + (seed[20 + i]! / 255) * 0.3);
+		const fill = palette.accents[i % palette.accents.length]!;
+		switch (scene.styleType) {
+			case 'DESIGN':
+				out.push(`<rect x="${x - size / 2}" y="${y - size / 2}" width="${size}" height="${size * 0.6}" fill="${fill}"/>`);
+				break;
+			case 'RENDER_3D':
+				out.push(`<circle cx="${x}" cy="${y}" r="${size / 2}" fill="url(#sphere${i % 2})"/>`);
+				break;
+			case 'ANIME':
+				out.push(`<path d="M${x} ${y - size / 2} L${x + size / 2} ${y + size / 2} L${x - size / 2} ${y + size / 2} Z" fill="${fill}" opacity="0.85"/>`);
+				break;
+			default:
+				out.push(`<circle cx="${x}" cy="${y}" r="${size / 2}" fill="${fill}" opacity="${scene.styleType === 'REALISTIC' ? 0.35 : 0.7}"/>`);
+		}
+	}
+	return out.join('');
+}
+
+function backgroundSvg(scene: SandboxScene, seed: Buffer, palette: Palette): Buffer {
+	const { width, height } = scene;
+	const [from, to] = palette.background;
+	return Buffer.from(
+		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">` +
+			`<defs><linearGradient id="bg" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${from}"/><stop offset="1" stop-color="${to}"/></linearGradient>` +
+			`<radialGradient id="sphere0" cx="0.35" cy="0.35"><stop offset="0" stop-color="#fff"/><stop offset="1" stop-color="${palette.accents[0]}"/></radialGradient>` +
+			`<radialGradient id="sphere1" cx="0.35" cy="0.35"><stop offset="0" stop-color="#fff"/><stop offset="1" stop-color="${palette.accents[1]}"/></radialGradient></defs>` +
+			`<rect width="100%" height="100%" fill="url(#bg)"/>${scene.inputs.length ? '' : shapes(scene, seed, palette)}</svg>`,
+	);
+}
+
+function captionSvg(scene: SandboxScene): Buffer {
+	const { width, height } = scene;
+	const fontSize = Math.round(Math.min(width, height) / 22);
+	const maxChars = Math.max(12, Math.floor(width / (fontSize * 0.6)) - 4);
+	const lines = wrap(scene.prompt, maxChars, 5);
+	const notes = [
+		`sandbox · ${scene.model}${scene.styleType ? ` · ${scene.styleType}` : ''}${scene.magicPromptOption ? ` · magic ${scene.magicPromptOption}` : ''}`,
+		...(scene.negativePrompt ? [`without: ${wrap(scene.negativePrompt, maxChars, 1)[0]}`] : []),
+	];
+	const lineHeight = Math.round(fontSize * 1.3);
+	const boxHeight = lineHeight * (lines.length + notes.length) + fontSize;
+	const top = height - boxHeight;
+	const text = [...lines.map((line) => ({ line, size: fontSize, weight: 'bold' })), ...notes.map((line) => ({ line, size: Math.round(fontSize * 0.7), weight: 'normal' }))]
+		.map(
+			({ line, size, weight }, i) =>
+				`<text x="${fontSize}" y="${top + fontSize + i * lineHeight}" font-family="DejaVu Sans, sans-serif" font-size="${size}" font-weight="${weight}" fill="#fff">${escapeXml(line)}</text>`,
+		)
+		.join('');
+	return Buffer.from(
+		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">` +
+			`<rect x="0" y="${top - fontSize / 2}" width="${width}" height="${boxHeight + fontSize / 2}" fill="#000" opacity="0.45"/>${text}</svg>`,
+	);
+}
+
+/** Input images as a grid of tiles covering the canvas. */
+async function tiles(scene: SandboxScene): Promise<sharp.OverlayOptions[]> {
+	const count = scene.inputs.length;
+	const columns = Math.ceil(Math.sqrt(count));
+	const rows = Math.ceil(count / columns);
+	const tileWidth = Math.floor(scene.width / columns);
+	const tileHeight = Math.floor(scene.height / rows);
+	return Promise.all(
+		scene.inputs.map(async (input, index) => ({
+			input: await sharp(input, { animated: false }).resize(tileWidth, tileHeight, { fit: 'cover' }).png().toBuffer(),
+			left: (index % columns) * tileWidth,
+			top: Math.floor(index / columns) * tileHeight,
+		})),
+	);
+}
+
+export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat): Promise<Buffer> {
+	const seed = createHash('sha256')
+		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '']))
+		.digest();
+	const palette = paletteFor(scene, seed);
+	const layers: sharp.OverlayOptions[] = [
+		{ input: backgroundSvg(scene, seed, palette), left: 0, top: 0 },
+		...(await tiles(scene)),
+		{ input: captionSvg(scene), left: 0, top: 0 },
+	];
+	const canvas = sharp({ create: { width: scene.width, height: scene.height, channels: 3, background: '#000' } }).composite(layers);
+	if (format === 'jpeg') return canvas.jpeg({ quality: 90 }).toBuffer();
+	if (format === 'webp') return canvas.webp({ quality: 90 }).toBuffer();
+	return canvas.png().toBuffer();
+}
