@@ -3,6 +3,7 @@ module.exports = {
 	testEnvironment: 'node',
 	roots: ['<rootDir>/test'],
 	testMatch: ['**/*.test.ts'],
+	reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 	transform: {
 		'^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json', isolatedModules: true }],
 	},
