@@ -1,15 +1,131 @@
-// `npm start`: runs the built imagegen-server with embedded defaults (./data, port 8080) and
-// passes any extra arguments through, e.g. `npm start -- --port 9000`.
+// `npm start` (after `npm run build`): the product the way a user meets it. Starts imagegen-server
+// with embedded defaults (./data, port 8080 or the next free one) and a local n8n editor
+// (.n8n-demo/) with this package installed, an ImageGen API credential pointing at the server and
+// a demo workflow; sets up the n8n owner account and prints the editor URL, login and API key.
+// Ctrl-C stops both. Extra arguments go to imagegen-server, e.g. `npm start -- --retention-seconds 600`.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+const require = createRequire(import.meta.url);
+const { ensureN8n, isComplete, N8N_VERSION } = require('./n8n/install.cjs');
+const { freePort, runN8nOrThrow, startEditor } = require('./n8n/run.cjs');
+const { installCommunityPackage } = require('./n8n/community-package.cjs');
+const { credentialFile, demoWorkflow, DEMO_WORKFLOW_ID } = require('./n8n/demo.cjs');
+const { setUpOwner } = require('./n8n/owner.cjs');
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'server', 'dist', 'server', 'src', 'cli.js');
-const defaults = ['--host', '127.0.0.1', '--port', '8080', '--data-dir', join(root, 'data')];
-const server = spawn(process.execPath, [cli, ...defaults, ...process.argv.slice(2)], { stdio: 'inherit' });
+const dataDir = join(root, 'data');
+const userFolder = join(root, '.n8n-demo');
+const say = (line = '') => process.stdout.write(`${line}\n`);
 
-for (const signal of ['SIGINT', 'SIGTERM']) {
-	process.on(signal, () => server.kill(signal));
+const children = [];
+let stopping = false;
+async function stopAll(code) {
+	if (stopping) return;
+	stopping = true;
+	say('\nStopping n8n and imagegen-server…');
+	await Promise.all(children.map((stop) => stop().catch(() => undefined)));
+	process.exit(code);
 }
-server.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stopAll(0));
+
+function startServer(port) {
+	const args = [cli, '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...process.argv.slice(2)];
+	const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+	let output = '';
+	const stop = () =>
+		new Promise((resolve) => {
+			if (child.exitCode !== null || child.signalCode !== null) return resolve();
+			child.once('exit', resolve);
+			child.kill('SIGTERM');
+		});
+	children.push(stop);
+	return new Promise((resolve, reject) => {
+		const onData = (chunk) => {
+			output += chunk;
+			const ready = /listening on (http:\/\/\S+)/.exec(output);
+			if (ready) {
+				child.stdout.off('data', onData);
+				child.stdout.pipe(createWriteStream(join(userFolder, 'imagegen-server.log'), { flags: 'a' }));
+				resolve({ origin: ready[1].replace(/\/$/, ''), output });
+			}
+		};
+		child.stdout.on('data', onData);
+		child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+		child.once('exit', (code) => {
+			if (!stopping) {
+				say(`imagegen-server exited (${code}):\n${output}`);
+				stopAll(1);
+			}
+			reject(new Error('imagegen-server exited'));
+		});
+	});
+}
+
+/** The owner login for this demo folder: created once, kept next to n8n's data. */
+function demoLogin() {
+	const file = join(userFolder, 'login.json');
+	if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
+	const login = { email: 'owner@imagegen.example', password: `Demo-${randomBytes(9).toString('base64url')}1` };
+	writeFileSync(file, JSON.stringify(login, null, '\t'), { mode: 0o600 });
+	return login;
+}
+
+async function main() {
+	mkdirSync(userFolder, { recursive: true });
+	if (!isComplete()) {
+		say(`First run: installing n8n ${N8N_VERSION} into ~/.cache/imagegen-n8n (≈ 10 min and ≈ 3 GB, once).`);
+	}
+	const n8n = await ensureN8n({ log: say });
+
+	const server = await startServer(await freePort(8080));
+	const apiKey = readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
+	say(`imagegen-server is running at ${server.origin}`);
+
+	say('Installing n8n-nodes-imagegen into .n8n-demo/ (as n8n installs a community package)…');
+	installCommunityPackage(userFolder);
+	const credentials = join(userFolder, 'credentials.json');
+	// Refreshed on every start: the port and key may have changed since the last one.
+	writeFileSync(credentials, JSON.stringify(credentialFile({ apiKey, baseUrl: `${server.origin}/v1` })), { mode: 0o600 });
+	await runN8nOrThrow(n8n, ['import:credentials', `--input=${credentials}`], { userFolder });
+	const imported = join(userFolder, 'demo-workflow-imported');
+	// Imported once, so a user's own changes to the demo survive restarts.
+	if (!existsSync(imported)) {
+		const workflowFile = join(userFolder, 'demo-workflow.json');
+		writeFileSync(workflowFile, JSON.stringify([demoWorkflow()]));
+		await runN8nOrThrow(n8n, ['import:workflow', `--input=${workflowFile}`], { userFolder });
+		writeFileSync(imported, new Date().toISOString());
+	}
+
+	say('Starting n8n…');
+	const log = createWriteStream(join(userFolder, 'n8n.log'), { flags: 'a' });
+	const editor = await startEditor(n8n, { userFolder, port: await freePort(5678), onOutput: (chunk) => log.write(chunk) });
+	children.unshift(editor.stop);
+	editor.process.once('exit', (code) => {
+		if (!stopping) {
+			say(`n8n exited (${code}); its log is in .n8n-demo/n8n.log:\n${editor.output().split('\n').slice(-30).join('\n')}`);
+			stopAll(1);
+		}
+	});
+	const login = demoLogin();
+	await setUpOwner(editor.url, login);
+
+	say('');
+	say('Ready.');
+	say(`  n8n editor:     ${editor.url}/workflow/${DEMO_WORKFLOW_ID}   (demo workflow: generate → edit → upload)`);
+	say(`  n8n login:      ${login.email} / ${login.password}`);
+	say(`  ImageGen API:   ${server.origin}/v1   (credential "ImageGen (local server)" is set up in n8n)`);
+	say(`  API key:        ${apiKey}`);
+	say('  Logs:           .n8n-demo/n8n.log, .n8n-demo/imagegen-server.log');
+	say('Press Ctrl-C to stop both.');
+}
+
+main().catch((error) => {
+	process.stderr.write(`${error.stack ?? error}\n`);
+	stopAll(1);
+});
