@@ -25,6 +25,8 @@ function n8nEnvironment({ userFolder, port, nodeBin, logLevel = 'warn', extra = 
 		N8N_DYNAMIC_BANNERS_ENABLED: 'false',
 		N8N_LICENSE_AUTO_RENEW_ENABLED: 'false',
 		N8N_AI_ENABLED: 'false',
+		// Modules that fetch catalogs from n8n's servers at start-up.
+		N8N_DISABLED_MODULES: 'mcp-registry,instance-ai,workflow-builder,chat-hub,quick-connect,promotions',
 		N8N_VERIFIED_PACKAGES_ENABLED: 'false',
 		N8N_UNVERIFIED_PACKAGES_ENABLED: 'true',
 		N8N_COMMUNITY_PACKAGES_ENABLED: 'true',
