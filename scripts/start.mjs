@@ -67,6 +67,14 @@ function startServer(port) {
 	});
 }
 
+/** A key given on the command line or in the environment wins over the one kept in ./data. */
+function configuredApiKey() {
+	const args = process.argv.slice(2);
+	const flag = args.findIndex((arg) => arg === '--api-keys' || arg.startsWith('--api-keys='));
+	const list = flag < 0 ? process.env.IMAGEGEN_API_KEYS : args[flag].includes('=') ? args[flag].split('=')[1] : args[flag + 1];
+	return list?.split(',')[0]?.trim() || undefined;
+}
+
 /** The owner login for this demo folder: created once, kept next to n8n's data. */
 function demoLogin() {
 	const file = join(userFolder, 'login.json');
@@ -84,7 +92,7 @@ async function main() {
 	const n8n = await ensureN8n({ log: say });
 
 	const server = await startServer(await freePort(8080));
-	const apiKey = readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
+	const apiKey = configuredApiKey() ?? readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
 	say(`imagegen-server is running at ${server.origin}`);
 
 	say('Installing n8n-nodes-imagegen into .n8n-demo/ (as n8n installs a community package)…');

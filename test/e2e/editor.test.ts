@@ -90,8 +90,9 @@ async function visibleDropdownOptions() {
 async function chooseModel(model: string): Promise<void> {
 	await parameter('model').click();
 	const options = await visibleDropdownOptions();
-	await options.filter({ hasText: new RegExp(`^\\s*${model.replace(/[-]/g, '\\-')}\\b`, 'i') }).first().click();
-	await page.keyboard.press('Escape').catch(() => undefined);
+	// `p-image` must not pick `p-image-edit`: the name may not continue with a word character or dash.
+	await options.filter({ hasText: new RegExp(`^\\s*${model.replace(/-/g, '\\-')}(?![\\w-])`, 'i') }).first().click();
+	await options.first().waitFor({ state: 'hidden' });
 }
 
 async function aspectRatioCount(): Promise<number> {
