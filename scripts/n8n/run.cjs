@@ -4,16 +4,27 @@ const { spawn } = require('node:child_process');
 const net = require('node:net');
 const { n8nEnvironment } = require('./environment.cjs');
 
-/** A port that was free on loopback a moment ago (`preferred` first, when given). */
-function freePort(preferred = 0) {
-	return new Promise((resolve, reject) => {
+function tryListen(port) {
+	return new Promise((resolve) => {
 		const server = net.createServer();
-		server.once('error', (error) => (preferred ? resolve(freePort(0)) : reject(error)));
-		server.listen(preferred, '127.0.0.1', () => {
-			const { port } = server.address();
-			server.close(() => resolve(port));
+		server.once('error', () => resolve(undefined));
+		server.listen(port, '127.0.0.1', () => {
+			const { port: bound } = server.address();
+			server.close(() => resolve(bound));
 		});
 	});
+}
+
+/** A loopback port that was free a moment ago: `preferred` or the next free one after it, else any. */
+async function freePort(preferred = 0) {
+	if (preferred) {
+		for (let port = preferred; port < preferred + 50; port++) {
+			if (await tryListen(port)) return port;
+		}
+	}
+	const any = await tryListen(0);
+	if (!any) throw new Error('no free loopback port');
+	return any;
 }
 
 /** Every n8n process starts a task broker; parallel processes each need their own port. */
