@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
@@ -19,9 +19,11 @@ const { setUpOwner } = require('./n8n/owner.cjs');
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'server', 'dist', 'server', 'src', 'cli.js');
-const dataDir = join(root, 'data');
-const userFolder = join(root, '.n8n-demo');
+// Both folders can be moved (the start-up test runs in temporary ones).
+const dataDir = process.env.IMAGEGEN_DATA_DIR || join(root, 'data');
+const userFolder = process.env.IMAGEGEN_N8N_DEMO_DIR || join(root, '.n8n-demo');
 const say = (line = '') => process.stdout.write(`${line}\n`);
+const shown = (path) => relative(process.cwd(), path) || '.';
 
 const children = [];
 let stopping = false;
@@ -95,7 +97,7 @@ async function main() {
 	const apiKey = configuredApiKey() ?? readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
 	say(`imagegen-server is running at ${server.origin}`);
 
-	say('Installing n8n-nodes-imagegen into .n8n-demo/ (as n8n installs a community package)…');
+	say(`Installing n8n-nodes-imagegen into ${shown(userFolder)}/ (as n8n installs a community package)…`);
 	installCommunityPackage(userFolder);
 	const credentials = join(userFolder, 'credentials.json');
 	// Refreshed on every start: the port and key may have changed since the last one.
@@ -116,7 +118,7 @@ async function main() {
 	children.unshift(editor.stop);
 	editor.process.once('exit', (code) => {
 		if (!stopping) {
-			say(`n8n exited (${code}); its log is in .n8n-demo/n8n.log:\n${editor.output().split('\n').slice(-30).join('\n')}`);
+			say(`n8n exited (${code}); its log is in ${shown(join(userFolder, 'n8n.log'))}:\n${editor.output().split('\n').slice(-30).join('\n')}`);
 			stopAll(1);
 		}
 	});
@@ -129,7 +131,7 @@ async function main() {
 	say(`  n8n login:      ${login.email} / ${login.password}`);
 	say(`  ImageGen API:   ${server.origin}/v1   (credential "ImageGen (local server)" is set up in n8n)`);
 	say(`  API key:        ${apiKey}`);
-	say('  Logs:           .n8n-demo/n8n.log, .n8n-demo/imagegen-server.log');
+	say(`  Logs:           ${shown(join(userFolder, 'n8n.log'))}, ${shown(join(userFolder, 'imagegen-server.log'))}`);
 	say('Press Ctrl-C to stop both.');
 }
 
