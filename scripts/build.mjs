@@ -10,7 +10,7 @@ const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const run = (project) => execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
 
 run('tsconfig.json');
-const assets = ['nodes', 'credentials'].filter((folder) => existsSync(join(root, folder))).flatMap((folder) =>
+const assets = ['icons', 'nodes', 'credentials'].filter((folder) => existsSync(join(root, folder))).flatMap((folder) =>
 	readdirSync(join(root, folder), { recursive: true })
 		.map((file) => join(folder, String(file)))
 		.filter((file) => /\.(svg|png|json)$/.test(file)),

@@ -1,0 +1,54 @@
+import type {
+	IAuthenticateGeneric,
+	ICredentialTestRequest,
+	ICredentialType,
+	Icon,
+	INodeProperties,
+} from 'n8n-workflow';
+
+export class ImageGenApi implements ICredentialType {
+	name = 'imageGenApi';
+
+	displayName = 'ImageGen API';
+
+	icon: Icon = { light: 'file:../icons/imagegen.svg', dark: 'file:../icons/imagegen.dark.svg' };
+
+	documentationUrl = 'https://github.com/imagegen/n8n-nodes-imagegen?tab=readme-ov-file#credentials';
+
+	properties: INodeProperties[] = [
+		{
+			displayName: 'API Key',
+			name: 'apiKey',
+			type: 'string',
+			typeOptions: { password: true },
+			required: true,
+			default: '',
+			description: 'Sent as "Authorization: Bearer &lt;key&gt;". A local imagegen-server prints its key when it starts.',
+		},
+		{
+			displayName: 'Base URL',
+			name: 'baseUrl',
+			type: 'string',
+			required: true,
+			default: 'http://localhost:8080/v1',
+			placeholder: 'https://imagegen.example.com/v1',
+			description: 'The API root, ending in /v1',
+		},
+	];
+
+	authenticate: IAuthenticateGeneric = {
+		type: 'generic',
+		properties: {
+			headers: {
+				Authorization: '=Bearer {{$credentials.apiKey}}',
+			},
+		},
+	};
+
+	test: ICredentialTestRequest = {
+		request: {
+			baseURL: '={{$credentials.baseUrl.replace(/\\/+$/, "")}}',
+			url: '/models',
+		},
+	};
+}

@@ -1,0 +1,216 @@
+/**
+ * The ImageGen node's parameters, derived from core's model catalog: which fields a model shows,
+ * its aspect ratios and every option list come from there, never from a second list here.
+ * Defaults are literals because n8n's linter reads them; a test holds them equal to core's DEFAULTS.
+ */
+import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
+
+import {
+	IMAGE_OUTPUT_FORMATS,
+	MAGIC_PROMPT_OPTIONS,
+	MAX_INPUT_IMAGES,
+	MODEL_IDS,
+	MODELS,
+	STYLE_TYPES,
+	modelsAccepting,
+	type AspectRatio,
+	type ModelId,
+} from '../../core/models';
+import { requestOptionProperties } from '../shared/request-options';
+
+const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', webp: 'WebP' };
+const STYLE_NAMES: Record<string, string> = { RENDER_3D: '3D Render' };
+const MAGIC_PROMPT_DESCRIPTIONS: Record<string, string> = {
+	AUTO: 'The model decides whether to enhance the prompt',
+	ON: 'Always enhance the prompt',
+	OFF: 'Use the prompt as written',
+};
+
+function titleCase(value: string): string {
+	return value.charAt(0) + value.slice(1).toLowerCase();
+}
+
+const showFor = (models: readonly ModelId[]) => ({ show: { model: [...models] } });
+
+/** One `aspectRatio` property per distinct ratio list, each shown only for the models that use it. */
+function aspectRatioProperties(): INodeProperties[] {
+	const groups = new Map<string, { ratios: readonly AspectRatio[]; models: ModelId[] }>();
+	for (const id of MODEL_IDS) {
+		const key = MODELS[id].aspectRatios.join(',');
+		const group = groups.get(key) ?? { ratios: MODELS[id].aspectRatios, models: [] };
+		group.models.push(id);
+		groups.set(key, group);
+	}
+	return [...groups.values()].map(({ ratios, models }) => ({
+		displayName: 'Aspect Ratio',
+		name: 'aspectRatio',
+		type: 'options',
+		options: ratios.map((ratio) => ({ name: ratio, value: ratio })),
+		default: '1:1',
+		description: 'Width to height of the generated image',
+		displayOptions: showFor(models),
+	}));
+}
+
+const imagesProperty: INodeProperties = {
+	displayName: 'Input Images',
+	name: 'images',
+	type: 'fixedCollection',
+	placeholder: 'Add Image',
+	typeOptions: { multipleValues: true, multipleValueButtonText: 'Add Image', maxAllowedFields: MAX_INPUT_IMAGES },
+	default: { image: [{ source: 'binary', binaryPropertyName: 'data' }] },
+	description: `Images that guide the generation, up to ${MAX_INPUT_IMAGES}`,
+	displayOptions: showFor(modelsAccepting('images')),
+	options: [
+		{
+			displayName: 'Image',
+			name: 'image',
+			values: [
+				{
+					displayName: 'Source',
+					name: 'source',
+					type: 'options',
+					options: [
+						{ name: 'Binary Property', value: 'binary', description: 'A file from the input item' },
+						{ name: 'URL', value: 'url', description: 'A public http(s) address of the image' },
+						{ name: 'Base64', value: 'base64', description: 'Base64 content or a data URI' },
+					],
+					default: 'binary',
+				},
+				{
+					displayName: 'Input Binary Field',
+					name: 'binaryPropertyName',
+					type: 'string',
+					default: 'data',
+					hint: 'The name of the input field holding the image',
+					displayOptions: { show: { source: ['binary'] } },
+				},
+				{
+					displayName: 'Image URL',
+					name: 'url',
+					type: 'string',
+					default: '',
+					placeholder: 'https://example.com/photo.png',
+					displayOptions: { show: { source: ['url'] } },
+				},
+				{
+					displayName: 'Base64',
+					name: 'base64',
+					type: 'string',
+					typeOptions: { rows: 2 },
+					default: '',
+					placeholder: 'data:image/png;base64,iVBORw0…',
+					displayOptions: { show: { source: ['base64'] } },
+				},
+			],
+		},
+	],
+};
+
+const optionsProperty: INodeProperties = {
+	displayName: 'Options',
+	name: 'options',
+	type: 'collection',
+	placeholder: 'Add Option',
+	default: {},
+	options: [
+		{
+			displayName: 'Download Image',
+			name: 'download',
+			type: 'boolean',
+			default: true,
+			description: 'Whether to download a hosted image into the output item as binary data (Response Format "Hosted URL")',
+		},
+		{
+			displayName: 'Put Output File in Field',
+			name: 'binaryPropertyName',
+			type: 'string',
+			default: 'data',
+			description: 'The binary field of the output item that receives the image',
+		},
+		{
+			displayName: 'Inline Binary Images up To (MB)',
+			name: 'inlineLimitMb',
+			type: 'number',
+			typeOptions: { minValue: 0 },
+			default: 4,
+			description: 'Binary input images up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
+		},
+		...requestOptionProperties,
+	],
+};
+
+export const imageGenProperties: INodeProperties[] = [
+	{
+		displayName: 'Model',
+		name: 'model',
+		type: 'options',
+		noDataExpression: true,
+		options: MODEL_IDS.map<INodePropertyOptions>((id) => ({
+			name: MODELS[id].displayName,
+			value: id,
+			description: MODELS[id].description,
+		})),
+		default: 'p-image',
+	},
+	{
+		displayName: 'Prompt',
+		name: 'prompt',
+		type: 'string',
+		typeOptions: { rows: 4 },
+		required: true,
+		default: '',
+		placeholder: 'A lighthouse on a cliff at sunset, watercolor',
+		description: 'What the image should show',
+	},
+	imagesProperty,
+	{
+		displayName: 'Negative Prompt',
+		name: 'negativePrompt',
+		type: 'string',
+		typeOptions: { rows: 2 },
+		default: '',
+		description: 'What the image should not show',
+		displayOptions: showFor(modelsAccepting('negative_prompt')),
+	},
+	{
+		displayName: 'Style',
+		name: 'styleType',
+		type: 'options',
+		options: STYLE_TYPES.map((style) => ({ name: STYLE_NAMES[style] ?? titleCase(style), value: style })),
+		default: 'AUTO',
+		displayOptions: showFor(modelsAccepting('style_type')),
+	},
+	{
+		displayName: 'Magic Prompt',
+		name: 'magicPromptOption',
+		type: 'options',
+		options: MAGIC_PROMPT_OPTIONS.map((option) => ({
+			name: titleCase(option),
+			value: option,
+			description: MAGIC_PROMPT_DESCRIPTIONS[option],
+		})),
+		default: 'AUTO',
+		description: 'Whether the service enhances the prompt before generating',
+		displayOptions: showFor(modelsAccepting('magic_prompt_option')),
+	},
+	...aspectRatioProperties(),
+	{
+		displayName: 'Output Format',
+		name: 'outputFormat',
+		type: 'options',
+		options: IMAGE_OUTPUT_FORMATS.map((format) => ({ name: FORMAT_NAMES[format] ?? format, value: format })),
+		default: 'png',
+	},
+	{
+		displayName: 'Response Format',
+		name: 'responseFormat',
+		type: 'options',
+		options: [
+			{ name: 'Hosted URL', value: 'url', description: 'The service hosts the image for 24 hours' },
+			{ name: 'Binary Data', value: 'b64_json', description: 'The image comes back in the answer; nothing is hosted' },
+		],
+		default: 'url',
+	},
+	optionsProperty,
+];

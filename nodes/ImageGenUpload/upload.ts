@@ -1,0 +1,155 @@
+/**
+ * One input item through the ImageGen Upload node. The file's kind is checked against `mediaType`
+ * from its own bytes before anything is sent, so a mismatch never leaves a hosted file behind.
+ */
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+import { invalidField } from '../../core/errors';
+import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedMedia } from '../../core/media';
+import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
+import { toNodeError, validated } from '../shared/items';
+import { readRequestSettings } from '../shared/request-options';
+import { uploadBinary, uploadReference, type HostedMedia, type RequestSettings, type UploadFormat } from '../shared/uploads';
+
+type InputType = 'binary' | 'url' | 'base64';
+type MediaTypeParameter = 'auto' | MediaKind;
+
+const VIDEO_EXTENSIONS = /\.(mp4|m4v|mov|qt|webm)$/i;
+
+export async function uploadForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
+	const inputType = context.getNodeParameter('inputType', itemIndex) as InputType;
+	const mediaType = context.getNodeParameter('mediaType', itemIndex, 'auto') as MediaTypeParameter;
+	const format = mediaType === 'video' ? 'original' : (context.getNodeParameter('outputFormat', itemIndex, 'original') as string);
+	const outputFormat = format === 'original' ? undefined : (format as UploadFormat);
+	const settings = readRequestSettings(context, itemIndex);
+
+	let hosted: HostedMedia;
+	if (inputType === 'binary') {
+		hosted = await uploadFromBinary(context, itemIndex, mediaType, outputFormat, settings);
+	} else if (inputType === 'url') {
+		hosted = await uploadFromUrl(context, itemIndex, mediaType, outputFormat, settings);
+	} else {
+		hosted = await uploadFromBase64(context, itemIndex, mediaType, outputFormat, settings);
+	}
+	const json = {
+		[hosted.mediaType === 'video' ? 'videoUrl' : 'imageUrl']: hosted.url,
+		url: hosted.url,
+		mediaType: hosted.mediaType,
+		expiresAt: hosted.expiresAt,
+	};
+	return [{ json }];
+}
+
+async function uploadFromBinary(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	mediaType: MediaTypeParameter,
+	outputFormat: UploadFormat | undefined,
+	settings: RequestSettings,
+): Promise<HostedMedia> {
+	const propertyName = context.getNodeParameter('binaryPropertyName', itemIndex) as string;
+	const input = await readBinaryInput(context, itemIndex, propertyName);
+	const media = sniffMedia(await readHead(input));
+	const source = `the binary field '${propertyName}'`;
+	checkKind(context, itemIndex, media, mediaType, source, input.mimeType);
+	return await uploadBinary(context, itemIndex, input, media?.kind === 'image' ? outputFormat : undefined, settings);
+}
+
+async function uploadFromBase64(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	mediaType: MediaTypeParameter,
+	outputFormat: UploadFormat | undefined,
+	settings: RequestSettings,
+): Promise<HostedMedia> {
+	const value = (context.getNodeParameter('base64', itemIndex) as string).trim();
+	const media = validated(
+		context,
+		itemIndex,
+		() => {
+			const parsed = parseMediaInput(value, 'base64');
+			if (parsed.kind === 'url') throw invalidField('base64', "'base64' holds a URL: choose the input type URL for it");
+			return sniffMedia(parsed.bytes.subarray(0, SNIFF_BYTES));
+		},
+		'base64',
+	);
+	const kind = checkKind(context, itemIndex, media, mediaType, "the parameter 'base64'");
+	return await uploadReference(context, itemIndex, kind, value, kind === 'image' ? outputFormat : undefined, settings);
+}
+
+async function uploadFromUrl(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	mediaType: MediaTypeParameter,
+	outputFormat: UploadFormat | undefined,
+	settings: RequestSettings,
+): Promise<HostedMedia> {
+	const url = (context.getNodeParameter('url', itemIndex) as string).trim();
+	validated(
+		context,
+		itemIndex,
+		() => {
+			if (parseMediaInput(url, 'url').kind !== 'url') {
+				throw invalidField('url', "'url' must be an http(s) URL; for base64 content choose the input type Base64");
+			}
+		},
+		'url',
+	);
+	// Only the service sees the bytes behind a URL; with "auto" the path's extension is a first
+	// guess, and the service's "media_kind_mismatch" answer settles it.
+	const guess: MediaKind = mediaType !== 'auto' ? mediaType : VIDEO_EXTENSIONS.test(new URL(url).pathname) ? 'video' : 'image';
+	const upload = async (kind: MediaKind) =>
+		await uploadReference(context, itemIndex, kind, url, kind === 'image' ? outputFormat : undefined, settings);
+	const first = await upload(guess).catch((error: unknown) => toNodeError(context, error, itemIndex));
+	if (!(first instanceof Error)) return first;
+	if (mediaType !== 'auto' || !isKindMismatch(first)) throw first;
+	return await upload(guess === 'image' ? 'video' : 'image');
+}
+
+function isKindMismatch(error: unknown): boolean {
+	if (!(error instanceof NodeApiError)) return false;
+	const response = error.errorResponse as { error?: { code?: string } } | undefined;
+	return response?.error?.code === 'media_kind_mismatch';
+}
+
+async function readHead(input: BinaryInput): Promise<Uint8Array> {
+	const content = await input.open();
+	if (content instanceof Uint8Array) return content.subarray(0, SNIFF_BYTES);
+	const chunks: Uint8Array[] = [];
+	let length = 0;
+	// Leaving the loop early closes the stream: only the first few kilobytes are ever read.
+	for await (const chunk of content) {
+		const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+		chunks.push(bytes);
+		length += bytes.byteLength;
+		if (length >= SNIFF_BYTES) break;
+	}
+	return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
+}
+
+/** The file's kind, or a NodeOperationError when it is not a supported medium or not the one asked for. */
+function checkKind(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	media: SniffedMedia | null,
+	mediaType: MediaTypeParameter,
+	source: string,
+	declaredMimeType?: string,
+): MediaKind {
+	if (!media) {
+		throw new NodeOperationError(
+			context.getNode(),
+			`Item ${itemIndex}: ${source} holds neither a supported image (png, jpeg, webp, gif, avif) nor a supported video (mp4, mov, webm)${declaredMimeType ? `; it is declared as ${declaredMimeType}` : ''}`,
+			{ itemIndex },
+		);
+	}
+	if (mediaType !== 'auto' && media.kind !== mediaType) {
+		throw new NodeOperationError(
+			context.getNode(),
+			`Parameter 'mediaType' of item ${itemIndex}: expected ${mediaType === 'image' ? 'an image' : 'a video'}, but ${source} holds ${media.mimeType}`,
+			{ itemIndex, description: "Set 'Media Type' to Auto-Detect or pass the right file." },
+		);
+	}
+	return media.kind;
+}

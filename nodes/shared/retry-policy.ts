@@ -1,0 +1,44 @@
+/** When and how long to wait before repeating a request that the service refused for now. */
+
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+
+export interface RetryPolicy {
+	/** Repeats after the first attempt; 0 disables retrying. */
+	maxRetries: number;
+	baseDelayMs: number;
+	maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxRetries: 3, baseDelayMs: 1_000, maxDelayMs: 30_000 };
+
+/**
+ * `Retry-After` is either delta-seconds or an HTTP date. Answers milliseconds, or undefined when
+ * the header is absent or unreadable.
+ */
+export function parseRetryAfter(header: unknown, now: number = Date.now()): number | undefined {
+	const value = Array.isArray(header) ? header[0] : header;
+	if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+	const text = String(value).trim();
+	if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+	const date = Date.parse(text);
+	return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/**
+ * The wait before retry number `attempt` (1-based): what the service asked for when it said, else
+ * exponential backoff with full jitter. Capped either way so a node never stalls for minutes.
+ */
+export function retryDelayMs(
+	attempt: number,
+	retryAfterMs: number | undefined,
+	policy: RetryPolicy,
+	random: () => number = Math.random,
+): number {
+	if (retryAfterMs !== undefined) return Math.min(retryAfterMs, policy.maxDelayMs);
+	const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+	return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+export function shouldRetry(status: number, attempt: number, policy: RetryPolicy): boolean {
+	return attempt <= policy.maxRetries && RETRYABLE_STATUSES.has(status);
+}

@@ -1,0 +1,95 @@
+/**
+ * Every call to the ImageGen API goes through here: credentials and base URL, the time limit,
+ * bounded retries on 429 and 5xx that honour Retry-After, and the service's error turned into a
+ * NodeApiError that carries its message and names the parameter behind the rejected field.
+ */
+import type {
+	IExecuteFunctions,
+	IHttpRequestMethods,
+	IHttpRequestOptions,
+	IN8nHttpFullResponse,
+	JsonObject,
+} from 'n8n-workflow';
+import { NodeApiError, sleep } from 'n8n-workflow';
+
+import { isApiErrorBody } from '../../core/errors';
+import { parameterNameFor } from '../../core/request';
+import { parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry-policy';
+
+export const CREDENTIAL_TYPE = 'imageGenApi';
+
+export interface ApiCall {
+	method: IHttpRequestMethods;
+	/** Path below the base URL, e.g. `/images/generations`. */
+	path: string;
+	/** Called once per attempt, so a streamed body is fresh on every retry. */
+	body?: () => IHttpRequestOptions['body'] | Promise<IHttpRequestOptions['body']>;
+	headers?: Record<string, string>;
+	timeoutMs: number;
+	retry: RetryPolicy;
+	itemIndex: number;
+}
+
+export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
+	const credentials = await context.getCredentials<{ baseUrl?: string }>(CREDENTIAL_TYPE, itemIndex);
+	return String(credentials.baseUrl ?? '').replace(/\/+$/, '');
+}
+
+export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Promise<T> {
+	const baseUrl = await baseUrlOf(context, call.itemIndex);
+	for (let attempt = 1; ; attempt++) {
+		let response: IN8nHttpFullResponse;
+		try {
+			response = (await context.helpers.httpRequestWithAuthentication.call(context, CREDENTIAL_TYPE, {
+				method: call.method,
+				url: `${baseUrl}${call.path}`,
+				body: await call.body?.(),
+				headers: call.headers,
+				json: true,
+				timeout: call.timeoutMs,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+			})) as IN8nHttpFullResponse;
+		} catch (error) {
+			throw new NodeApiError(context.getNode(), toJsonObject(error), {
+				message: `Could not reach the ImageGen API at ${baseUrl}: ${(error as Error).message}`,
+				description: 'Check the Base URL of the ImageGen API credential and that the service is running.',
+				itemIndex: call.itemIndex,
+			});
+		}
+		if (response.statusCode < 400) return response.body as T;
+		if (shouldRetry(response.statusCode, attempt, call.retry) && !context.getExecutionCancelSignal()?.aborted) {
+			const retryAfter = parseRetryAfter(response.headers['retry-after']);
+			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
+			continue;
+		}
+		throw apiError(context, response, call.itemIndex);
+	}
+}
+
+/** The service's own message first; the field it names mapped back to the parameter users see. */
+export function apiError(context: IExecuteFunctions, response: IN8nHttpFullResponse, itemIndex: number): NodeApiError {
+	const body = response.body;
+	const status = String(response.statusCode);
+	if (!isApiErrorBody(body)) {
+		return new NodeApiError(context.getNode(), { body: String(body ?? '') } as JsonObject, {
+			message: `The ImageGen API answered HTTP ${status}`,
+			httpCode: status,
+			itemIndex,
+		});
+	}
+	const { message, param, code } = body.error;
+	const parameter = parameterNameFor(param) ?? param;
+	const details = [`HTTP ${status}`, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
+	return new NodeApiError(context.getNode(), body as unknown as JsonObject, {
+		message,
+		description: parameter ? `Check the parameter '${parameter}' (${details}).` : `${details}.`,
+		httpCode: status,
+		itemIndex,
+	});
+}
+
+function toJsonObject(error: unknown): JsonObject {
+	if (error instanceof Error) return { message: error.message, name: error.name };
+	return { message: String(error) };
+}
