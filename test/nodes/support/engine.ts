@@ -1,0 +1,286 @@
+/**
+ * Runs workflows through n8n's own engine (n8n-core's WorkflowExecute) with the real node classes,
+ * real credential authentication (the credential's `authenticate` resolved by n8n's expression
+ * engine) and real binary data handling (n8n's BinaryDataService in filesystem or in-memory mode).
+ */
+import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BinaryDataConfig, BinaryDataService, ExecutionLifecycleHooks, WorkflowExecute } from 'n8n-core';
+import {
+	ICredentialsHelper,
+	Workflow,
+	type IAuthenticateGeneric,
+	type ICredentialDataDecryptedObject,
+	type IConnections,
+	type ICredentials,
+	type IExecuteFunctions,
+	type IHttpRequestOptions,
+	type INode,
+	type INodeExecutionData,
+	type INodeProperties,
+	type INodeType,
+	type INodeTypes,
+	type IRun,
+	type IRunExecutionData,
+	type IVersionedNodeType,
+	type IWorkflowExecuteAdditionalData,
+	type NodeParameterValueType,
+} from 'n8n-workflow';
+
+import { ImageGenApi } from '../../../credentials/ImageGenApi.credentials';
+import { ImageGen } from '../../../nodes/ImageGen/ImageGen.node';
+import { ImageGenUpload } from '../../../nodes/ImageGenUpload/ImageGenUpload.node';
+
+export const IMAGE_GEN = 'n8n-nodes-imagegen.imageGen';
+export const IMAGE_GEN_UPLOAD = 'n8n-nodes-imagegen.imageGenUpload';
+export const SEED = 'test.seed';
+
+export interface SeedItem {
+	json?: Record<string, unknown>;
+	/** Binary properties, each created through n8n's prepareBinaryData as a real node would. */
+	binary?: Record<string, { bytes: Buffer; fileName?: string; mimeType?: string }>;
+}
+
+/**
+ * The first node of every test workflow: it emits the items a test needs, with binary data stored
+ * by n8n's binary data service, the way a Read File or HTTP Request node would hand them on.
+ */
+export function seedNodeType(itemsByName: Map<string, SeedItem[]>): INodeType {
+	return {
+		description: {
+			displayName: 'Seed',
+			name: 'seed',
+			group: ['input'],
+			version: 1,
+			description: 'Emits test items',
+			defaults: { name: 'Seed' },
+			inputs: ['main'],
+			outputs: ['main'],
+			properties: [] as INodeProperties[],
+		},
+		async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+			const items = itemsByName.get(this.getNode().name) ?? [{ json: {} }];
+			const output: INodeExecutionData[] = [];
+			for (const item of items) {
+				const binary: INodeExecutionData['binary'] = {};
+				for (const [property, file] of Object.entries(item.binary ?? {})) {
+					binary[property] = await this.helpers.prepareBinaryData(file.bytes, file.fileName, file.mimeType);
+				}
+				output.push({ json: (item.json ?? {}) as INodeExecutionData['json'], ...(item.binary ? { binary } : {}) });
+			}
+			return [output];
+		},
+	};
+}
+
+class TestNodeTypes implements INodeTypes {
+	constructor(private readonly types: Record<string, INodeType>) {}
+
+	getByName(nodeType: string): INodeType | IVersionedNodeType {
+		return this.getByNameAndVersion(nodeType);
+	}
+
+	getByNameAndVersion(nodeType: string): INodeType {
+		const type = this.types[nodeType];
+		if (!type) throw new Error(`Unknown node type ${nodeType}`);
+		return type;
+	}
+
+	getKnownTypes() {
+		return {};
+	}
+}
+
+/**
+ * Hands the stored credential to the engine and applies the credential type's own `authenticate`
+ * block, with its expressions resolved by n8n's expression engine as n8n's server does.
+ */
+class TestCredentialsHelper extends ICredentialsHelper {
+	private readonly credentialType = new ImageGenApi();
+
+	constructor(private readonly data: ICredentialDataDecryptedObject) {
+		super();
+	}
+
+	getParentTypes(): string[] {
+		return [];
+	}
+
+	isCredentialUsableByNode(): boolean {
+		return true;
+	}
+
+	async authenticate(
+		credentials: ICredentialDataDecryptedObject,
+		typeName: string,
+		requestOptions: IHttpRequestOptions,
+		workflow?: Workflow,
+		node?: INode,
+	): Promise<IHttpRequestOptions> {
+		if (typeName !== this.credentialType.name) throw new Error(`Unexpected credential type ${typeName}`);
+		const authenticate = this.credentialType.authenticate as IAuthenticateGeneric;
+		const headers = { ...(requestOptions.headers ?? {}) } as Record<string, unknown>;
+		for (const [name, value] of Object.entries(authenticate.properties.headers ?? {})) {
+			headers[name] = workflow!.expression.getSimpleParameterValue(node!, value as string, 'internal', { $credentials: credentials });
+		}
+		return { ...requestOptions, headers } as IHttpRequestOptions;
+	}
+
+	async preAuthentication() {
+		return undefined;
+	}
+
+	async runPreAuthentication() {
+		return undefined;
+	}
+
+	async getCredentials(): Promise<ICredentials> {
+		throw new Error('not used by these nodes');
+	}
+
+	async getDecrypted(): Promise<ICredentialDataDecryptedObject> {
+		return this.data;
+	}
+
+	async updateCredentials() {}
+
+	async updateCredentialsOauthTokenData() {}
+
+	getCredentialsProperties(): INodeProperties[] {
+		return this.credentialType.properties;
+	}
+}
+
+// n8n-core looks its services up in its own copy of @n8n/di; the service has to be registered there.
+const { Container } = createRequire(require.resolve('n8n-core'))('@n8n/di') as typeof import('@n8n/di');
+
+const quiet = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+const logger = { ...quiet, scoped: () => logger };
+
+let binaryData: Promise<BinaryDataService> | undefined;
+
+/**
+ * n8n's binary data service in a mode n8n runs with: `filesystem` (n8n's default: binaries are
+ * stored on disk and read back as streams) or `default` (kept in memory, base64 in the item).
+ */
+export async function initBinaryData(mode: 'filesystem' | 'default' = 'filesystem'): Promise<BinaryDataService> {
+	binaryData ??= (async () => {
+		const config = {
+			mode,
+			availableModes: [mode],
+			localStoragePath: mkdtempSync(join(tmpdir(), 'imagegen-n8n-binary-')),
+			signingSecret: 'test-signing-secret',
+		} as unknown as BinaryDataConfig;
+		const service = new BinaryDataService(config, quiet as never, logger as never);
+		await service.init();
+		Container.set(BinaryDataService, service);
+		return service;
+	})();
+	return await binaryData;
+}
+
+export interface WorkflowNode {
+	name: string;
+	type: string;
+	parameters?: Record<string, NodeParameterValueType | object>;
+	onError?: INode['onError'];
+	/** Connect this node's input to these nodes' main output (default: the previous node). */
+	after?: string;
+}
+
+export interface RunOptions {
+	credentials: { apiKey: string; baseUrl: string };
+	seed?: SeedItem[];
+	nodes: WorkflowNode[];
+	binaryMode?: 'filesystem' | 'default';
+}
+
+export interface RunResult {
+	run: IRun;
+	/** The items a node emitted on its first output. */
+	output(nodeName: string): INodeExecutionData[];
+	/** The error a node failed with, if any. */
+	error(nodeName?: string): (Error & { description?: string; httpCode?: string }) | undefined;
+}
+
+/** Builds a workflow `Seed → nodes…` (each node after the previous one unless told otherwise) and runs it. */
+export async function runWorkflow(options: RunOptions): Promise<RunResult> {
+	await initBinaryData(options.binaryMode);
+	const seeds = new Map<string, SeedItem[]>([['Seed', options.seed ?? [{ json: {} }]]]);
+	const nodeTypes = new TestNodeTypes({
+		[SEED]: seedNodeType(seeds),
+		[IMAGE_GEN]: new ImageGen(),
+		[IMAGE_GEN_UPLOAD]: new ImageGenUpload(),
+	});
+	const credentialsReference = { imageGenApi: { id: 'imageGen1', name: 'ImageGen' } };
+	const nodes: INode[] = [
+		{ id: 'seed', name: 'Seed', type: SEED, typeVersion: 1, position: [0, 0], parameters: {} },
+		...options.nodes.map<INode>((node, index) => ({
+			id: `node-${index}`,
+			name: node.name,
+			type: node.type,
+			typeVersion: 1,
+			position: [240 * (index + 1), 0],
+			parameters: (node.parameters ?? {}) as INode['parameters'],
+			credentials: node.type === SEED ? undefined : credentialsReference,
+			...(node.onError ? { onError: node.onError } : {}),
+		})),
+	];
+	const connections: IConnections = {};
+	options.nodes.forEach((node, index) => {
+		const from = node.after ?? (index === 0 ? 'Seed' : options.nodes[index - 1]!.name);
+		connections[from] ??= { main: [[]] };
+		connections[from].main[0]!.push({ node: node.name, type: 'main', index: 0 });
+	});
+	const workflow = new Workflow({ id: 'test', nodes, connections, nodeTypes, active: false, settings: { executionOrder: 'v1' } });
+
+	const hooks = new ExecutionLifecycleHooks('manual', 'test-execution', { id: 'test', name: 'test', nodes, connections, active: false } as never);
+	let finish: (run: IRun) => void = () => undefined;
+	const finished = new Promise<IRun>((resolve) => (finish = resolve));
+	hooks.addHandler('workflowExecuteAfter', (run) => finish(run));
+	const additionalData = {
+		hooks,
+		credentialsHelper: new TestCredentialsHelper(options.credentials),
+		currentNodeExecutionIndex: 0,
+		restApiUrl: 'http://127.0.0.1/rest',
+		instanceBaseUrl: 'http://127.0.0.1/',
+		webhookBaseUrl: 'http://127.0.0.1/webhook',
+		webhookWaitingBaseUrl: 'http://127.0.0.1/webhook-waiting',
+		webhookTestBaseUrl: 'http://127.0.0.1/webhook-test',
+		formBaseUrl: 'http://127.0.0.1/form',
+		formWaitingBaseUrl: 'http://127.0.0.1/form-waiting',
+		formTestBaseUrl: 'http://127.0.0.1/form-test',
+		variables: {},
+		executionTimeoutTimestamp: undefined,
+		logAiEvent: () => undefined,
+	} as unknown as IWorkflowExecuteAdditionalData;
+
+	const runExecutionData: IRunExecutionData = {
+		resultData: { runData: {} },
+		executionData: {
+			contextData: {},
+			metadata: {},
+			nodeExecutionStack: [{ node: nodes[0]!, data: { main: [[{ json: {} }]] }, source: null }],
+			waitingExecution: {},
+			waitingExecutionSource: null,
+		},
+	} as IRunExecutionData;
+	await new WorkflowExecute(additionalData, 'manual', runExecutionData).processRunExecutionData(workflow);
+	const run = await finished;
+	const runData = run.data.resultData.runData;
+	return {
+		run,
+		output: (nodeName) => runData[nodeName]?.[0]?.data?.main?.[0] ?? [],
+		error: (nodeName) =>
+			(nodeName ? runData[nodeName]?.[0]?.error : run.data.resultData.error) as ReturnType<RunResult['error']>,
+	};
+}
+
+/** The bytes of a binary property of an output item, read back through n8n's binary data service. */
+export async function binaryBytes(item: INodeExecutionData, property = 'data'): Promise<Buffer> {
+	const binary = item.binary?.[property];
+	if (!binary) throw new Error(`item has no binary property '${property}'`);
+	return await Container.get(BinaryDataService).getAsBuffer(binary);
+}
