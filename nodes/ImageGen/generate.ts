@@ -95,6 +95,7 @@ async function toOutputItems(
 			const fileName = `${request.model}-${created.replace(/[:.]/g, '-')}${response.data.length > 1 ? `-${index + 1}` : ''}.${format.extension}`;
 			const json = {
 				model: response.model ?? request.model,
+				prompt: request.prompt,
 				...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
 				outputFormat: request.output_format,
 				mimeType: format.mimeType,

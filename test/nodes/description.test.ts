@@ -1,0 +1,111 @@
+/**
+ * What a user sees in the editor, evaluated with n8n's own display logic (NodeHelpers): for each
+ * model exactly its parameters, its own aspect ratios, and options that come from core's catalog.
+ */
+import { NodeHelpers, type INodeProperties, type INodeTypeDescription } from 'n8n-workflow';
+
+import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
+import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES } from '../../core/models';
+import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
+import { ImageGenUpload } from '../../nodes/ImageGenUpload/ImageGenUpload.node';
+
+const imageGen = new ImageGen().description;
+const upload = new ImageGenUpload().description;
+
+function visible(description: INodeTypeDescription, values: Record<string, unknown>): INodeProperties[] {
+	const node = { typeVersion: 1 };
+	const resolved = NodeHelpers.getNodeParameters(description.properties, values as never, true, false, node, description) ?? {};
+	return description.properties.filter((property) => NodeHelpers.displayParameter(resolved, property, node, description));
+}
+
+const names = (properties: INodeProperties[]) => properties.map((property) => property.name);
+const optionValues = (property: INodeProperties | undefined) => (property?.options ?? []).map((option) => (option as { value: unknown }).value);
+
+const COMMON = ['model', 'prompt', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'];
+const EXPECTED_FIELDS: Record<string, string[]> = {
+	'p-image': COMMON,
+	'p-image-edit': ['model', 'prompt', 'images', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+	'textimage-v2': ['model', 'prompt', 'negativePrompt', 'styleType', 'magicPromptOption', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+};
+
+describe.each(MODEL_IDS)('ImageGen with model %s', (model) => {
+	const shown = visible(imageGen, { model });
+
+	test('shows exactly the parameters of the model', () => {
+		expect(names(shown)).toEqual(EXPECTED_FIELDS[model]);
+	});
+
+	test('offers exactly the aspect ratios of the model, in catalog order', () => {
+		const aspectRatio = shown.filter((property) => property.name === 'aspectRatio');
+		expect(aspectRatio).toHaveLength(1);
+		expect(optionValues(aspectRatio[0])).toEqual([...MODELS[model].aspectRatios]);
+	});
+});
+
+test('7 aspect ratios for p-image and p-image-edit, 11 for textimage-v2', () => {
+	const counts = MODEL_IDS.map((model) => optionValues(visible(imageGen, { model }).find((p) => p.name === 'aspectRatio')).length);
+	expect(counts).toEqual([7, 7, 11]);
+});
+
+test('option lists come from the catalog and defaults equal the service defaults', () => {
+	const byName = (name: string) => imageGen.properties.find((property) => property.name === name)!;
+	expect(optionValues(byName('model'))).toEqual([...MODEL_IDS]);
+	expect(optionValues(byName('outputFormat'))).toEqual([...IMAGE_OUTPUT_FORMATS]);
+	expect(optionValues(byName('styleType'))).toEqual([...STYLE_TYPES]);
+	expect(optionValues(byName('magicPromptOption'))).toEqual([...MAGIC_PROMPT_OPTIONS]);
+	expect(optionValues(byName('responseFormat'))).toEqual(['url', 'b64_json']);
+	expect(byName('outputFormat').default).toBe(DEFAULTS.output_format);
+	expect(byName('responseFormat').default).toBe(DEFAULTS.response_format);
+	expect(byName('styleType').default).toBe(DEFAULTS.style_type);
+	expect(byName('magicPromptOption').default).toBe(DEFAULTS.magic_prompt_option);
+	for (const property of imageGen.properties.filter((p) => p.name === 'aspectRatio')) {
+		expect(property.default).toBe(DEFAULTS.aspect_ratio);
+	}
+	expect(byName('model').default).toBe(MODEL_IDS[0]);
+});
+
+test('input images: one source per entry, up to 10, each showing only its own field', () => {
+	const images = imageGen.properties.find((property) => property.name === 'images')!;
+	expect(images.typeOptions?.maxAllowedFields).toBe(10);
+	const values = (images.options![0] as { values: INodeProperties[] }).values;
+	const shownFor = (source: string) =>
+		values.filter((field) => NodeHelpers.displayParameter({ source }, field, { typeVersion: 1 }, imageGen)).map((field) => field.name);
+	expect(shownFor('binary')).toEqual(['source', 'binaryPropertyName']);
+	expect(shownFor('url')).toEqual(['source', 'url']);
+	expect(shownFor('base64')).toEqual(['source', 'base64']);
+});
+
+describe('ImageGen Upload', () => {
+	test.each([
+		[{ inputType: 'binary', mediaType: 'auto' }, ['inputType', 'binaryPropertyName', 'mediaType', 'outputFormat', 'options']],
+		[{ inputType: 'url', mediaType: 'image' }, ['inputType', 'url', 'mediaType', 'outputFormat', 'options']],
+		[{ inputType: 'base64', mediaType: 'auto' }, ['inputType', 'base64', 'mediaType', 'outputFormat', 'options']],
+		[{ inputType: 'binary', mediaType: 'video' }, ['inputType', 'binaryPropertyName', 'mediaType', 'options']],
+		[{ inputType: 'url', mediaType: 'video' }, ['inputType', 'url', 'mediaType', 'options']],
+	])('%j shows %j', (values, expected) => {
+		expect(names(visible(upload, values))).toEqual(expected);
+	});
+
+	test('output formats: original, webp, png, jpg', () => {
+		expect(optionValues(upload.properties.find((property) => property.name === 'outputFormat'))).toEqual(['original', 'webp', 'png', 'jpg']);
+	});
+});
+
+test('both nodes: usable as tools, light and dark icons, the ImageGen API credential, a subtitle', () => {
+	for (const description of [imageGen, upload]) {
+		expect(description.usableAsTool).toBe(true);
+		expect(description.icon).toEqual({ light: expect.stringMatching(/^file:.*\.svg$/), dark: expect.stringMatching(/^file:.*\.dark\.svg$/) });
+		expect(description.credentials).toEqual([{ name: 'imageGenApi', required: true }]);
+		expect(description.subtitle).toMatch(/\$parameter/);
+	}
+});
+
+test('credential: bearer header from the key, a test against /models, base URL defaulting to a local server', () => {
+	const credential = new ImageGenApi();
+	expect(credential.name).toBe('imageGenApi');
+	expect(credential.properties.map((property) => property.name)).toEqual(['apiKey', 'baseUrl']);
+	expect(credential.properties[0]!.typeOptions?.password).toBe(true);
+	expect(credential.properties[1]!.default).toBe('http://localhost:8080/v1');
+	expect(credential.authenticate).toEqual({ type: 'generic', properties: { headers: { Authorization: '=Bearer {{$credentials.apiKey}}' } } });
+	expect(credential.test.request.url).toBe('/models');
+});

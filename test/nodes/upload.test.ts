@@ -1,0 +1,201 @@
+/** The ImageGen Upload node run by n8n-core's engine against the real server on loopback. */
+import { createHash } from 'node:crypto';
+import sharp from 'sharp';
+
+import { startServer, type RunningServer } from '../helpers/server';
+import { startMediaHost, type MediaHost } from '../server/support/media-host';
+import { makeImage, makeMov, makeMp4, makePdf, makeWebm, patterned } from '../server/support/media';
+import { IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
+import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy';
+
+let server: RunningServer;
+let proxy: RecordingProxy;
+let media: MediaHost;
+
+beforeAll(async () => {
+	server = await startServer({ args: ['--allow-private-urls'] });
+	proxy = await startRecordingProxy(server.origin);
+	media = await startMediaHost();
+});
+
+afterAll(async () => {
+	await proxy?.close();
+	await media?.close();
+	await server?.stop({ removeData: true });
+});
+
+beforeEach(() => proxy.reset());
+
+function upload(parameters: Record<string, unknown>, extra: Partial<WorkflowNode> = {}): WorkflowNode {
+	return { name: 'Upload', type: IMAGE_GEN_UPLOAD, parameters, ...extra };
+}
+
+async function runUpload(parameters: Record<string, unknown>, seed?: SeedItem[], extra: Partial<WorkflowNode> = {}) {
+	const result = await runWorkflow({ credentials: { apiKey: server.apiKey, baseUrl: proxy.baseUrl }, nodes: [upload(parameters, extra)], seed });
+	return { result, items: result.output('Upload'), error: result.error('Upload') };
+}
+
+async function fetchHosted(url: unknown) {
+	expect(String(url).startsWith(`${server.origin}/files/`)).toBe(true);
+	const response = await fetch(String(url));
+	expect(response.status).toBe(200);
+	return { contentType: response.headers.get('content-type'), bytes: Buffer.from(await response.arrayBuffer()) };
+}
+
+const binaryItem = (bytes: Buffer, fileName: string, mimeType: string): SeedItem[] => [{ binary: { data: { bytes, fileName, mimeType } } }];
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+describe('binary input (streamed as multipart from n8n’s binary store)', () => {
+	test('an image kept as sent: byte-identical, with imageUrl, url, mediaType and expiresAt', async () => {
+		const png = await makeImage('png', 120, 90);
+		const { items, error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', outputFormat: 'original' }, binaryItem(png, 'in.png', 'image/png'));
+		expect(error).toBeUndefined();
+		const [item] = items;
+		expect(item!.json).toEqual({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
+		expect(Date.parse(String(item!.json.expiresAt))).toBeGreaterThan(Date.now() + 23 * 3600_000);
+		expect((await fetchHosted(item!.json.url)).bytes.equals(png)).toBe(true);
+		expect(proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
+		expect(item!.pairedItem).toEqual({ item: 0 });
+	});
+
+	test.each(['webp', 'png', 'jpg'] as const)('an image converted to %s', async (format) => {
+		const jpeg = await makeImage('jpeg', 100, 50);
+		const { items } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'image', outputFormat: format }, binaryItem(jpeg, 'in.jpg', 'image/jpeg'));
+		const hosted = await fetchHosted(items[0]!.json.imageUrl);
+		const meta = await sharp(hosted.bytes).metadata();
+		expect({ format: meta.format, width: meta.width, height: meta.height }).toEqual({ format: format === 'jpg' ? 'jpeg' : format, width: 100, height: 50 });
+		expect(String(items[0]!.json.imageUrl)).toMatch(new RegExp(`\\.${format}$`));
+	});
+
+	test.each([
+		['mp4', makeMp4(5000), 'video/mp4'],
+		['mov', makeMov(5000), 'video/quicktime'],
+		['webm', makeWebm(5000), 'video/webm'],
+	])('a %s video keeps its bytes and type', async (extension, bytes, mimeType) => {
+		const { items } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'video' }, binaryItem(bytes, `clip.${extension}`, mimeType));
+		expect(items[0]!.json).toMatchObject({ mediaType: 'video', videoUrl: expect.stringMatching(new RegExp(`\\.${extension}$`)) });
+		const hosted = await fetchHosted(items[0]!.json.videoUrl);
+		expect(hosted.contentType).toBe(mimeType);
+		expect(hosted.bytes.equals(bytes)).toBe(true);
+	});
+
+	test('a 48 MB video streams through unchanged', async () => {
+		const video = Buffer.concat([makeMp4(1024), patterned(48 * 1024 * 1024)]);
+		const { items, error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', outputFormat: 'webp' }, binaryItem(video, 'big.mp4', 'video/mp4'));
+		expect(error).toBeUndefined();
+		expect(items[0]!.json.mediaType).toBe('video');
+		expect(sha256((await fetchHosted(items[0]!.json.videoUrl)).bytes)).toBe(sha256(video));
+		expect(proxy.requests[0]!.bodyBytes).toBeGreaterThan(video.length);
+	});
+
+	test('auto with an output format converts images and leaves a video as it is', async () => {
+		const { items, error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', outputFormat: 'png' }, binaryItem(makeMp4(), 'clip.mp4', 'video/mp4'));
+		expect(error).toBeUndefined();
+		expect(String(items[0]!.json.videoUrl)).toMatch(/\.mp4$/);
+	});
+
+	test('the kind comes from the bytes, not the declared MIME type', async () => {
+		const png = await makeImage('png');
+		const { items } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'image', outputFormat: 'original' }, binaryItem(png, 'file.bin', 'application/octet-stream'));
+		expect(items[0]!.json.mediaType).toBe('image');
+	});
+
+	test('mediaType image with a video fails before any request, naming the parameter, the field and the item', async () => {
+		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'image', outputFormat: 'original' }, binaryItem(makeMp4(), 'clip.mp4', 'video/mp4'));
+		expect(error?.message).toMatch(/Parameter 'mediaType' of item 0: expected an image, but the binary field 'data' holds video\/mp4/);
+		expect(proxy.requests).toHaveLength(0);
+	});
+
+	test('neither image nor video (a PDF) fails before any request', async () => {
+		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto' }, binaryItem(makePdf(), 'doc.pdf', 'application/pdf'));
+		expect(error?.message).toMatch(/Item 0: the binary field 'data' holds neither a supported image .* nor a supported video .*application\/pdf/);
+		expect(proxy.requests).toHaveLength(0);
+	});
+
+	test('a missing binary field is named', async () => {
+		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'file', mediaType: 'auto' });
+		expect(error?.message).toMatch(/'file'/);
+		expect(proxy.requests).toHaveLength(0);
+	});
+});
+
+describe('URL input (the service fetches it)', () => {
+	test('an image converted to jpg', async () => {
+		const url = media.put('/photo.png', await makeImage('png', 64, 32), { 'content-type': 'image/png' });
+		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'jpg' });
+		const hosted = await fetchHosted(items[0]!.json.imageUrl);
+		expect(hosted.contentType).toBe('image/jpeg');
+		expect((await sharp(hosted.bytes).metadata()).width).toBe(64);
+	});
+
+	test('a video recognised by its extension', async () => {
+		const url = media.put('/clip.mp4', makeMp4(3000), { 'content-type': 'video/mp4' });
+		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
+		expect(items[0]!.json.mediaType).toBe('video');
+		expect(proxy.requests).toHaveLength(1);
+	});
+
+	test('a video behind a URL without extension: auto settles the kind with the service', async () => {
+		const bytes = makeWebm(3000);
+		const url = media.put('/stream', bytes);
+		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'original' });
+		expect(error).toBeUndefined();
+		expect(items[0]!.json.mediaType).toBe('video');
+		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
+		expect(proxy.requests).toHaveLength(2);
+	});
+
+	test('mediaType image for a video URL: the service message surfaces', async () => {
+		const url = media.put('/clip2.mp4', makeMp4(), { 'content-type': 'video/mp4' });
+		const { error } = await runUpload({ inputType: 'url', url, mediaType: 'image', outputFormat: 'original' });
+		expect(error?.name).toBe('NodeApiError');
+		expect(error?.message).toMatch(/'image' holds a video/);
+	});
+
+	test.each([
+		['={{ "" }}', /Parameter 'url' of item 0: 'url' is empty/],
+		['ftp://example.com/a.png', /Parameter 'url' of item 0: .*unsupported URL scheme 'ftp:'/],
+		['aGVsbG8=', /Parameter 'url' of item 0: 'url' must be an http\(s\) URL/],
+	])('%j fails before any request', async (url, message) => {
+		const { error } = await runUpload({ inputType: 'url', url, mediaType: 'auto' });
+		expect(error?.message).toMatch(message);
+		expect(proxy.requests).toHaveLength(0);
+	});
+});
+
+describe('base64 input', () => {
+	test('raw base64 image converted to png', async () => {
+		const { items } = await runUpload({ inputType: 'base64', base64: (await makeImage('webp', 40, 20)).toString('base64'), mediaType: 'auto', outputFormat: 'png' });
+		const hosted = await fetchHosted(items[0]!.json.imageUrl);
+		expect(hosted.contentType).toBe('image/png');
+	});
+
+	test('a data URI video', async () => {
+		const bytes = makeMov(2000);
+		const { items } = await runUpload({ inputType: 'base64', base64: `data:video/quicktime;base64,${bytes.toString('base64')}`, mediaType: 'video' });
+		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
+	});
+
+	test.each([
+		['not base64 at all!', 'auto', /Parameter 'base64' of item 0: /],
+		['={{ "  " }}', 'auto', /Parameter 'base64' of item 0: 'base64' is empty/],
+		['https://example.com/a.png', 'auto', /Parameter 'base64' of item 0: 'base64' holds a URL/],
+		[makePdf().toString('base64'), 'auto', /neither a supported image/],
+		[makeMp4().toString('base64'), 'image', /Parameter 'mediaType' of item 0: expected an image/],
+	])('bad input %#: fails before any request', async (base64, mediaType, message) => {
+		const { error } = await runUpload({ inputType: 'base64', base64, mediaType });
+		expect(error?.message).toMatch(message);
+		expect(proxy.requests).toHaveLength(0);
+	});
+});
+
+test('continue on fail: the bad item becomes an error item, the good ones are hosted, order kept', async () => {
+	const good = (await makeImage('png')).toString('base64');
+	const seed = [{ json: { b64: good } }, { json: { b64: 'bad!' } }, { json: { b64: good } }];
+	const { items, result } = await runUpload({ inputType: 'base64', base64: '={{ $json.b64 }}', mediaType: 'auto' }, seed, { onError: 'continueRegularOutput' });
+	expect(result.error()).toBeUndefined();
+	expect(items.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
+	expect(items[0]!.json.imageUrl).toBeDefined();
+	expect(String(items[1]!.json.error)).toMatch(/Parameter 'base64' of item 1/);
+	expect(items[2]!.json.imageUrl).toBeDefined();
+});
