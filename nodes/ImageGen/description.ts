@@ -146,8 +146,9 @@ export const imageGenProperties: INodeProperties[] = [
 		name: 'model',
 		type: 'options',
 		noDataExpression: true,
+		// Named by id: the id is what the API, the docs and the run data call the model.
 		options: MODEL_IDS.map<INodePropertyOptions>((id) => ({
-			name: MODELS[id].displayName,
+			name: id,
 			value: id,
 			description: MODELS[id].description,
 		})),

@@ -90,8 +90,9 @@ async function visibleDropdownOptions() {
 async function chooseModel(model: string): Promise<void> {
 	await parameter('model').click();
 	const options = await visibleDropdownOptions();
-	// `p-image` must not pick `p-image-edit`: the name may not continue with a word character or dash.
-	await options.filter({ hasText: new RegExp(`^\\s*${model.replace(/-/g, '\\-')}(?![\\w-])`, 'i') }).first().click();
+	// An option's text is its name followed directly by its description; `p-image` must not pick
+	// `p-image-edit`, so the name may not continue with a dash.
+	await options.filter({ hasText: new RegExp(`^\\s*${model.replace(/-/g, '\\-')}(?!-)`) }).first().click();
 	await options.first().waitFor({ state: 'hidden' });
 }
 

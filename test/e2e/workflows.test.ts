@@ -3,15 +3,28 @@
  * imported with n8n's CLI, run with `n8n execute`, run data checked, and every hosted URL fetched
  * back from the server. All scenarios are branches of one workflow, so n8n starts only a few times.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import sharp from 'sharp';
 import { makeImage, makeMp4 } from '../server/support/media';
 import { demo, INSTALL_TIMEOUT_MS, openSession, outputOf, type ExecutionRun, type Item, type Session } from './support/n8n';
 
 const SCENARIOS_ID = 'imageGenE2eScen1';
+const EXAMPLE_EDIT_ID = 'imageGenExample1';
+const EXAMPLE_UPLOAD_ID = 'imageGenExample2';
+
+/** An example workflow from examples/, exactly as the README offers it for import. */
+function example(file: string, id: string, edit: (workflow: { nodes: Array<{ name: string; parameters: Record<string, unknown> }> }) => void = () => undefined) {
+	const workflow = JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', file), 'utf8'));
+	edit(workflow);
+	return { ...workflow, id };
+}
 
 let session: Session;
 let scenarios: { run: ExecutionRun; raw: string };
 let demoRun: { run: ExecutionRun; raw: string };
+let exampleEdit: { run: ExecutionRun; raw: string };
+let exampleUpload: { run: ExecutionRun; raw: string };
 let hostedPng: string;
 let hostedMp4: string;
 
@@ -96,11 +109,19 @@ beforeAll(async () => {
 	hostedPng = (await upload({ image: (await makeImage('png', 320, 200)).toString('base64') })).imageUrl!;
 	hostedMp4 = (await upload({ video: makeMp4(4096).toString('base64') })).videoUrl!;
 	const smallPng = (await makeImage('png', 120, 80)).toString('base64');
-	await session.importWorkflows([scenarioWorkflow(smallPng), demo.demoWorkflow()]);
+	// The upload example downloads a video from the web; here it downloads one from loopback.
+	const uploadExample = example('imagegen-upload-video.json', EXAMPLE_UPLOAD_ID, (workflow) => {
+		workflow.nodes.find((node) => node.name === 'Download video')!.parameters.url = hostedMp4;
+	});
+	await session.importWorkflows([scenarioWorkflow(smallPng), demo.demoWorkflow(), example('imagegen-generate-and-edit.json', EXAMPLE_EDIT_ID), uploadExample]);
 	const scenarioResult = await session.execute(SCENARIOS_ID);
 	scenarios = { run: scenarioResult.run, raw: scenarioResult.result.stdout + scenarioResult.result.stderr };
 	const demoResult = await session.execute(demo.DEMO_WORKFLOW_ID);
 	demoRun = { run: demoResult.run, raw: demoResult.result.stdout + demoResult.result.stderr };
+	const editResult = await session.execute(EXAMPLE_EDIT_ID);
+	exampleEdit = { run: editResult.run, raw: editResult.result.stdout + editResult.result.stderr };
+	const uploadResult = await session.execute(EXAMPLE_UPLOAD_ID);
+	exampleUpload = { run: uploadResult.run, raw: uploadResult.result.stdout + uploadResult.result.stderr };
 }, INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -209,4 +230,23 @@ test('the demo workflow (generate → edit → upload) runs and ends with a host
 	const image = await fetchImage(uploaded?.json.imageUrl);
 	expect(image.contentType).toBe('image/webp');
 	expect(image.width / image.height).toBeCloseTo(16 / 9, 1);
+});
+
+test('README example: one picture per prompt, an edit of each, and a textimage-v2 poster', async () => {
+	expect(exampleEdit.run.status).toBe('success');
+	const edits = outputOf(exampleEdit.run, 'Edit', exampleEdit.raw);
+	expect(edits).toHaveLength(2);
+	for (const edit of edits) expect((await fetchImage(edit.json.url)).format).toBe('jpeg');
+	const [poster] = outputOf(exampleEdit.run, 'Poster', exampleEdit.raw);
+	expect(poster?.binary?.data?.mimeType).toBe('image/webp');
+});
+
+test('README example: a downloaded video and a base64 image hosted for 24 hours', async () => {
+	expect(exampleUpload.run.status).toBe('success');
+	const [video] = outputOf(exampleUpload.run, 'Host video', exampleUpload.raw);
+	expect(video?.json.mediaType).toBe('video');
+	const response = await fetch(String(video?.json.videoUrl));
+	expect(Buffer.from(await response.arrayBuffer()).equals(makeMp4(4096))).toBe(true);
+	const [image] = outputOf(exampleUpload.run, 'Host image as JPG', exampleUpload.raw);
+	expect((await fetchImage(image?.json.imageUrl)).contentType).toBe('image/jpeg');
 });
