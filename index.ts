@@ -4,3 +4,4 @@ export * from './core/media';
 export * from './core/schemas';
 export * from './core/api';
 export * from './core/request';
+export * from './core/retry-policy';

@@ -1,7 +1,7 @@
 /** Options both nodes share: how many items run at once, the time limit and retrying. */
 import type { IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 
-import { DEFAULT_RETRY_POLICY } from './retry-policy';
+import { DEFAULT_RETRY_POLICY } from '../../core/retry-policy';
 import type { RequestSettings } from './uploads';
 
 export const DEFAULT_CONCURRENCY = 5;

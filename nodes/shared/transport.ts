@@ -14,7 +14,7 @@ import { NodeApiError, sleep } from 'n8n-workflow';
 
 import { isApiErrorBody } from '../../core/errors';
 import { parameterNameFor } from '../../core/request';
-import { parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry-policy';
+import { parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../core/retry-policy';
 
 export const CREDENTIAL_TYPE = 'imageGenApi';
 

@@ -4,7 +4,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 import type { UploadResponse } from '../../core/api';
 import type { BinaryInput } from './binary-input';
 import { StreamedMultipartBody } from './multipart';
-import type { RetryPolicy } from './retry-policy';
+import type { RetryPolicy } from '../../core/retry-policy';
 import { callApi } from './transport';
 
 export interface RequestSettings {

@@ -14,6 +14,8 @@ import { installErrorHandling, installNotFoundHandler, sendApiError } from './er
 import { createSafeFetcher } from './net/safe-fetch';
 import { createRateLimiter } from './rate-limit';
 import { registerFileRoutes } from './routes/files';
+import { registerUsageRoutes } from './routes/usage';
+import { UsageLedger } from './usage/ledger';
 import { registerGenerationRoutes } from './routes/generations';
 import { registerModelRoutes } from './routes/models';
 import { registerUploadRoutes } from './routes/uploads';
@@ -55,6 +57,7 @@ export async function createService(config: ServiceConfig): Promise<Service> {
 			env: process.env,
 			timeoutMs: config.generationTimeoutMs,
 		},
+		usage: await UsageLedger.open(config.dataDir),
 	};
 
 	const app = await buildApp(config, context, fetcher.openRemote);
@@ -82,6 +85,7 @@ export async function createService(config: ServiceConfig): Promise<Service> {
 		async close() {
 			await sweeper?.stop();
 			await app.close();
+			await context.usage.flushed();
 		},
 	};
 }
@@ -141,6 +145,7 @@ export async function buildApp(
 			await registerModelRoutes(v1, config.priceOverrides);
 			await registerUploadRoutes(v1, { store: context.store as DiskFileStore, openRemote, maxUploadBytes: config.maxUploadBytes });
 			await registerGenerationRoutes(v1, context);
+			await registerUsageRoutes(v1, context.usage);
 		},
 		{ prefix: '/v1' },
 	);

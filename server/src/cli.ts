@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './api-key-file';
 import { createService } from './app';
 import { ConfigError, helpText, parseConfig, type ServiceConfig } from './config';
+import { buildProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
 	let parsed: ServiceConfig | 'help';
@@ -24,6 +25,13 @@ async function main(): Promise<void> {
 		return;
 	}
 	const config = parsed;
+	try {
+		// Provider settings live in the environment (keys, base URLs): a gap fails here, not per request.
+		buildProviderTable(config.providers, process.env);
+	} catch (error) {
+		process.stderr.write(`imagegen-server: ${(error as Error).message}\n`);
+		process.exit(2);
+	}
 	await mkdir(config.dataDir, { recursive: true });
 
 	const lines: string[] = [];

@@ -3,6 +3,7 @@
  * settings they need. Keeping this narrow lets generation and upload routes evolve independently.
  */
 import type { FileStore } from './storage/file-store';
+import type { UsageLedger } from './usage/ledger';
 
 export interface RemoteFetchOptions {
 	/** Request field the URL came from (`image`, `images[3]`): named in every error. */
@@ -36,4 +37,6 @@ export interface ServiceContext {
 	/** Largest accepted input image (bytes), for fetched URLs and decoded base64 alike. */
 	maxInputImageBytes: number;
 	generation: GenerationSettings;
+	/** Images and cost per API key, model and day. */
+	usage: UsageLedger;
 }

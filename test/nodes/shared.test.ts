@@ -1,7 +1,7 @@
 /** The pure parts the nodes share: ordered concurrency, retry timing and the streamed multipart body. */
 import { mapInOrder } from '../../nodes/shared/concurrency';
 import { StreamedMultipartBody } from '../../nodes/shared/multipart';
-import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry } from '../../nodes/shared/retry-policy';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry } from '../../core/retry-policy';
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -62,7 +62,7 @@ describe('hosted files', () => {
 		const beyond = await fetch(url, { headers: { range: `bytes=${video.length}-` } });
 		expect(beyond.status).toBe(416);
 		expect(beyond.headers.get('content-range')).toBe(`bytes */${video.length}`);
-		expect((await beyond.json()).error.code).toBe('range_not_satisfiable');
+		expect(((await beyond.json()) as { error: { code: string } }).error.code).toBe('range_not_satisfiable');
 		const stale = await download(url, { headers: { range: 'bytes=0-9', 'if-range': '"old"' } });
 		expect(stale.status).toBe(200);
 		expect(stale.bytes.length).toBe(video.length);
@@ -73,7 +73,7 @@ describe('hosted files', () => {
 			const response = await fetch(`${server.origin}${path}`);
 			expect(response.status).toBe(404);
 			expect(response.headers.get('content-type')).toMatch(/application\/json/);
-			expect((await response.json()).error.type).toBe('not_found_error');
+			expect(((await response.json()) as any).error.type).toBe('not_found_error');
 		}
 		// The right id with the wrong extension is not the file either.
 		const wrongExtension = url.replace(/\.mp4$/, '.png');
@@ -91,7 +91,7 @@ describe('service basics', () => {
 	it('unknown routes are JSON 404s', async () => {
 		const response = await fetch(`${server.origin}/v2/whatever`);
 		expect(response.status).toBe(404);
-		const body = await response.json();
+		const body = (await response.json()) as any;
 		expect(body.error).toEqual({ message: 'Unknown route: GET /v2/whatever', type: 'not_found_error', param: null, code: 'unknown_route' });
 	});
 
@@ -110,7 +110,7 @@ describe('malformed requests', () => {
 	it('a malformed percent-encoding in the URL is a JSON 400', async () => {
 		const response = await fetch(`${server.origin}/files/%ZZ`);
 		expect(response.status).toBe(400);
-		const body = await response.json();
+		const body = (await response.json()) as any;
 		expect(body.error.type).toBe('invalid_request_error');
 		expect(body.error.message).toMatch(/URL is malformed/);
 	});
@@ -122,12 +122,12 @@ describe('malformed requests', () => {
 		twice.append('file', new Blob([Buffer.from('GIF89a')]), 'a.gif');
 		const answer = await fetch(`${server.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: twice });
 		expect(answer.status).toBe(400);
-		expect((await answer.json()).error.param).toBe('output_format');
+		expect(((await answer.json()) as any).error.param).toBe('output_format');
 
 		const proto = new FormData();
 		proto.append('__proto__', 'x');
 		const protoAnswer = await fetch(`${server.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: proto });
 		expect(protoAnswer.status).toBe(400);
-		expect((await protoAnswer.json()).error.message).toMatch(/__proto__/);
+		expect(((await protoAnswer.json()) as any).error.message).toMatch(/__proto__/);
 	});
 });

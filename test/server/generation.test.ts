@@ -42,7 +42,7 @@ describe('POST /v1/images/generations', () => {
 		['p-image-edit', { images: 'PNG' }],
 		['textimage-v2', { negative_prompt: 'people', style_type: 'ANIME', magic_prompt_option: 'OFF' }],
 	])('generates with %s and answers the OpenAI-compatible shape with defaults', async (model, extra) => {
-		const body = { model, prompt: 'a red lighthouse', ...extra };
+		const body: Record<string, unknown> = { model, prompt: 'a red lighthouse', ...extra };
 		if (body.images === 'PNG') body.images = png;
 		const answer = await generate(body);
 		expect(answer.status).toBe(200);

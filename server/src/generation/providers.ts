@@ -4,12 +4,21 @@
  */
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import type { GenerationProvider } from './provider';
+import { ideogramProvider } from './providers/ideogram';
+import { prunaProvider } from './providers/pruna';
+import { replicateProvider } from './providers/replicate';
+import { upstreamProvider } from './providers/upstream';
 import { sandboxProvider } from './sandbox-provider';
 
+/** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
 export type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv) => GenerationProvider;
 
 export const PROVIDER_FACTORIES: Readonly<Record<string, ProviderFactory>> = {
 	sandbox: () => sandboxProvider,
+	upstream: upstreamProvider,
+	replicate: replicateProvider,
+	pruna: prunaProvider,
+	ideogram: ideogramProvider,
 };
 
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;

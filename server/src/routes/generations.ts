@@ -38,13 +38,15 @@ export async function registerGenerationRoutes(v1: FastifyInstance, context: Ser
 			}
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
+		// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
+		const costUsd = Math.round(price * data.length * 1e6) / 1e6;
+		context.usage.record(request.apiKeyId, generation.model, data.length, costUsd);
 		const body: GenerationResponse = {
 			created: Math.floor(Date.now() / 1000),
 			model: generation.model,
 			output_format: generation.output_format,
 			data,
-			// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
-			usage: { images: data.length, cost_usd: Math.round(price * data.length * 1e6) / 1e6 },
+			usage: { images: data.length, cost_usd: costUsd },
 		};
 		return reply.send(body);
 	});

@@ -27,7 +27,6 @@ import {
 	type IRunExecutionData,
 	type IVersionedNodeType,
 	type IWorkflowExecuteAdditionalData,
-	type NodeParameterValueType,
 } from 'n8n-workflow';
 
 import { ImageGenApi } from '../../../credentials/ImageGenApi.credentials';
@@ -187,7 +186,7 @@ export async function initBinaryData(mode: 'filesystem' | 'default' = 'filesyste
 export interface WorkflowNode {
 	name: string;
 	type: string;
-	parameters?: Record<string, NodeParameterValueType | object>;
+	parameters?: Record<string, unknown>;
 	onError?: INode['onError'];
 	/** Connect this node's input to these nodes' main output (default: the previous node). */
 	after?: string;
@@ -234,8 +233,8 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	const connections: IConnections = {};
 	options.nodes.forEach((node, index) => {
 		const from = node.after ?? (index === 0 ? 'Seed' : options.nodes[index - 1]!.name);
-		connections[from] ??= { main: [[]] };
-		connections[from].main[0]!.push({ node: node.name, type: 'main', index: 0 });
+		const outputs = (connections[from] ??= { main: [[]] });
+		outputs.main![0]!.push({ node: node.name, type: 'main', index: 0 });
 	});
 	const workflow = new Workflow({ id: 'test', nodes, connections, nodeTypes, active: false, settings: { executionOrder: 'v1' } });
 
@@ -269,7 +268,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 			waitingExecution: {},
 			waitingExecutionSource: null,
 		},
-	} as IRunExecutionData;
+	} as unknown as IRunExecutionData;
 	await new WorkflowExecute(additionalData, 'manual', runExecutionData).processRunExecutionData(workflow);
 	const run = await finished;
 	const runData = run.data.resultData.runData;

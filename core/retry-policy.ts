@@ -1,4 +1,4 @@
-/** When and how long to wait before repeating a request that the service refused for now. */
+/** When and how long to wait before repeating a request that was refused for now: shared by the nodes (calling the service) and the service (calling model hosts). */
 
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 

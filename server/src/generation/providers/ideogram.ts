@@ -1,0 +1,57 @@
+/**
+ * `ideogram`: Ideogram's native API for textimage-v2 (model V_2).
+ * Shapes from Ideogram's API reference, "Generate (legacy V_2)": POST {base}/generate with header
+ * `Api-Key` and `{ image_request: { prompt, model: "V_2", aspect_ratio: "ASPECT_16_9",
+ * style_type, magic_prompt_option, negative_prompt } }`; the answer is `{ created, data: [{ url,
+ * prompt, resolution, is_image_safe, seed, style_type }] }` with URLs that expire, so we re-host.
+ */
+import { ImageGenError } from '../../../../core/errors';
+import type { GenerationRequest } from '../../../../core/schemas';
+import type { GenerationProvider } from '../provider';
+import { baseUrl, requiredEnv } from './inputs';
+import { providerJson, providerRetryPolicy } from './provider-http';
+
+interface IdeogramAnswer {
+	data?: Array<{ url?: string; is_image_safe?: boolean }>;
+}
+
+/** Our `16:9` is their `ASPECT_16_9`; style types and magic prompt options share our spelling. */
+export function ideogramImageRequest(request: GenerationRequest): Record<string, unknown> {
+	return {
+		prompt: request.prompt,
+		model: 'V_2',
+		aspect_ratio: `ASPECT_${request.aspect_ratio.replace(':', '_')}`,
+		style_type: request.style_type ?? 'AUTO',
+		magic_prompt_option: request.magic_prompt_option ?? 'AUTO',
+		...(request.negative_prompt ? { negative_prompt: request.negative_prompt } : {}),
+	};
+}
+
+export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): GenerationProvider {
+	if (model !== 'textimage-v2') throw new Error(`providers: ideogram serves textimage-v2 only, not ${model}`);
+	const apiKey = requiredEnv(env, 'IDEOGRAM_API_KEY', 'ideogram', model);
+	const root = baseUrl(env, 'IDEOGRAM_BASE_URL', 'https://api.ideogram.ai');
+	const retry = providerRetryPolicy(env);
+	return {
+		name: 'ideogram',
+		async generate(request, context) {
+			const answer = await providerJson<IdeogramAnswer>({
+				provider: 'ideogram',
+				method: 'POST',
+				url: `${root}/generate`,
+				headers: { 'api-key': apiKey },
+				json: { image_request: ideogramImageRequest(request) },
+				signal: context.signal,
+				retry,
+			});
+			const images = (answer.data ?? []).filter((image) => typeof image.url === 'string');
+			if (images.length === 0) {
+				const unsafe = (answer.data ?? []).some((image) => image.is_image_safe === false);
+				throw new ImageGenError(502, unsafe ? 'The ideogram provider withheld the image as unsafe' : 'The ideogram provider returned no image', {
+					code: unsafe ? 'upstream_content_filtered' : 'upstream_no_output',
+				});
+			}
+			return images.map((image) => ({ url: image.url! }));
+		},
+	};
+}

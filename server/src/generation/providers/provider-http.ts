@@ -1,0 +1,107 @@
+/**
+ * HTTP calls to model hosts: bounded retries on 429 and 5xx that honour Retry-After (the policy
+ * the nodes use too), the request's abort signal (our time limit, our client going away), and a
+ * host's failure turned into our error shape: 429 stays 429 with its Retry-After, everything else
+ * becomes a 502 that carries the host's own message.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ImageGenError } from '../../../../core/errors';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
+
+export interface ProviderRequest {
+	/** Provider name, for messages. */
+	provider: string;
+	method: 'GET' | 'POST';
+	url: string;
+	headers?: Record<string, string>;
+	json?: unknown;
+	form?: FormData;
+	signal: AbortSignal;
+	retry?: RetryPolicy;
+}
+
+/** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
+export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {
+	const baseDelayMs = Number(env.IMAGEGEN_PROVIDER_RETRY_BASE_MS ?? DEFAULT_RETRY_POLICY.baseDelayMs);
+	return { ...DEFAULT_RETRY_POLICY, baseDelayMs: Number.isFinite(baseDelayMs) ? baseDelayMs : DEFAULT_RETRY_POLICY.baseDelayMs };
+}
+
+export async function providerFetch(request: ProviderRequest): Promise<Response> {
+	const policy = request.retry ?? DEFAULT_RETRY_POLICY;
+	for (let attempt = 1; ; attempt++) {
+		const response = await send(request);
+		if (response.ok) return response;
+		if (shouldRetry(response.status, attempt, policy)) {
+			const wait = retryDelayMs(attempt, parseRetryAfter(response.headers.get('retry-after') ?? undefined), policy);
+			await response.body?.cancel();
+			await sleep(wait, undefined, { signal: request.signal });
+			continue;
+		}
+		throw await toProviderError(request.provider, response);
+	}
+}
+
+export async function providerJson<T>(request: ProviderRequest): Promise<T> {
+	const response = await providerFetch(request);
+	try {
+		return (await response.json()) as T;
+	} catch {
+		throw new ImageGenError(502, `The ${request.provider} provider answered something that is not JSON`, { code: 'upstream_invalid_output' });
+	}
+}
+
+export async function providerBytes(request: ProviderRequest): Promise<Buffer> {
+	return Buffer.from(await (await providerFetch(request)).arrayBuffer());
+}
+
+async function send(request: ProviderRequest): Promise<Response> {
+	const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+	let body: string | FormData | undefined;
+	if (request.json !== undefined) {
+		headers['content-type'] = 'application/json';
+		body = JSON.stringify(request.json);
+	} else if (request.form) {
+		body = request.form;
+	}
+	try {
+		return await fetch(request.url, { method: request.method, headers, body, signal: request.signal });
+	} catch (error) {
+		if (request.signal.aborted) throw error;
+		const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+		throw new ImageGenError(502, `The ${request.provider} provider could not be reached: ${reason}`, { code: 'upstream_unreachable', cause: error });
+	}
+}
+
+async function toProviderError(provider: string, response: Response): Promise<ImageGenError> {
+	const message = hostMessage(await response.text().catch(() => '')) ?? response.statusText;
+	const status = response.status;
+	if (status === 429) {
+		const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined);
+		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
+			code: 'upstream_rate_limited',
+			retryAfterSeconds: retryAfterMs === undefined ? 1 : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+		});
+	}
+	const code = status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed';
+	return new ImageGenError(502, `The ${provider} provider answered HTTP ${status}: ${message}`, { code });
+}
+
+/** The human part of a host's error body, whichever of the usual shapes it uses. */
+export function hostMessage(text: string): string | undefined {
+	let body: unknown;
+	try {
+		body = JSON.parse(text);
+	} catch {
+		return text.trim().slice(0, 500) || undefined;
+	}
+	const pick = (value: unknown): string | undefined => {
+		if (typeof value === 'string' && value.trim()) return value.trim();
+		if (Array.isArray(value)) return pick(value[0]);
+		if (value && typeof value === 'object') {
+			const object = value as Record<string, unknown>;
+			return pick(object.message) ?? pick(object.detail) ?? pick(object.error) ?? pick(object.title) ?? pick(object.msg);
+		}
+		return undefined;
+	};
+	return pick(body);
+}

@@ -1,0 +1,90 @@
+/**
+ * `pruna`: Pruna's P-API for p-image and p-image-edit.
+ * Shapes from docs.api.pruna.ai (Models API): POST {base}/predictions with headers `apikey`,
+ * `Model: p-image | p-image-edit` and `Try-Sync: true` (waits up to 60 s), body `{ input }`.
+ * A finished answer is `{ status: "succeeded", generation_url }`; otherwise `{ id, get_url }`,
+ * polled until `status` is succeeded, failed or canceled (`error` holds the reason). The output is
+ * downloaded from `generation_url` with the API key. Input images are first uploaded with
+ * POST {base}/files (multipart part `content`), whose answer's `urls.get` goes into `input.images`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ImageGenError } from '../../../../core/errors';
+import { sniffMedia } from '../../../../core/media';
+import type { ModelId } from '../../../../core/models';
+import type { GenerationProvider } from '../provider';
+import { baseUrl, loadInputImages, requiredEnv } from './inputs';
+import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
+
+interface PrunaStatus {
+	id?: string;
+	get_url?: string;
+	status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';
+	generation_url?: string;
+	error?: string;
+	message?: string;
+}
+
+interface PrunaFile {
+	id?: string;
+	url?: string;
+	urls?: { get?: string };
+}
+
+export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
+	if (model === 'textimage-v2') throw new Error('providers: pruna serves p-image and p-image-edit only, not textimage-v2');
+	const apiKey = requiredEnv(env, 'PRUNA_API_KEY', 'pruna', model);
+	const root = baseUrl(env, 'PRUNA_BASE_URL', 'https://api.pruna.ai/v1');
+	const retry = providerRetryPolicy(env);
+	const pollMs = Number(env.PRUNA_POLL_INTERVAL_MS ?? 1000);
+	const auth = { apikey: apiKey };
+
+	return {
+		name: 'pruna',
+		async generate(request, context) {
+			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+			if (request.model === 'p-image-edit') {
+				const images = await loadInputImages(request, context);
+				input.images = await Promise.all(
+					images.map(async (bytes, index) => {
+						const form = new FormData();
+						const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
+						form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
+						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, headers: auth, form, signal: context.signal, retry });
+						const url = file.urls?.get ?? file.url;
+						if (!url) throw new ImageGenError(502, 'The pruna provider accepted an input image but returned no URL for it', { code: 'upstream_invalid_output' });
+						return url;
+					}),
+				);
+			}
+			let status = await providerJson<PrunaStatus>({
+				provider: 'pruna',
+				method: 'POST',
+				url: `${root}/predictions`,
+				headers: { ...auth, model: request.model, 'try-sync': 'true' },
+				json: { input },
+				signal: context.signal,
+				retry,
+			});
+			while (status.status !== 'succeeded' && status.status !== 'failed' && status.status !== 'canceled') {
+				const pollUrl = status.get_url ?? (status.id ? `${root}/predictions/status/${status.id}` : undefined);
+				if (!pollUrl) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
+				await sleep(pollMs, undefined, { signal: context.signal });
+				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, headers: auth, signal: context.signal, retry })), get_url: pollUrl };
+			}
+			if (status.status !== 'succeeded' || !status.generation_url) {
+				throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
+			}
+			// The key goes only to Pruna's own origin, never to a host a delivery URL might name.
+			const sameOrigin = new URL(status.generation_url, root).origin === new URL(root).origin;
+			const bytes = await providerBytes({
+				provider: 'pruna',
+				method: 'GET',
+				url: new URL(status.generation_url, root).toString(),
+				headers: sameOrigin ? auth : {},
+				signal: context.signal,
+				retry,
+			});
+			return [{ bytes }];
+		},
+	};
+}

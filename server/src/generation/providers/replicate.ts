@@ -1,0 +1,99 @@
+/**
+ * `replicate`: Replicate's predictions API for all three models.
+ * Shapes from Replicate's HTTP API reference: POST {base}/models/{owner}/{name}/predictions with
+ * `Authorization: Bearer <token>`, `Prefer: wait=<seconds>` (sync mode, at most 60 s) and
+ * `{ input }`; a prediction is `{ id, status: starting|processing|succeeded|failed|canceled,
+ * output, error, urls: { get, cancel } }`. Unfinished predictions are polled at `urls.get`; when
+ * our client goes away or our time limit passes, `urls.cancel` is called so nobody pays for work
+ * no one will see. Inputs follow each model's schema on Replicate (prunaai/p-image,
+ * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs accept data URIs.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ImageGenError } from '../../../../core/errors';
+import type { ModelId } from '../../../../core/models';
+import type { GenerationRequest } from '../../../../core/schemas';
+import type { GenerationContext, GenerationProvider } from '../provider';
+import { baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
+import { providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+
+export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
+	'p-image': 'prunaai/p-image',
+	'p-image-edit': 'prunaai/p-image-edit',
+	'textimage-v2': 'ideogram-ai/ideogram-v2',
+};
+
+/** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
+const STYLE_NAMES: Record<string, string> = {
+	AUTO: 'Auto',
+	GENERAL: 'General',
+	REALISTIC: 'Realistic',
+	DESIGN: 'Design',
+	RENDER_3D: 'Render 3D',
+	ANIME: 'Anime',
+};
+const MAGIC_PROMPT_NAMES: Record<string, string> = { AUTO: 'Auto', ON: 'On', OFF: 'Off' };
+
+interface Prediction {
+	id?: string;
+	status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';
+	output?: unknown;
+	error?: unknown;
+	urls?: { get?: string; cancel?: string };
+}
+
+export async function replicateInput(request: GenerationRequest, context: GenerationContext): Promise<Record<string, unknown>> {
+	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+	if (request.model === 'p-image-edit') input.images = (await loadInputImages(request, context)).map(toDataUri);
+	if (request.model === 'textimage-v2') {
+		input.style_type = STYLE_NAMES[request.style_type ?? 'AUTO'];
+		input.magic_prompt_option = MAGIC_PROMPT_NAMES[request.magic_prompt_option ?? 'AUTO'];
+		if (request.negative_prompt) input.negative_prompt = request.negative_prompt;
+	}
+	return input;
+}
+
+export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
+	const token = requiredEnv(env, 'REPLICATE_API_TOKEN', 'replicate', model);
+	const root = baseUrl(env, 'REPLICATE_BASE_URL', 'https://api.replicate.com/v1');
+	const retry = providerRetryPolicy(env);
+	const pollMs = Number(env.REPLICATE_POLL_INTERVAL_MS ?? 1000);
+	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers'>, headers: Record<string, string> = {}) =>
+		providerJson<Prediction>({ provider: 'replicate', retry, headers: { authorization: `Bearer ${token}`, ...headers }, ...request });
+
+	return {
+		name: 'replicate',
+		async generate(request, context) {
+			let prediction = await call(
+				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal },
+				{ prefer: 'wait=60' },
+			);
+			try {
+				while (prediction.status === 'starting' || prediction.status === 'processing') {
+					await sleep(pollMs, undefined, { signal: context.signal });
+					prediction = await call({ method: 'GET', url: prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, signal: context.signal });
+				}
+			} catch (error) {
+				if (context.signal.aborted) await cancel(prediction, root, token);
+				throw error;
+			}
+			return outputsOf(prediction);
+		},
+	};
+}
+
+/** Best effort and short: the caller is already failing for its own reason. */
+async function cancel(prediction: Prediction, root: string, token: string): Promise<void> {
+	const url = prediction.urls?.cancel ?? (prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined);
+	if (!url) return;
+	await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+}
+
+function outputsOf(prediction: Prediction): Array<{ url: string }> {
+	if (prediction.status !== 'succeeded') {
+		const reason = typeof prediction.error === 'string' && prediction.error ? prediction.error : `the prediction ended as '${prediction.status}'`;
+		throw new ImageGenError(502, `The replicate provider failed: ${reason}`, { code: 'upstream_failed' });
+	}
+	const urls = (Array.isArray(prediction.output) ? prediction.output : [prediction.output]).filter((item): item is string => typeof item === 'string');
+	if (urls.length === 0) throw new ImageGenError(502, 'The replicate provider returned no image', { code: 'upstream_no_output' });
+	return urls.map((url) => ({ url }));
+}

@@ -1,0 +1,38 @@
+/**
+ * `upstream`: any host implementing this same API (the hosted service, another imagegen-server).
+ * Request and answer shapes are ours (core/schemas.ts, core/api.ts): the validated request is
+ * forwarded with its input images inlined as data URIs, because the upstream cannot reach what we
+ * can (loopback, private networks), and asked for `b64_json`, which saves a second download.
+ */
+import { ImageGenError } from '../../../../core/errors';
+import type { GenerationResponse } from '../../../../core/api';
+import type { GenerationProvider, ProviderImage } from '../provider';
+import { loadInputImages, requiredEnv, baseUrl, toDataUri } from './inputs';
+import { providerJson, providerRetryPolicy } from './provider-http';
+
+export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): GenerationProvider {
+	const root = baseUrl(env, 'UPSTREAM_BASE_URL', requiredEnv(env, 'UPSTREAM_BASE_URL', 'upstream', model));
+	const apiKey = requiredEnv(env, 'UPSTREAM_API_KEY', 'upstream', model);
+	const retry = providerRetryPolicy(env);
+	return {
+		name: 'upstream',
+		async generate(request, context) {
+			const images = request.images ? (await loadInputImages(request, context)).map(toDataUri) : undefined;
+			const answer = await providerJson<GenerationResponse>({
+				provider: 'upstream',
+				method: 'POST',
+				url: `${root}/images/generations`,
+				headers: { authorization: `Bearer ${apiKey}` },
+				json: { ...request, ...(images ? { images } : {}), response_format: 'b64_json' },
+				signal: context.signal,
+				retry,
+			});
+			if (!Array.isArray(answer?.data)) {
+				throw new ImageGenError(502, 'The upstream provider answered without a data array', { code: 'upstream_invalid_output' });
+			}
+			return answer.data.map<ProviderImage>((image) =>
+				'b64_json' in image ? { bytes: Buffer.from(image.b64_json, 'base64') } : { url: image.url },
+			);
+		},
+	};
+}

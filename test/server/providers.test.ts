@@ -1,0 +1,329 @@
+/**
+ * Real providers against loopback stand-ins of their hosts (test/server/support/fake-hosts.ts,
+ * built from each host's documented shapes) and, for `upstream`, against a second real
+ * imagegen-server. Checked: the exact request we send, that the bytes behind our URL are the
+ * host's image, failures in our error shape, bounded retries, the time limit and cancellation.
+ */
+import { spawnSync } from 'node:child_process';
+import sharp from 'sharp';
+import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
+import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
+import { startFakeHosts, type FakeHosts } from './support/fake-hosts';
+import { eventually, postJson } from './support/http';
+import { makeImage } from './support/media';
+
+let fake: FakeHosts;
+let replicate: RunningServer;
+let pruna: RunningServer;
+let ideogram: RunningServer;
+let sandbox: RunningServer;
+let sandboxProxy: RecordingProxy;
+let upstream: RunningServer;
+let wide: Buffer;
+let square: Buffer;
+
+const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', PRUNA_POLL_INTERVAL_MS: '20' };
+// Output URLs of the stand-in hosts are on loopback, which the address check refuses by default.
+const ARGS = ['--allow-private-urls', '--generation-timeout-seconds', '3'];
+
+beforeAll(async () => {
+	fake = await startFakeHosts();
+	[wide, square] = await Promise.all([makeImage('png', 1024, 576), makeImage('png', 1024, 1024)]);
+	sandbox = await startServer();
+	sandboxProxy = await startRecordingProxy(sandbox.origin);
+	[replicate, pruna, ideogram, upstream] = await Promise.all([
+		startServer({
+			args: [...ARGS, '--providers', 'p-image=replicate,p-image-edit=replicate,textimage-v2=replicate'],
+			env: { ...FAST, REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
+		}),
+		startServer({
+			args: [...ARGS, '--providers', 'p-image=pruna,p-image-edit=pruna'],
+			env: { ...FAST, PRUNA_API_KEY: 'pruna-test-key', PRUNA_BASE_URL: `${fake.origin}/v1` },
+		}),
+		startServer({ args: [...ARGS, '--providers', 'textimage-v2=ideogram'], env: { ...FAST, IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin } }),
+		startServer({
+			args: [...ARGS, '--providers', 'p-image=upstream,p-image-edit=upstream,textimage-v2=upstream'],
+			env: { ...FAST, UPSTREAM_BASE_URL: sandboxProxy.baseUrl, UPSTREAM_API_KEY: sandbox.apiKey },
+		}),
+	]);
+});
+
+afterAll(async () => {
+	await Promise.all([replicate, pruna, ideogram, upstream, sandbox].map((server) => server?.stop({ removeData: true })));
+	await Promise.all([fake?.close(), sandboxProxy?.close()]);
+});
+
+beforeEach(() => {
+	fake.reset();
+	fake.setImage(wide);
+	sandboxProxy.reset();
+});
+
+const generate = (server: RunningServer, body: Record<string, unknown>, init: RequestInit = {}) => postJson(server, '/v1/images/generations', body, init);
+
+async function hostedBytes(url: string): Promise<Buffer> {
+	const response = await fetch(url);
+	expect(response.status).toBe(200);
+	return Buffer.from(await response.arrayBuffer());
+}
+
+describe('replicate', () => {
+	test('p-image: model path, bearer token, sync wait, input mapping; our URL serves the host’s bytes', async () => {
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'A red bicycle', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const [call] = fake.callsTo('POST', '/v1/models/');
+		expect(call!.path).toBe('/v1/models/prunaai/p-image/predictions');
+		expect(call!.headers.authorization).toBe('Bearer r8_test_token');
+		expect(call!.headers.prefer).toBe('wait=60');
+		expect(call!.json).toEqual({ input: { prompt: 'A red bicycle', aspect_ratio: '16:9' } });
+		expect(answer.body.data[0].url.startsWith(`${replicate.origin}/files/`)).toBe(true);
+		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+	});
+
+	test('p-image-edit: input images handed over as data URIs', async () => {
+		const input = await makeImage('jpeg', 40, 30);
+		const answer = await generate(replicate, { model: 'p-image-edit', prompt: 'Blue', images: [input.toString('base64')], aspect_ratio: '16:9', response_format: 'b64_json' });
+		expect(answer.status).toBe(200);
+		const [call] = fake.callsTo('POST', '/v1/models/');
+		expect(call!.path).toBe('/v1/models/prunaai/p-image-edit/predictions');
+		expect(call!.json.input).toEqual({ prompt: 'Blue', aspect_ratio: '16:9', images: [`data:image/jpeg;base64,${input.toString('base64')}`] });
+		expect(Buffer.from(answer.body.data[0].b64_json, 'base64').equals(wide)).toBe(true);
+	});
+
+	test('textimage-v2: ideogram-v2 on Replicate with its spelling of style and magic prompt', async () => {
+		const answer = await generate(replicate, { model: 'textimage-v2', prompt: 'Poster', negative_prompt: 'blur', style_type: 'RENDER_3D', magic_prompt_option: 'OFF', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const [call] = fake.callsTo('POST', '/v1/models/');
+		expect(call!.path).toBe('/v1/models/ideogram-ai/ideogram-v2/predictions');
+		expect(call!.json.input).toEqual({ prompt: 'Poster', aspect_ratio: '16:9', negative_prompt: 'blur', style_type: 'Render 3D', magic_prompt_option: 'Off' });
+	});
+
+	test('an unfinished prediction is polled at urls.get until it succeeds', async () => {
+		fake.setPendingPolls(3);
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('GET', '/v1/predictions/r')).toHaveLength(3);
+	});
+
+	test('a failed prediction becomes a 502 carrying the host’s reason', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'rx', status: 'failed', error: 'NSFW content detected', output: null, urls: {} } });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error).toMatchObject({ type: 'upstream_error', code: 'upstream_failed' });
+		expect(answer.body.error.message).toMatch(/replicate.*NSFW content detected/);
+	});
+
+	test('429 then success: retried, one generation', async () => {
+		fake.script('POST', '/v1/models/', { status: 429, body: { detail: 'Request was throttled.' }, headers: { 'retry-after': '0' } });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(2);
+	});
+
+	test('a host that keeps rate limiting: retries stop, our client gets 429 with Retry-After', async () => {
+		fake.script('POST', '/v1/models/', { status: 429, body: { detail: 'Request was throttled. Expected available in 7 seconds.' }, headers: { 'retry-after': '0' } }, 10);
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(429);
+		expect(answer.headers.get('retry-after')).toBe('1');
+		expect(answer.body.error.message).toMatch(/throttled/);
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(4);
+	});
+
+	test('persistent 5xx: 4 attempts, then a 502 with the host’s message', async () => {
+		fake.script('POST', '/v1/models/', { status: 503, body: { detail: 'Service Unavailable' } }, 10);
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.message).toMatch(/HTTP 503: Service Unavailable/);
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(4);
+	});
+
+	test('a rejected token: 502 upstream_auth_failed, not retried', async () => {
+		fake.script('POST', '/v1/models/', { status: 401, body: { title: 'Unauthenticated', detail: 'You did not pass a valid authentication token' } });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.code).toBe('upstream_auth_failed');
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(1);
+	});
+
+	test('a prediction that never finishes hits our time limit (504) and is cancelled', async () => {
+		fake.setPendingPolls(1_000_000);
+		const started = Date.now();
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(504);
+		expect(answer.body.error.code).toBe('generation_timeout');
+		expect(Date.now() - started).toBeLessThan(6_000);
+		expect(await eventually(() => fake.callsTo('POST', '/v1/predictions/').some((call) => call.path.endsWith('/cancel')))).toBe(true);
+	});
+
+	test('our client going away cancels the prediction', async () => {
+		fake.setPendingPolls(1_000_000);
+		const controller = new AbortController();
+		const request = generate(replicate, { model: 'p-image', prompt: 'x' }, { signal: controller.signal }).catch(() => undefined);
+		await eventually(() => fake.callsTo('GET', '/v1/predictions/r').length > 0);
+		controller.abort();
+		await request;
+		expect(await eventually(() => fake.callsTo('POST', '/v1/predictions/').some((call) => call.path.endsWith('/cancel')))).toBe(true);
+	});
+});
+
+describe('pruna', () => {
+	test('p-image: apikey, Model and Try-Sync headers, input mapping; the delivery is fetched with the key', async () => {
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const [call] = fake.callsTo('POST', '/v1/predictions');
+		expect(call!.headers).toMatchObject({ apikey: 'pruna-test-key', model: 'p-image', 'try-sync': 'true' });
+		expect(call!.json).toEqual({ input: { prompt: 'A lighthouse', aspect_ratio: '16:9' } });
+		expect(fake.callsTo('GET', '/v1/predictions/delivery/')[0]!.headers.apikey).toBe('pruna-test-key');
+		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+	});
+
+	test('p-image-edit: each input image uploaded as multipart `content`, its URL passed in input.images', async () => {
+		const first = await makeImage('png', 30, 30);
+		const second = await makeImage('webp', 20, 20);
+		const answer = await generate(pruna, { model: 'p-image-edit', prompt: 'Merge', images: [first.toString('base64'), `data:image/webp;base64,${second.toString('base64')}`], aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const uploads = fake.callsTo('POST', '/v1/files');
+		expect(uploads).toHaveLength(2);
+		for (const upload of uploads) {
+			expect(upload.headers.apikey).toBe('pruna-test-key');
+			expect(upload.headers['content-type']).toMatch(/^multipart\/form-data/);
+			expect(upload.body.toString('latin1')).toMatch(/name="content"; filename="input-\d\.(png|webp)"/);
+		}
+		const bodies = uploads.map((upload) => upload.body);
+		expect(bodies.some((body) => body.includes(first))).toBe(true);
+		expect(bodies.some((body) => body.includes(second))).toBe(true);
+		const [prediction] = fake.callsTo('POST', '/v1/predictions');
+		expect(prediction!.headers.model).toBe('p-image-edit');
+		expect(prediction!.json.input.images).toHaveLength(2);
+		expect(prediction!.json.input.images.every((url: string) => url.startsWith('https://files.pruna.example/'))).toBe(true);
+	});
+
+	test('asynchronous: polled at get_url until it succeeds', async () => {
+		fake.setPendingPolls(2);
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('GET', '/v1/predictions/status/').length).toBe(2);
+	});
+
+	test('a failed prediction: 502 with Pruna’s error', async () => {
+		fake.script('POST', '/v1/predictions', { status: 200, body: { status: 'failed', error: 'Number of samples, -5, must be non-negative.' } });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.message).toMatch(/pruna.*must be non-negative/);
+	});
+
+	test('an invalid-input answer keeps Pruna’s message, and is not retried', async () => {
+		fake.script('POST', '/v1/predictions', { status: 400, body: { error: { code: 'INVALID_INPUT', message: 'Invalid prompt: prompt too long' }, request_id: 'req_1' } });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error).toMatchObject({ code: 'upstream_rejected' });
+		expect(answer.body.error.message).toMatch(/Invalid prompt: prompt too long/);
+		expect(fake.callsTo('POST', '/v1/predictions')).toHaveLength(1);
+	});
+
+	test('QUOTA 429 twice then success', async () => {
+		fake.script('POST', '/v1/predictions', { status: 429, body: { error: { code: 'QUOTA_EXCEEDED', message: 'Too many requests' } } }, 2);
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('POST', '/v1/predictions')).toHaveLength(3);
+	});
+});
+
+describe('ideogram', () => {
+	test('textimage-v2: Api-Key header and image_request with V_2, ASPECT_ ratios and our enum spellings', async () => {
+		fake.setImage(square);
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'A poster', negative_prompt: 'blur', style_type: 'ANIME', magic_prompt_option: 'ON', aspect_ratio: '1:1' });
+		expect(answer.status).toBe(200);
+		const [call] = fake.callsTo('POST', '/generate');
+		expect(call!.headers['api-key']).toBe('ideogram-key');
+		expect(call!.json).toEqual({
+			image_request: { prompt: 'A poster', model: 'V_2', aspect_ratio: 'ASPECT_1_1', style_type: 'ANIME', magic_prompt_option: 'ON', negative_prompt: 'blur' },
+		});
+		expect((await hostedBytes(answer.body.data[0].url)).equals(square)).toBe(true);
+	});
+
+	test.each([
+		['10:16', 'ASPECT_10_16'],
+		['3:1', 'ASPECT_3_1'],
+		['16:10', 'ASPECT_16_10'],
+	])('aspect ratio %s is sent as %s, and the image comes back at that ratio', async (ratio, theirs) => {
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x', aspect_ratio: ratio, response_format: 'b64_json' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('POST', '/generate')[0]!.json.image_request.aspect_ratio).toBe(theirs);
+		const { width, height } = await sharp(Buffer.from(answer.body.data[0].b64_json, 'base64')).metadata();
+		const [w, h] = ratio.split(':').map(Number) as [number, number];
+		expect(Math.abs(width! / height! / (w / h) - 1)).toBeLessThan(0.02);
+	});
+
+	test('an image withheld as unsafe: 502 that says so', async () => {
+		fake.script('POST', '/generate', { status: 200, body: { created: '2026-01-01T00:00:00Z', data: [{ is_image_safe: false, prompt: 'x' }] } });
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error).toMatchObject({ code: 'upstream_content_filtered' });
+	});
+
+	test('a 422 keeps Ideogram’s detail', async () => {
+		fake.script('POST', '/generate', { status: 422, body: { detail: 'Prompt failed the safety check' } });
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.message).toMatch(/Prompt failed the safety check/);
+	});
+});
+
+describe('upstream (another imagegen-server)', () => {
+	test('the validated request is forwarded with the upstream’s key; the upstream’s image is what we host', async () => {
+		const request = { model: 'p-image', prompt: 'Same picture twice', aspect_ratio: '4:3', output_format: 'webp' };
+		const [ours, theirs] = await Promise.all([generate(upstream, request), generate(sandbox, { ...request, response_format: 'b64_json' })]);
+		expect(ours.status).toBe(200);
+		expect((await hostedBytes(ours.body.data[0].url)).equals(Buffer.from(theirs.body.data[0].b64_json, 'base64'))).toBe(true);
+		expect(sandboxProxy.requests.map((call) => call.path)).toEqual(['/v1/images/generations']);
+	});
+
+	test('input images reach the upstream inlined, so it never needs to reach our sources', async () => {
+		const input = await makeImage('png', 50, 50);
+		const answer = await generate(upstream, { model: 'p-image-edit', prompt: 'x', images: [`data:image/png;base64,${input.toString('base64')}`] });
+		expect(answer.status).toBe(200);
+		expect(sandboxProxy.requests[0]!.bodyBytes).toBeGreaterThan(input.length);
+	});
+
+	test('the upstream’s 503 is retried; its lasting 429 reaches our client as 429', async () => {
+		sandboxProxy.failNext({ status: 503, body: { error: { message: 'busy', type: 'server_error', param: null, code: 'busy' } } });
+		expect((await generate(upstream, { model: 'p-image', prompt: 'x' })).status).toBe(200);
+		sandboxProxy.reset();
+		sandboxProxy.failNext({ status: 429, body: { error: { message: 'Rate limit of 1 requests per minute reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '0' } }, 4);
+		const limited = await generate(upstream, { model: 'p-image', prompt: 'x' });
+		expect(limited.status).toBe(429);
+		expect(limited.body.error.message).toMatch(/Rate limit of 1 requests per minute/);
+		expect(sandboxProxy.requests).toHaveLength(4);
+	});
+
+	test('a wrong upstream key: 502 naming the upstream’s answer', async () => {
+		const misconfigured = await startServer({ args: ['--providers', 'p-image=upstream'], env: { UPSTREAM_BASE_URL: sandbox.baseUrl, UPSTREAM_API_KEY: 'not-the-key-0000' } });
+		try {
+			const answer = await generate(misconfigured, { model: 'p-image', prompt: 'x' });
+			expect(answer.status).toBe(502);
+			expect(answer.body.error).toMatchObject({ code: 'upstream_auth_failed' });
+			expect(answer.body.error.message).toMatch(/Invalid API key/);
+		} finally {
+			await misconfigured.stop({ removeData: true });
+		}
+	});
+});
+
+describe('start-up checks the provider configuration', () => {
+	test.each([
+		['p-image=dalle', {}, /unknown provider 'dalle' for p-image \(known: sandbox, upstream, replicate, pruna, ideogram\)/],
+		['p-imagex=replicate', {}, /unknown model 'p-imagex'/],
+		['p-image=replicate', {}, /p-image=replicate needs REPLICATE_API_TOKEN/],
+		['p-image=pruna', {}, /p-image=pruna needs PRUNA_API_KEY/],
+		['textimage-v2=pruna', { PRUNA_API_KEY: 'k' }, /pruna serves p-image and p-image-edit only/],
+		['p-image=ideogram', { IDEOGRAM_API_KEY: 'k' }, /ideogram serves textimage-v2 only/],
+		['p-image=upstream', { UPSTREAM_API_KEY: 'k' }, /needs UPSTREAM_BASE_URL/],
+		['p-image=replicate', { REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: 'not a url' }, /REPLICATE_BASE_URL is not a URL/],
+	])('--providers %s with %j fails with exit 2', (providers, env, message) => {
+		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM)_/.test(key)));
+		const result = spawnSync(process.execPath, [SERVER_CLI, '--providers', providers, '--port', '0'], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 10_000 });
+		expect(result.status).toBe(2);
+		expect(result.stderr).toMatch(message);
+	});
+});
