@@ -16,6 +16,7 @@ import {
 	type AspectRatio,
 	type ModelId,
 } from '../../core/models';
+import { mediaSourceFields, mediaSourceOptions } from '../shared/media-source';
 import { requestOptionProperties } from '../shared/request-options';
 
 const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', webp: 'WebP' };
@@ -52,6 +53,8 @@ function aspectRatioProperties(): INodeProperties[] {
 	}));
 }
 
+const IMAGE_SOURCE = { noun: 'image', urlPlaceholder: 'https://example.com/photo.png', required: false };
+
 const imagesProperty: INodeProperties = {
 	displayName: 'Input Images',
 	name: 'images',
@@ -70,38 +73,10 @@ const imagesProperty: INodeProperties = {
 					displayName: 'Source',
 					name: 'source',
 					type: 'options',
-					options: [
-						{ name: 'Binary Property', value: 'binary', description: 'A file from the input item' },
-						{ name: 'URL', value: 'url', description: 'A public http(s) address of the image' },
-						{ name: 'Base64', value: 'base64', description: 'Base64 content or a data URI' },
-					],
+					options: mediaSourceOptions(IMAGE_SOURCE),
 					default: 'binary',
 				},
-				{
-					displayName: 'Input Binary Field',
-					name: 'binaryPropertyName',
-					type: 'string',
-					default: 'data',
-					hint: 'The name of the input field holding the image',
-					displayOptions: { show: { source: ['binary'] } },
-				},
-				{
-					displayName: 'Image URL',
-					name: 'url',
-					type: 'string',
-					default: '',
-					placeholder: 'https://example.com/photo.png',
-					displayOptions: { show: { source: ['url'] } },
-				},
-				{
-					displayName: 'Base64',
-					name: 'base64',
-					type: 'string',
-					typeOptions: { rows: 2 },
-					default: '',
-					placeholder: 'data:image/png;base64,iVBORw0…',
-					displayOptions: { show: { source: ['base64'] } },
-				},
+				...mediaSourceFields('source', IMAGE_SOURCE),
 			],
 		},
 	],

@@ -10,7 +10,7 @@ import { parseGenerationRequest, type GenerationRequest } from '../../core/schem
 import { validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi } from '../shared/transport';
-import { uploadBinary, type RequestSettings } from '../shared/uploads';
+import { uploadBinary, type ItemCall, type RequestSettings } from '../shared/uploads';
 import { pendingUploadPlaceholder, resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
 
 interface ImageGenOptions {
@@ -50,7 +50,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	}
 
 	const request: GenerationRequest = validated(context, itemIndex, () => parseGenerationRequest(toGenerationBody(parameters)));
-	if (request.images) request.images = await uploadLargeImages(context, itemIndex, request.images, resolved, settings);
+	if (request.images) request.images = await uploadLargeImages({ context, itemIndex, settings }, request.images, resolved);
 
 	const response = await callApi<GenerationResponse>(context, {
 		method: 'POST',
@@ -62,18 +62,12 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	return await toOutputItems(context, itemIndex, request, response, options, settings);
 }
 
-async function uploadLargeImages(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	images: string[],
-	resolved: ResolvedImage[],
-	settings: RequestSettings,
-): Promise<string[]> {
+async function uploadLargeImages(call: ItemCall, images: string[], resolved: ResolvedImage[]): Promise<string[]> {
 	return await Promise.all(
 		images.map(async (value, position) => {
 			const image = resolved[position];
 			if (!image || 'value' in image) return value;
-			return (await uploadBinary(context, itemIndex, image.upload, undefined, settings)).url;
+			return (await uploadBinary(call, image.upload, undefined)).url;
 		}),
 	);
 }

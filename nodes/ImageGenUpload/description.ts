@@ -1,6 +1,9 @@
 import type { INodeProperties } from 'n8n-workflow';
 
+import { mediaSourceFields, mediaSourceOptions } from '../shared/media-source';
 import { requestOptionProperties } from '../shared/request-options';
+
+const UPLOAD_SOURCE = { noun: 'image or video', urlPlaceholder: 'https://example.com/clip.mp4', required: true };
 
 export const imageGenUploadProperties: INodeProperties[] = [
 	{
@@ -8,41 +11,10 @@ export const imageGenUploadProperties: INodeProperties[] = [
 		name: 'inputType',
 		type: 'options',
 		noDataExpression: true,
-		options: [
-			{ name: 'Binary File', value: 'binary', description: 'A file from the input item, streamed to the service' },
-			{ name: 'URL', value: 'url', description: 'A public http(s) address the service fetches' },
-			{ name: 'Base64', value: 'base64', description: 'Base64 content or a data URI' },
-		],
+		options: mediaSourceOptions(UPLOAD_SOURCE),
 		default: 'binary',
 	},
-	{
-		displayName: 'Input Binary Field',
-		name: 'binaryPropertyName',
-		type: 'string',
-		required: true,
-		default: 'data',
-		hint: 'The name of the input field holding the image or video',
-		displayOptions: { show: { inputType: ['binary'] } },
-	},
-	{
-		displayName: 'URL',
-		name: 'url',
-		type: 'string',
-		required: true,
-		default: '',
-		placeholder: 'https://example.com/clip.mp4',
-		displayOptions: { show: { inputType: ['url'] } },
-	},
-	{
-		displayName: 'Base64',
-		name: 'base64',
-		type: 'string',
-		typeOptions: { rows: 2 },
-		required: true,
-		default: '',
-		placeholder: 'data:image/png;base64,iVBORw0…',
-		displayOptions: { show: { inputType: ['base64'] } },
-	},
+	...mediaSourceFields('inputType', UPLOAD_SOURCE),
 	{
 		displayName: 'Media Type',
 		name: 'mediaType',

@@ -10,7 +10,7 @@ import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedM
 import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
-import { uploadBinary, uploadReference, type HostedMedia, type RequestSettings, type UploadFormat } from '../shared/uploads';
+import { uploadBinary, uploadReference, type HostedMedia, type ItemCall, type UploadFormat } from '../shared/uploads';
 
 type InputType = 'binary' | 'url' | 'base64';
 type MediaTypeParameter = 'auto' | MediaKind;
@@ -22,16 +22,9 @@ export async function uploadForItem(context: IExecuteFunctions, itemIndex: numbe
 	const mediaType = context.getNodeParameter('mediaType', itemIndex, 'auto') as MediaTypeParameter;
 	const format = mediaType === 'video' ? 'original' : (context.getNodeParameter('outputFormat', itemIndex, 'original') as string);
 	const outputFormat = format === 'original' ? undefined : (format as UploadFormat);
-	const settings = readRequestSettings(context, itemIndex);
-
-	let hosted: HostedMedia;
-	if (inputType === 'binary') {
-		hosted = await uploadFromBinary(context, itemIndex, mediaType, outputFormat, settings);
-	} else if (inputType === 'url') {
-		hosted = await uploadFromUrl(context, itemIndex, mediaType, outputFormat, settings);
-	} else {
-		hosted = await uploadFromBase64(context, itemIndex, mediaType, outputFormat, settings);
-	}
+	const call: ItemCall = { context, itemIndex, settings: readRequestSettings(context, itemIndex) };
+	const upload = { binary: uploadFromBinary, url: uploadFromUrl, base64: uploadFromBase64 }[inputType] ?? uploadFromBase64;
+	const hosted = await upload(call, mediaType, outputFormat);
 	const json = {
 		[hosted.mediaType === 'video' ? 'videoUrl' : 'imageUrl']: hosted.url,
 		url: hosted.url,
@@ -41,28 +34,18 @@ export async function uploadForItem(context: IExecuteFunctions, itemIndex: numbe
 	return [{ json }];
 }
 
-async function uploadFromBinary(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	mediaType: MediaTypeParameter,
-	outputFormat: UploadFormat | undefined,
-	settings: RequestSettings,
-): Promise<HostedMedia> {
+async function uploadFromBinary(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+	const { context, itemIndex } = call;
 	const propertyName = context.getNodeParameter('binaryPropertyName', itemIndex) as string;
 	const input = await readBinaryInput(context, itemIndex, propertyName);
 	const media = sniffMedia(await readHead(input));
 	const source = `the binary field '${propertyName}'`;
 	checkKind(context, itemIndex, media, mediaType, source, input.mimeType);
-	return await uploadBinary(context, itemIndex, input, media?.kind === 'image' ? outputFormat : undefined, settings);
+	return await uploadBinary(call, input, media?.kind === 'image' ? outputFormat : undefined);
 }
 
-async function uploadFromBase64(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	mediaType: MediaTypeParameter,
-	outputFormat: UploadFormat | undefined,
-	settings: RequestSettings,
-): Promise<HostedMedia> {
+async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+	const { context, itemIndex } = call;
 	const value = (context.getNodeParameter('base64', itemIndex) as string).trim();
 	const media = validated(
 		context,
@@ -75,16 +58,11 @@ async function uploadFromBase64(
 		'base64',
 	);
 	const kind = checkKind(context, itemIndex, media, mediaType, "the parameter 'base64'");
-	return await uploadReference(context, itemIndex, kind, value, kind === 'image' ? outputFormat : undefined, settings);
+	return await uploadReference(call, kind, value, kind === 'image' ? outputFormat : undefined);
 }
 
-async function uploadFromUrl(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	mediaType: MediaTypeParameter,
-	outputFormat: UploadFormat | undefined,
-	settings: RequestSettings,
-): Promise<HostedMedia> {
+async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+	const { context, itemIndex } = call;
 	const url = (context.getNodeParameter('url', itemIndex) as string).trim();
 	validated(
 		context,
@@ -99,8 +77,7 @@ async function uploadFromUrl(
 	// Only the service sees the bytes behind a URL; with "auto" the path's extension is a first
 	// guess, and the service's "media_kind_mismatch" answer settles it.
 	const guess: MediaKind = mediaType !== 'auto' ? mediaType : VIDEO_EXTENSIONS.test(new URL(url).pathname) ? 'video' : 'image';
-	const upload = async (kind: MediaKind) =>
-		await uploadReference(context, itemIndex, kind, url, kind === 'image' ? outputFormat : undefined, settings);
+	const upload = async (kind: MediaKind) => await uploadReference(call, kind, url, kind === 'image' ? outputFormat : undefined);
 	const first = await upload(guess).catch((error: unknown) => toNodeError(context, error, itemIndex));
 	if (!(first instanceof Error)) return first;
 	if (mediaType !== 'auto' || !isKindMismatch(first)) throw first;

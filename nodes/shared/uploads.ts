@@ -5,7 +5,7 @@ import type { UploadResponse } from '../../core/api';
 import type { BinaryInput } from './binary-input';
 import { StreamedMultipartBody } from './multipart';
 import type { RetryPolicy } from '../../core/retry-policy';
-import { callApi } from './transport';
+import { callApi, type ApiCall } from './transport';
 
 export interface RequestSettings {
 	timeoutMs: number;
@@ -25,41 +25,29 @@ export function toHostedMedia(response: UploadResponse): HostedMedia {
 	return { mediaType: 'image', url: response.imageUrl, expiresAt: response.expiresAt };
 }
 
-export async function uploadBinary(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	input: BinaryInput,
-	outputFormat: UploadFormat | undefined,
-	settings: RequestSettings,
-): Promise<HostedMedia> {
-	const response = await callApi<UploadResponse>(context, {
-		method: 'POST',
-		path: '/uploads',
-		body: async () =>
-			new StreamedMultipartBody(
-				{ field: 'file', fileName: input.fileName, contentType: input.mimeType, size: input.size, content: await input.open() },
-				outputFormat ? [{ field: 'output_format', value: outputFormat }] : [],
-			),
-		itemIndex,
-		...settings,
-	});
+/** Where an API call comes from: the node run, the item it is for, and that item's settings. */
+export interface ItemCall {
+	context: IExecuteFunctions;
+	itemIndex: number;
+	settings: RequestSettings;
+}
+
+async function postUpload(call: ItemCall, body: ApiCall['body']): Promise<HostedMedia> {
+	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, itemIndex: call.itemIndex, ...call.settings });
 	return toHostedMedia(response);
 }
 
-export async function uploadReference(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	field: 'image' | 'video',
-	value: string,
-	outputFormat: UploadFormat | undefined,
-	settings: RequestSettings,
-): Promise<HostedMedia> {
-	const response = await callApi<UploadResponse>(context, {
-		method: 'POST',
-		path: '/uploads',
-		body: () => ({ [field]: value, ...(outputFormat ? { output_format: outputFormat } : {}) }),
-		itemIndex,
-		...settings,
-	});
-	return toHostedMedia(response);
+/** Streams a binary property as multipart: the file part is read from n8n's store as it is sent. */
+export async function uploadBinary(call: ItemCall, input: BinaryInput, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+	return await postUpload(call, async () =>
+		new StreamedMultipartBody(
+			{ field: 'file', fileName: input.fileName, contentType: input.mimeType, size: input.size, content: await input.open() },
+			outputFormat ? [{ field: 'output_format', value: outputFormat }] : [],
+		),
+	);
+}
+
+/** A URL the service fetches, or base64 / a data URI, sent as JSON. */
+export async function uploadReference(call: ItemCall, field: 'image' | 'video', value: string, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+	return await postUpload(call, () => ({ [field]: value, ...(outputFormat ? { output_format: outputFormat } : {}) }));
 }

@@ -3,11 +3,16 @@
  * loopback port with its own temporary data dir, and stops it again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-export const SERVER_CLI = join(__dirname, '..', '..', 'server', 'dist', 'server', 'src', 'cli.js');
+/** The repository root, found from wherever this file runs (tests, or compiled into bench/dist). */
+function repositoryRoot(from: string): string {
+	return existsSync(join(from, 'server', 'package.json')) || dirname(from) === from ? from : repositoryRoot(dirname(from));
+}
+
+export const SERVER_CLI = join(repositoryRoot(__dirname), 'server', 'dist', 'server', 'src', 'cli.js');
 export const TEST_API_KEY = 'test-key-0123456789abcdef';
 
 export interface RunningServer {

@@ -2,32 +2,15 @@
 import sharp from 'sharp';
 
 import { MODELS } from '../../core/models';
-import { startServer, type RunningServer } from '../helpers/server';
-import { startMediaHost, type MediaHost } from '../server/support/media-host';
+import { startServer } from '../helpers/server';
 import { makeImage, makeMp4 } from '../server/support/media';
 import { binaryBytes, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
-import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy';
+import { useNodeTestEnvironment } from './support/environment';
 
-let server: RunningServer;
-let proxy: RecordingProxy;
-let media: MediaHost;
-
-beforeAll(async () => {
-	server = await startServer({ args: ['--allow-private-urls'] });
-	proxy = await startRecordingProxy(server.origin);
-	media = await startMediaHost();
-});
-
-afterAll(async () => {
-	await proxy?.close();
-	await media?.close();
-	await server?.stop({ removeData: true });
-});
-
-beforeEach(() => proxy.reset());
+const env = useNodeTestEnvironment();
 
 function run(nodes: WorkflowNode[], seed?: SeedItem[], extra: Partial<RunOptions> = {}) {
-	return runWorkflow({ credentials: { apiKey: server.apiKey, baseUrl: proxy.baseUrl }, nodes, seed, ...extra });
+	return runWorkflow({ credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl }, nodes, seed, ...extra });
 }
 
 function generate(parameters: Record<string, unknown>, name = 'ImageGen', extra: Partial<WorkflowNode> = {}): WorkflowNode {
@@ -52,7 +35,7 @@ describe('each model with its own parameters', () => {
 		const [item] = result.output('ImageGen');
 		expect(item!.json).toMatchObject({ model: 'p-image', prompt: 'A red bicycle', outputFormat: 'jpeg', mimeType: 'image/jpeg', costUsd: MODELS['p-image'].priceUsd });
 		expect(Date.parse(String(item!.json.expiresAt))).toBeGreaterThan(Date.now() + 23 * 3600_000);
-		expect(String(item!.json.url)).toMatch(new RegExp(`^${server.origin}/files/.+\\.jpg$`));
+		expect(String(item!.json.url)).toMatch(new RegExp(`^${env.server.origin}/files/.+\\.jpg$`));
 		expect(item!.binary!.data!.mimeType).toBe('image/jpeg');
 		expect(item!.binary!.data!.fileName).toMatch(/^p-image-.*\.jpg$/);
 		const bytes = await binaryBytes(item!);
@@ -106,14 +89,14 @@ describe('p-image-edit input images', () => {
 		expect(item!.json.model).toBe('p-image-edit');
 		expect(item!.pairedItem).toEqual({ item: 0 });
 		expect(await decode(await binaryBytes(item!))).toMatchObject({ width: 1024, height: 1024 });
-		const generation = proxy.requests.filter((request) => request.path === '/v1/images/generations');
+		const generation = env.proxy.requests.filter((request) => request.path === '/v1/images/generations');
 		expect(generation).toHaveLength(2);
 		expect(generation[1]!.bodyBytes).toBeGreaterThan(10_000);
 	});
 
 	test('URL, raw base64 and data URI sources together, and binary from the input item', async () => {
 		const png = await makeImage('png', 80, 60);
-		const url = media.put('/input.png', png, { 'content-type': 'image/png' });
+		const url = env.media.put('/input.png', png, { 'content-type': 'image/png' });
 		const jpeg = await makeImage('jpeg', 40, 40);
 		const result = await run(
 			[
@@ -135,7 +118,7 @@ describe('p-image-edit input images', () => {
 		);
 		expect(result.error()).toBeUndefined();
 		expect(result.output('ImageGen')).toHaveLength(1);
-		expect(media.hits()).toBeGreaterThanOrEqual(1);
+		expect(env.media.hits()).toBeGreaterThanOrEqual(1);
 	});
 
 	test('a binary larger than the inline limit is uploaded first and passed as a hosted URL', async () => {
@@ -145,10 +128,10 @@ describe('p-image-edit input images', () => {
 			[{ binary: { data: { bytes: big, fileName: 'big.png', mimeType: 'image/png' } } }],
 		);
 		expect(result.error()).toBeUndefined();
-		expect(proxy.requests.map((request) => request.path)).toEqual(['/v1/uploads', '/v1/images/generations']);
-		expect(proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
-		expect(proxy.requests[0]!.bodyBytes).toBeGreaterThan(big.length);
-		expect(proxy.requests[1]!.bodyBytes).toBeLessThan(2_000);
+		expect(env.proxy.requests.map((request) => request.path)).toEqual(['/v1/uploads', '/v1/images/generations']);
+		expect(env.proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
+		expect(env.proxy.requests[0]!.bodyBytes).toBeGreaterThan(big.length);
+		expect(env.proxy.requests[1]!.bodyBytes).toBeLessThan(2_000);
 	});
 
 	test('a binary that is not an image fails before any request, naming the field and the item', async () => {
@@ -157,13 +140,13 @@ describe('p-image-edit input images', () => {
 			[{ binary: { data: { bytes: makeMp4(), fileName: 'clip.mp4', mimeType: 'video/mp4' } } }],
 		);
 		expect(result.error('ImageGen')?.message).toMatch(/'images'.*item 0.*'data'.*video\/mp4/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 
 	test('a missing binary property names it', async () => {
 		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'binary', binaryPropertyName: 'nope' }] } })]);
 		expect(result.error('ImageGen')?.message).toMatch(/nope/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 });
 
@@ -184,13 +167,13 @@ describe('bad parameters fail before any request, naming the parameter and the i
 	])('%s, case %#', async (_model, parameters, message) => {
 		const result = await run([generate(parameters)]);
 		expect(result.error('ImageGen')?.message).toMatch(message);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 
 	test('more than 10 input images: n8n refuses the workflow before the node runs', async () => {
 		const tooMany = { image: Array.from({ length: 11 }, () => ({ source: 'url', url: 'https://example.com/a.png' })) };
 		await expect(run([generate({ model: 'p-image-edit', prompt: 'x', images: tooMany })])).rejects.toThrow(/At most 10/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 
 	test('the failing item is the one named when earlier items are fine', async () => {
@@ -201,7 +184,7 @@ describe('bad parameters fail before any request, naming the parameter and the i
 
 describe('API errors', () => {
 	test('the service message surfaces as a NodeApiError, mapped to the parameter', async () => {
-		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'url', url: media.origin + '/missing.png' }] } })]);
+		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'url', url: env.media.origin + '/missing.png' }] } })]);
 		const error = result.error('ImageGen');
 		expect(error?.name).toBe('NodeApiError');
 		expect(error?.httpCode).toBe('400');
@@ -210,13 +193,13 @@ describe('API errors', () => {
 	});
 
 	test('a wrong API key: the service says so', async () => {
-		const result = await runWorkflow({ credentials: { apiKey: 'wrong-key-123456', baseUrl: proxy.baseUrl }, nodes: [generate({ model: 'p-image', prompt: 'x' })] });
+		const result = await runWorkflow({ credentials: { apiKey: 'wrong-key-123456', baseUrl: env.proxy.baseUrl }, nodes: [generate({ model: 'p-image', prompt: 'x' })] });
 		expect(result.error('ImageGen')?.message).toMatch(/API key/i);
 		expect(result.error('ImageGen')?.httpCode).toBe('401');
 	});
 
 	test('an unreachable service names the base URL', async () => {
-		const result = await runWorkflow({ credentials: { apiKey: server.apiKey, baseUrl: 'http://127.0.0.1:9/v1' }, nodes: [generate({ model: 'p-image', prompt: 'x' })] });
+		const result = await runWorkflow({ credentials: { apiKey: env.server.apiKey, baseUrl: 'http://127.0.0.1:9/v1' }, nodes: [generate({ model: 'p-image', prompt: 'x' })] });
 		expect(result.error('ImageGen')?.message).toMatch(/Could not reach the ImageGen API at http:\/\/127\.0\.0\.1:9\/v1/);
 	});
 
@@ -235,7 +218,7 @@ describe('API errors', () => {
 
 	test('continue on fail carries the service message of an API error', async () => {
 		const result = await runWorkflow({
-			credentials: { apiKey: 'wrong-key-123456', baseUrl: proxy.baseUrl },
+			credentials: { apiKey: 'wrong-key-123456', baseUrl: env.proxy.baseUrl },
 			nodes: [generate({ model: 'p-image', prompt: 'x' }, 'ImageGen', { onError: 'continueRegularOutput' })],
 		});
 		expect(String(result.output('ImageGen')[0]!.json.error)).toMatch(/API key/i);
@@ -244,32 +227,32 @@ describe('API errors', () => {
 
 describe('retries', () => {
 	test('429 with Retry-After, then success: retried after the wait the service asked for', async () => {
-		proxy.failNext({ status: 429, body: { error: { message: 'Rate limit reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '1' } });
+		env.proxy.failNext({ status: 429, body: { error: { message: 'Rate limit reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '1' } });
 		const started = Date.now();
 		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { download: false } })]);
 		expect(result.error()).toBeUndefined();
 		expect(Date.now() - started).toBeGreaterThanOrEqual(950);
-		expect(proxy.requests.map((request) => request.path)).toEqual(['/v1/images/generations', '/v1/images/generations']);
+		expect(env.proxy.requests.map((request) => request.path)).toEqual(['/v1/images/generations', '/v1/images/generations']);
 	});
 
 	test('503 twice, then success', async () => {
-		proxy.failNext({ status: 503, body: { error: { message: 'busy', type: 'server_error', param: null, code: 'busy' } }, headers: { 'retry-after': '0' } }, 2);
+		env.proxy.failNext({ status: 503, body: { error: { message: 'busy', type: 'server_error', param: null, code: 'busy' } }, headers: { 'retry-after': '0' } }, 2);
 		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { download: false } })]);
 		expect(result.error()).toBeUndefined();
-		expect(proxy.requests).toHaveLength(3);
+		expect(env.proxy.requests).toHaveLength(3);
 	});
 
 	test('retries stop at the limit and the last answer is reported', async () => {
-		proxy.failNext({ status: 429, body: { error: { message: 'Rate limit of 1 requests per minute reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '0' } }, 5);
+		env.proxy.failNext({ status: 429, body: { error: { message: 'Rate limit of 1 requests per minute reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '0' } }, 5);
 		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { maxRetries: 2 } })]);
 		expect(result.error('ImageGen')?.message).toMatch(/Rate limit of 1 requests per minute/);
-		expect(proxy.requests).toHaveLength(3);
+		expect(env.proxy.requests).toHaveLength(3);
 	});
 
 	test('a 400 is never retried', async () => {
-		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'url', url: media.origin + '/missing.png' }] } })]);
+		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'url', url: env.media.origin + '/missing.png' }] } })]);
 		expect(result.error('ImageGen')).toBeDefined();
-		expect(proxy.requests).toHaveLength(1);
+		expect(env.proxy.requests).toHaveLength(1);
 	});
 
 	test("the server's own rate limiter: its 429 is waited out and the item succeeds", async () => {
@@ -297,6 +280,6 @@ test('50 items at concurrency 5: output in input order with pairedItem, never mo
 	expect(items.map((item) => item.json.prompt)).toEqual(seed.map((item) => item.json.prompt));
 	expect(items.map((item) => item.pairedItem)).toEqual(seed.map((_, index) => ({ item: index })));
 	expect(new Set(items.map((item) => item.json.url)).size).toBe(50);
-	expect(proxy.maxInFlight()).toBeLessThanOrEqual(5);
-	expect(proxy.maxInFlight()).toBeGreaterThan(1);
+	expect(env.proxy.maxInFlight()).toBeLessThanOrEqual(5);
+	expect(env.proxy.maxInFlight()).toBeGreaterThan(1);
 });

@@ -2,41 +2,23 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 
-import { startServer, type RunningServer } from '../helpers/server';
-import { startMediaHost, type MediaHost } from '../server/support/media-host';
 import { makeImage, makeMov, makeMp4, makePdf, makeWebm, patterned } from '../server/support/media';
 import { IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
-import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy';
+import { useNodeTestEnvironment } from './support/environment';
 
-let server: RunningServer;
-let proxy: RecordingProxy;
-let media: MediaHost;
-
-beforeAll(async () => {
-	server = await startServer({ args: ['--allow-private-urls'] });
-	proxy = await startRecordingProxy(server.origin);
-	media = await startMediaHost();
-});
-
-afterAll(async () => {
-	await proxy?.close();
-	await media?.close();
-	await server?.stop({ removeData: true });
-});
-
-beforeEach(() => proxy.reset());
+const env = useNodeTestEnvironment();
 
 function upload(parameters: Record<string, unknown>, extra: Partial<WorkflowNode> = {}): WorkflowNode {
 	return { name: 'Upload', type: IMAGE_GEN_UPLOAD, parameters, ...extra };
 }
 
 async function runUpload(parameters: Record<string, unknown>, seed?: SeedItem[], extra: Partial<WorkflowNode> = {}) {
-	const result = await runWorkflow({ credentials: { apiKey: server.apiKey, baseUrl: proxy.baseUrl }, nodes: [upload(parameters, extra)], seed });
+	const result = await runWorkflow({ credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl }, nodes: [upload(parameters, extra)], seed });
 	return { result, items: result.output('Upload'), error: result.error('Upload') };
 }
 
 async function fetchHosted(url: unknown) {
-	expect(String(url).startsWith(`${server.origin}/files/`)).toBe(true);
+	expect(String(url).startsWith(`${env.server.origin}/files/`)).toBe(true);
 	const response = await fetch(String(url));
 	expect(response.status).toBe(200);
 	return { contentType: response.headers.get('content-type'), bytes: Buffer.from(await response.arrayBuffer()) };
@@ -54,7 +36,7 @@ describe('binary input (streamed as multipart from n8n’s binary store)', () =>
 		expect(item!.json).toEqual({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
 		expect(Date.parse(String(item!.json.expiresAt))).toBeGreaterThan(Date.now() + 23 * 3600_000);
 		expect((await fetchHosted(item!.json.url)).bytes.equals(png)).toBe(true);
-		expect(proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
+		expect(env.proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
 		expect(item!.pairedItem).toEqual({ item: 0 });
 	});
 
@@ -85,7 +67,7 @@ describe('binary input (streamed as multipart from n8n’s binary store)', () =>
 		expect(error).toBeUndefined();
 		expect(items[0]!.json.mediaType).toBe('video');
 		expect(sha256((await fetchHosted(items[0]!.json.videoUrl)).bytes)).toBe(sha256(video));
-		expect(proxy.requests[0]!.bodyBytes).toBeGreaterThan(video.length);
+		expect(env.proxy.requests[0]!.bodyBytes).toBeGreaterThan(video.length);
 	});
 
 	test('auto with an output format converts images and leaves a video as it is', async () => {
@@ -103,25 +85,25 @@ describe('binary input (streamed as multipart from n8n’s binary store)', () =>
 	test('mediaType image with a video fails before any request, naming the parameter, the field and the item', async () => {
 		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'image', outputFormat: 'original' }, binaryItem(makeMp4(), 'clip.mp4', 'video/mp4'));
 		expect(error?.message).toMatch(/Parameter 'mediaType' of item 0: expected an image, but the binary field 'data' holds video\/mp4/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 
 	test('neither image nor video (a PDF) fails before any request', async () => {
 		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto' }, binaryItem(makePdf(), 'doc.pdf', 'application/pdf'));
 		expect(error?.message).toMatch(/Item 0: the binary field 'data' holds neither a supported image .* nor a supported video .*application\/pdf/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 
 	test('a missing binary field is named', async () => {
 		const { error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'file', mediaType: 'auto' });
 		expect(error?.message).toMatch(/'file'/);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 });
 
 describe('URL input (the service fetches it)', () => {
 	test('an image converted to jpg', async () => {
-		const url = media.put('/photo.png', await makeImage('png', 64, 32), { 'content-type': 'image/png' });
+		const url = env.media.put('/photo.png', await makeImage('png', 64, 32), { 'content-type': 'image/png' });
 		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'jpg' });
 		const hosted = await fetchHosted(items[0]!.json.imageUrl);
 		expect(hosted.contentType).toBe('image/jpeg');
@@ -129,24 +111,24 @@ describe('URL input (the service fetches it)', () => {
 	});
 
 	test('a video recognised by its extension', async () => {
-		const url = media.put('/clip.mp4', makeMp4(3000), { 'content-type': 'video/mp4' });
+		const url = env.media.put('/clip.mp4', makeMp4(3000), { 'content-type': 'video/mp4' });
 		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
 		expect(items[0]!.json.mediaType).toBe('video');
-		expect(proxy.requests).toHaveLength(1);
+		expect(env.proxy.requests).toHaveLength(1);
 	});
 
 	test('a video behind a URL without extension: auto settles the kind with the service', async () => {
 		const bytes = makeWebm(3000);
-		const url = media.put('/stream', bytes);
+		const url = env.media.put('/stream', bytes);
 		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'original' });
 		expect(error).toBeUndefined();
 		expect(items[0]!.json.mediaType).toBe('video');
 		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
-		expect(proxy.requests).toHaveLength(2);
+		expect(env.proxy.requests).toHaveLength(2);
 	});
 
 	test('mediaType image for a video URL: the service message surfaces', async () => {
-		const url = media.put('/clip2.mp4', makeMp4(), { 'content-type': 'video/mp4' });
+		const url = env.media.put('/clip2.mp4', makeMp4(), { 'content-type': 'video/mp4' });
 		const { error } = await runUpload({ inputType: 'url', url, mediaType: 'image', outputFormat: 'original' });
 		expect(error?.name).toBe('NodeApiError');
 		expect(error?.message).toMatch(/'image' holds a video/);
@@ -159,7 +141,7 @@ describe('URL input (the service fetches it)', () => {
 	])('%j fails before any request', async (url, message) => {
 		const { error } = await runUpload({ inputType: 'url', url, mediaType: 'auto' });
 		expect(error?.message).toMatch(message);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 });
 
@@ -185,7 +167,7 @@ describe('base64 input', () => {
 	])('bad input %#: fails before any request', async (base64, mediaType, message) => {
 		const { error } = await runUpload({ inputType: 'base64', base64, mediaType });
 		expect(error?.message).toMatch(message);
-		expect(proxy.requests).toHaveLength(0);
+		expect(env.proxy.requests).toHaveLength(0);
 	});
 });
 

@@ -1,0 +1,61 @@
+// Shared pieces of the benchmarks: processes started as a user would, peak memory from /proc,
+// percentiles and a printed table. Everything listens on 127.0.0.1 only.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const SERVER_CLI = join(ROOT, 'server', 'dist', 'server', 'src', 'cli.js');
+export const API_KEY = 'bench-key-0123456789';
+
+/** Starts a Node script and resolves once it prints `listening on http://…`. */
+export function startProcess(script, args = [], env = {}) {
+	return new Promise((resolve, reject) => {
+		const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+		let output = '';
+		const onData = (chunk) => {
+			output += chunk;
+			const match = /listening on (http:\/\/[^\s]+)/.exec(output);
+			if (match) {
+				child.stdout.off('data', onData);
+				resolve({
+					origin: match[1].replace(/\/$/, ''),
+					pid: child.pid,
+					stop: () => new Promise((done) => (child.exitCode !== null ? done() : (child.once('exit', done), child.kill('SIGTERM')))),
+				});
+			}
+		};
+		child.stdout.on('data', onData);
+		child.stderr.on('data', (chunk) => (output += chunk));
+		child.once('exit', (code) => reject(new Error(`${script} exited with ${code}:\n${output}`)));
+	});
+}
+
+export function startImagegenServer(dataDir, args = [], env = {}) {
+	return startProcess(SERVER_CLI, ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args], env);
+}
+
+/** Peak resident memory of a process so far (VmHWM), in MiB. */
+export function peakRssMb(pid) {
+	const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+	return match ? Number(match[1]) / 1024 : NaN;
+}
+
+export function percentile(sorted, p) {
+	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export function machine() {
+	const cpu = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown CPU';
+	const cores = readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((line) => line.startsWith('processor')).length;
+	const memory = Math.round(Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) / 1024 / 1024);
+	return `${cpu}, ${cores} cores, ${memory} GiB RAM, Node ${process.version}`;
+}
+
+export function table(rows) {
+	const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)));
+	return rows.map((row) => row.map((cell, column) => String(cell).padEnd(widths[column])).join('  ')).join('\n');
+}
+
+export const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;

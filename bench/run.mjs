@@ -1,0 +1,56 @@
+// `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
+// Prints a table with the targets and writes the figures to bench/results.json.
+// `--only upload,generation,nodes,load` runs a subset.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generationBench } from './generation.mjs';
+import { ROOT, machine, round, table } from './lib.mjs';
+import { loadBench } from './load.mjs';
+import { uploadBench } from './upload.mjs';
+
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 'generation', 'nodes', 'load'];
+const results = { machine: machine(), date: new Date().toISOString() };
+const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
+const log = (line) => process.stderr.write(`[bench] ${line}\n`);
+
+if (only.includes('upload')) {
+	log('upload: 100 MiB and 1 GiB videos, imagegen-server vs a bare pipe-to-disk server');
+	results.upload = await uploadBench();
+	for (const r of results.upload) {
+		rows.push([`upload ${r.sizeMb} MiB throughput`, `${r.oursMiBps} MiB/s`, `${r.bareMiBps} MiB/s`, r.ratio, '≥ 0.7', r.ratio >= 0.7 ? 'yes' : 'NO']);
+		rows.push([`upload ${r.sizeMb} MiB server peak RSS`, `${r.serverPeakRssMb} MB`, `${r.barePeakRssMb} MB`, '', '< 150 MB', r.serverPeakRssMb < 150 ? 'yes' : 'NO']);
+	}
+	const [small, large] = results.upload;
+	if (small && large) {
+		const growth = round(large.serverPeakRssMb - small.serverPeakRssMb, 1);
+		rows.push(['upload peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
+	}
+}
+
+if (only.includes('generation')) {
+	log('generation: /v1/images/generations via the upstream provider vs a bare Fastify forwarder');
+	const g = (results.generation = await generationBench());
+	rows.push(['generation throughput', `${g.ours.rps} req/s`, `${g.bare.rps} req/s`, g.ratio, '≥ 0.5', g.ratio >= 0.5 ? 'yes' : 'NO']);
+	rows.push(['generation latency p50 / p99', `${g.ours.p50Ms} / ${g.ours.p99Ms} ms`, `${g.bare.p50Ms} / ${g.bare.p99Ms} ms`, '', '', '']);
+	rows.push(['generation errors', String(g.ours.errors), String(g.bare.errors), '', '0', g.ours.errors === 0 ? 'yes' : 'NO']);
+}
+
+if (only.includes('nodes')) {
+	log('nodes: 100 items through the ImageGen node (n8n-core) against a host with 300 ms latency');
+	execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'bench', 'tsconfig.json')], { stdio: 'inherit' });
+	const output = execFileSync(process.execPath, [join(ROOT, 'bench', 'dist', 'bench', 'nodes-bench.js')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+	results.nodes = JSON.parse(output.trim().split('\n').pop());
+	for (const r of results.nodes) {
+		rows.push([`node, ${r.items} items, concurrency ${r.concurrency}`, `${r.wallMs} ms`, `ideal ${r.idealMs} ms`, r.ratio, r.concurrency === 10 ? '≤ 1.3' : '', r.concurrency === 10 ? (r.ratio <= 1.3 ? 'yes' : 'NO') : '']);
+	}
+}
+
+if (only.includes('load')) {
+	log('load: 2,000 mixed requests at concurrency 64');
+	const l = (results.load = await loadBench());
+	rows.push([`load ${l.requests} mixed requests, c=${l.connections}`, `p99 ${l.p99Ms} ms, ${l.rps} req/s`, '', '', '0 errors', l.errors === 0 ? 'yes' : 'NO']);
+}
+
+writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+process.stdout.write(`\n${results.machine}\n\n${table(rows)}\n\nwritten to bench/results.json\n`);
