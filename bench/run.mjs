@@ -31,9 +31,12 @@ if (only.includes('upload')) {
 if (only.includes('generation')) {
 	log('generation: /v1/images/generations via the upstream provider vs a bare Fastify forwarder');
 	const g = (results.generation = await generationBench());
-	rows.push(['generation throughput', `${g.ours.rps} req/s`, `${g.bare.rps} req/s`, g.ratio, '≥ 0.5', g.ratio >= 0.5 ? 'yes' : 'NO']);
-	rows.push(['generation latency p50 / p99', `${g.ours.p50Ms} / ${g.ours.p99Ms} ms`, `${g.bare.p50Ms} / ${g.bare.p99Ms} ms`, '', '', '']);
-	rows.push(['generation errors', String(g.ours.errors), String(g.bare.errors), '', '0', g.ours.errors === 0 ? 'yes' : 'NO']);
+	for (const [format, label] of [['url', 'hosted (url)'], ['b64_json', 'inline (b64_json)']]) {
+		const r = g[format];
+		rows.push([`generation ${label} throughput`, `${r.ours.rps} req/s`, `${r.bare.rps} req/s`, r.ratio, '≥ 0.5', r.ratio >= 0.5 ? 'yes' : 'NO']);
+		rows.push([`generation ${label} p50 / p99`, `${r.ours.p50Ms} / ${r.ours.p99Ms} ms`, `${r.bare.p50Ms} / ${r.bare.p99Ms} ms`, '', '', '']);
+		rows.push([`generation ${label} errors`, String(r.errors), '', '', '0', r.errors === 0 ? 'yes' : 'NO']);
+	}
 }
 
 if (only.includes('nodes')) {

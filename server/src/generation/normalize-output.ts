@@ -2,6 +2,7 @@
  * Whatever a provider hands back, the caller gets what they asked for: the requested format at
  * the aspect ratio's dimensions. Bytes that already match pass through untouched.
  */
+import { imageSize } from 'image-size';
 import sharp from 'sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
@@ -20,11 +21,17 @@ export async function normalizeOutput(bytes: Buffer, request: GenerationRequest,
 	}
 	const wanted = MEDIA_DETAILS[request.output_format];
 	const target = dimensionsFor(request.aspect_ratio);
-	let metadata: sharp.Metadata;
+	// The header says the size without decoding anything, synchronously; sharp reads it only when
+	// the header is unusual, because its work queues behind disk writes in the same thread pool.
+	let metadata: { width?: number; height?: number };
 	try {
-		metadata = await sharp(bytes).metadata();
+		metadata = imageSize(bytes);
 	} catch {
-		throw new ImageGenError(502, `The ${provider} provider returned an image that cannot be decoded`, { code: 'upstream_invalid_output' });
+		metadata = await sharp(bytes)
+			.metadata()
+			.catch(() => {
+				throw new ImageGenError(502, `The ${provider} provider returned an image that cannot be decoded`, { code: 'upstream_invalid_output' });
+			});
 	}
 	const ratioOff = Math.abs((metadata.width ?? 0) / (metadata.height ?? 1) / (target.width / target.height) - 1);
 	const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);

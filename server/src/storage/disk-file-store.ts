@@ -5,8 +5,9 @@
  * metadata exists. So a crash or a full disk never leaves a URL that resolves to half a file.
  */
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { createWriteStream, writeFile as writeFileCallback } from 'node:fs';
+import { mkdir, open, readFile, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -45,6 +46,9 @@ export interface DiskFileStoreOptions {
 }
 
 const TEMP_PREFIX = '.tmp-';
+// The callback form writes through a plain descriptor; the promise form wraps each write in a
+// FileHandle object, which costs a measurable share of a busy service's main thread.
+const writeFile = promisify(writeFileCallback);
 const NAME = /^([A-Za-z0-9_-]{22,64})\.([a-z0-9]{2,5})$/;
 const ID_BYTES = 18; // 144 random bits → 24 base64url characters
 
@@ -65,6 +69,9 @@ export class DiskFileStore implements FileStore {
 
 	async init(): Promise<void> {
 		await mkdir(this.directory, { recursive: true });
+		// One process serves a data dir, so whatever is half-written when it starts was left by a
+		// process that died mid-write (SIGKILL, power loss): it goes now, not after staleAfterMs.
+		await this.sweep({ leftoversOlderThanMs: -1 });
 	}
 
 	tempPath(): string {
@@ -123,39 +130,62 @@ export class DiskFileStore implements FileStore {
 
 	/** Moves staged bytes under their final name and then writes the metadata that publishes them. */
 	async commit(staged: StagedFile): Promise<StoredFile> {
-		const id = randomBytes(ID_BYTES).toString('base64url');
-		const name = `${id}.${staged.media.extension}`;
-		const createdAt = new Date(this.now());
-		const file: StoredFile = {
-			id,
-			name,
-			kind: staged.media.kind,
-			mimeType: staged.media.mimeType,
-			extension: staged.media.extension,
-			size: staged.size,
-			etag: `"${id}"`,
-			createdAt,
-			expiresAt: new Date(createdAt.getTime() + this.retentionMs),
-		};
-		const bytesPath = join(this.directory, name);
-		const metadataTemp = this.tempPath();
+		const file = this.newFile(staged.media, staged.size);
+		const bytesPath = join(this.directory, file.name);
 		try {
 			await rename(staged.path, bytesPath);
-			await writeFile(metadataTemp, JSON.stringify(file), { flag: 'wx' });
-			await rename(metadataTemp, this.metadataPath(id));
+			await this.publish(file);
 		} catch (error) {
-			await Promise.all([removeQuietly(staged.path), removeQuietly(bytesPath), removeQuietly(metadataTemp)]);
+			await Promise.all([removeQuietly(staged.path), removeQuietly(bytesPath), removeQuietly(this.metadataPath(file.id))]);
 			throw storageError(error);
 		}
 		return file;
 	}
 
-	async discard(staged: StagedFile | { path: string }): Promise<void> {
-		await removeQuietly(staged.path);
+	/**
+	 * Bytes already in memory go straight to their final name: a fresh random name that nobody
+	 * knows before `publish` answers, and bytes without metadata are never served (and are swept).
+	 */
+	async putBuffer(bytes: Buffer, media: SniffedMedia): Promise<StoredFile> {
+		const file = this.newFile(media, bytes.length);
+		const bytesPath = join(this.directory, file.name);
+		try {
+			await writeFile(bytesPath, bytes, { flag: 'wx' });
+			await this.publish(file);
+		} catch (error) {
+			await Promise.all([removeQuietly(bytesPath), removeQuietly(this.metadataPath(file.id))]);
+			throw storageError(error);
+		}
+		return file;
 	}
 
-	async putBuffer(bytes: Buffer, media: SniffedMedia): Promise<StoredFile> {
-		return this.commit(await this.stageBuffer(bytes, media));
+	private newFile(media: SniffedMedia, size: number): StoredFile {
+		const id = randomBytes(ID_BYTES).toString('base64url');
+		const createdAt = new Date(this.now());
+		return {
+			id,
+			name: `${id}.${media.extension}`,
+			kind: media.kind,
+			mimeType: media.mimeType,
+			extension: media.extension,
+			size,
+			etag: `"${id}"`,
+			createdAt,
+			expiresAt: new Date(createdAt.getTime() + this.retentionMs),
+		};
+	}
+
+	/**
+	 * Writing the metadata publishes the file. It needs no temp file and rename: the id is fresh, so
+	 * no reader can ask for it before this returns, and a half-written file left by a crash does
+	 * not parse, which makes it unpublished (and the restart sweep removes it with its bytes).
+	 */
+	private async publish(file: StoredFile): Promise<void> {
+		await writeFile(this.metadataPath(file.id), JSON.stringify(file), { flag: 'wx' });
+	}
+
+	async discard(staged: StagedFile | { path: string }): Promise<void> {
+		await removeQuietly(staged.path);
 	}
 
 	async putStream(source: Readable, options: StageOptions = {}): Promise<StoredFile> {
@@ -189,23 +219,30 @@ export class DiskFileStore implements FileStore {
 		return `${this.options.publicBaseUrl()}/files/${file.name}`;
 	}
 
-	/** Deletes expired files and crash leftovers. Metadata goes first so nothing half-deleted is served. */
-	async sweep(): Promise<number> {
+	/**
+	 * Deletes expired files and crash leftovers (temp files, bytes without metadata) older than
+	 * `leftoversOlderThanMs`. Metadata goes first so nothing half-deleted is served.
+	 */
+	async sweep({ leftoversOlderThanMs = this.staleAfterMs }: { leftoversOlderThanMs?: number } = {}): Promise<number> {
 		const now = this.now();
+		const isStale = async (path: string) => {
+			const info = await stat(path).catch(() => null);
+			return info !== null && now - info.mtimeMs > leftoversOlderThanMs;
+		};
 		let removed = 0;
 		const entries = await readdir(this.directory).catch(() => [] as string[]);
 		const published = new Set(entries.filter((entry) => entry.endsWith('.json')).map((entry) => entry.slice(0, -5)));
 		for (const entry of entries) {
 			const path = join(this.directory, entry);
 			if (entry.startsWith(TEMP_PREFIX)) {
-				if (await this.isStale(path, now)) removed += await removeCounted(path);
+				if (await isStale(path)) removed += await removeCounted(path);
 				continue;
 			}
 			if (entry.endsWith('.json')) {
 				const id = entry.slice(0, -5);
 				const file = await readFile(path, 'utf8').then(parseMetadata).catch(() => null);
 				if (file && file.expiresAt.getTime() > now) continue;
-				if (!file && !(await this.isStale(path, now))) continue;
+				if (!file && !(await isStale(path))) continue;
 				await removeQuietly(path);
 				const bytesName = file?.name ?? entries.find((candidate) => candidate.startsWith(`${id}.`) && !candidate.endsWith('.json'));
 				if (bytesName) await removeQuietly(join(this.directory, bytesName));
@@ -214,18 +251,13 @@ export class DiskFileStore implements FileStore {
 			}
 			const match = NAME.exec(entry);
 			// Bytes renamed into place whose metadata never arrived (crash in between).
-			if (match && !published.has(match[1]!) && (await this.isStale(path, now))) removed += await removeCounted(path);
+			if (match && !published.has(match[1]!) && (await isStale(path))) removed += await removeCounted(path);
 		}
 		return removed;
 	}
 
 	private metadataPath(id: string): string {
 		return join(this.directory, `${id}.json`);
-	}
-
-	private async isStale(path: string, now: number): Promise<boolean> {
-		const info = await stat(path).catch(() => null);
-		return info !== null && now - info.mtimeMs > this.staleAfterMs;
 	}
 }
 

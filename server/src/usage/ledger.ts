@@ -3,7 +3,11 @@
  * `<data-dir>/usage.jsonl` (append-only, so a crash can cost at most the line being written, which
  * is skipped on load); totals are rebuilt from that file at start and kept in memory.
  */
-import { appendFile, readFile } from 'node:fs/promises';
+import { appendFile as appendFileCallback } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+const appendFile = promisify(appendFileCallback);
 import { join } from 'node:path';
 
 export interface UsageRow {
@@ -27,6 +31,8 @@ export class UsageLedger {
 	/** apiKeyId → "date model" → totals */
 	private readonly totals = new Map<string, Map<string, UsageRow>>();
 
+	private pending: string[] = [];
+
 	private writes: Promise<void> = Promise.resolve();
 
 	private constructor(private readonly file: string) {}
@@ -44,12 +50,22 @@ export class UsageLedger {
 		return ledger;
 	}
 
-	/** Counts at once; the line reaches the disk in order, before `flushed()` resolves. */
+	/**
+	 * Counts at once; the line reaches the disk in order, before `flushed()` resolves. Lines that
+	 * arrive while a write is under way go out together in the next one, so a busy service makes
+	 * one append per batch rather than one per image.
+	 */
 	record(apiKeyId: string, model: string, images: number, costUsd: number, at: Date = new Date()): void {
 		const entry: Entry = { t: at.toISOString(), key: apiKeyId, model, images, cost_usd: costUsd };
 		this.add(entry);
-		const line = `${JSON.stringify(entry)}\n`;
-		this.writes = this.writes.then(() => appendFile(this.file, line, { mode: 0o600 })).catch(() => undefined);
+		this.pending.push(`${JSON.stringify(entry)}\n`);
+		if (this.pending.length === 1) {
+			this.writes = this.writes.then(async () => {
+				const lines = this.pending.join('');
+				this.pending = [];
+				await appendFile(this.file, lines, { mode: 0o600 }).catch(() => undefined);
+			});
+		}
 	}
 
 	flushed(): Promise<void> {
