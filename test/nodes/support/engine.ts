@@ -156,6 +156,9 @@ class TestCredentialsHelper extends ICredentialsHelper {
 // n8n-core looks its services up in its own copy of @n8n/di; the service has to be registered there.
 const { Container } = createRequire(require.resolve('n8n-core'))('@n8n/di') as typeof import('@n8n/di');
 
+// n8n's own logger reports every node failure on stdout; the tests assert on those failures.
+process.env.N8N_LOG_LEVEL ??= 'silent';
+
 const quiet = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
 const logger = { ...quiet, scoped: () => logger };
 // The engine logs every node failure; the tests assert on those failures instead.
