@@ -1,0 +1,41 @@
+/**
+ * Remembered answers for `Idempotency-Key` (scoped to the API key, kept as long as the retention).
+ * Embedded (in memory + a JSON-lines journal in the data dir) for one process, PostgreSQL for a
+ * fleet, so a retry that lands on another replica replays the same answer.
+ */
+export interface StoredAnswer {
+	status: number;
+	/** Content-Type of the body. */
+	contentType: string;
+	/** The body exactly as first sent (replayed byte for byte). */
+	body: string;
+}
+
+export interface IdempotencyClaim {
+	apiKeyId: string;
+	key: string;
+	/** SHA-256 (hex) of the method, path and body: a different body under the same key is a 422. */
+	fingerprint: string;
+	/** How long the claim is kept once completed. */
+	expiresAt: Date;
+	/** A claim still running after this is taken to be abandoned by a dead process. */
+	leaseUntil: Date;
+}
+
+export type ClaimOutcome =
+	| { state: 'claimed' }
+	| { state: 'replay'; answer: StoredAnswer }
+	| { state: 'mismatch' }
+	| { state: 'in_progress' };
+
+export interface IdempotencyStore {
+	/** Claims the key for this request, or says why not. Atomic across replicas. */
+	claim(claim: IdempotencyClaim, now?: Date): Promise<ClaimOutcome>;
+	/** Stores the successful answer of a claimed request. */
+	complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void>;
+	/** The claimed request failed: forget it, so a repeat runs again. */
+	release(apiKeyId: string, key: string): Promise<void>;
+	/** Deletes claims past their expiry. */
+	sweep(now?: Date): Promise<number>;
+	close?(): Promise<void>;
+}

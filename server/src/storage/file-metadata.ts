@@ -1,0 +1,66 @@
+/**
+ * What a hosted file is, who stored it and when it expires. Embedded (JSON files next to the
+ * bytes) for one process, PostgreSQL for a fleet. Expiry is judged on every read, so an expired
+ * file is gone at once on every replica whether or not a sweeper has run.
+ */
+import type { MediaKind } from '../../../core/media';
+
+export interface FileRecord {
+	/** URL-safe, at least 128 random bits. */
+	id: string;
+	/** `<id>.<ext>`, the last path segment of the public URL. */
+	name: string;
+	/** Key of the bytes in the object storage. */
+	storageKey: string;
+	kind: MediaKind;
+	mimeType: string;
+	extension: string;
+	size: number;
+	etag: string;
+	/** Non-secret id of the API key that stored it (see auth.ts); only it may see or delete it. */
+	ownerKeyId: string;
+	createdAt: Date;
+	expiresAt: Date;
+}
+
+/**
+ * Taken before the first byte is written, with the would-be expiry: if the writer dies, the
+ * sweeper finds the reservation once it expires and removes whatever the write left behind.
+ */
+export interface FileReservation {
+	id: string;
+	storageKey: string;
+	ownerKeyId: string;
+	expiresAt: Date;
+}
+
+/** A batch handed to the sweeper: reservations never published and published files, both expired. */
+export interface ExpiredEntry {
+	id: string;
+	storageKey: string;
+	/** False for a reservation whose write never finished. */
+	published: boolean;
+}
+
+export interface FileMetadataStore {
+	reserve(reservation: FileReservation): Promise<void>;
+	/** Turns the reservation of `file.id` into a served file. */
+	publish(file: FileRecord): Promise<void>;
+	/** Forgets a reservation whose write failed, or a removed file, once its bytes are gone. */
+	release(id: string): Promise<void>;
+	/** The published, unexpired file, or null. */
+	get(id: string, now?: Date): Promise<FileRecord | null>;
+	/**
+	 * If `ownerKeyId` stored the file and it has not expired, expires it now (404 everywhere at
+	 * once) and answers it; the caller then deletes the bytes and `release`s the record. Should the
+	 * caller die in between, the sweeper finishes the job. Null for anyone else's or unknown ids.
+	 */
+	remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null>;
+	/**
+	 * Hands expired entries to `dispose` in batches of at most `batchSize`; an entry is forgotten
+	 * only after `dispose` resolved for it. Concurrent sweepers (other replicas) never receive the
+	 * same entry at the same time. Answers how many entries were disposed of.
+	 */
+	sweepExpired(dispose: (batch: ExpiredEntry[]) => Promise<void>, options: { now?: Date; batchSize: number }): Promise<number>;
+	close?(): Promise<void>;
+}

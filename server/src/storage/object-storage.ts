@@ -1,0 +1,50 @@
+/**
+ * Where hosted bytes live: a directory (`disk`) or an S3-compatible bucket (`s3`). Only bytes:
+ * what a file is, who owns it and when it expires is the metadata store's business, so the two
+ * can be combined freely (disk + embedded metadata for one laptop, s3 + PostgreSQL for a fleet).
+ */
+import type { Readable } from 'node:stream';
+
+export type StorageDriverName = 'disk' | 's3';
+
+export interface ObjectWriteOptions {
+	contentType: string;
+	/** Aborts the write; whatever was sent so far is removed (temp file, multipart upload). */
+	signal?: AbortSignal;
+}
+
+export interface ByteRange {
+	start: number;
+	/** Inclusive. */
+	end: number;
+}
+
+export interface PresignOptions {
+	/** The link must stop working no later than this. */
+	expiresAt: Date;
+	contentType: string;
+	/** Suggested file name for Content-Disposition. */
+	fileName: string;
+}
+
+export interface ObjectStorage {
+	readonly driver: StorageDriverName;
+	/**
+	 * Streams `source` under `key` and answers the byte count. The object becomes readable only
+	 * once complete; on any failure nothing readable is left and incomplete parts are removed
+	 * (a crash in between is cleaned by `removeIncomplete`). Never holds the whole body in memory.
+	 */
+	write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number>;
+	/** The bytes (or a range of them), or null when there is no such object. */
+	read(key: string, range?: ByteRange): Promise<Readable | null>;
+	/** Deletes objects; keys that do not exist are not an error. */
+	delete(keys: readonly string[]): Promise<void>;
+	/**
+	 * Removes what an interrupted `write(key)` may have left: a temp file, an incomplete multipart
+	 * upload. Used for reservations whose writer died. Must tolerate stores that cannot list them.
+	 */
+	removeIncomplete(key: string): Promise<void>;
+	/** A direct, time-limited GET link (redirect delivery); undefined when the driver has none. */
+	presignGet?(key: string, options: PresignOptions): Promise<string>;
+	close?(): Promise<void>;
+}

@@ -1,0 +1,40 @@
+/**
+ * Per-key usage (billing data): images and cost per model and UTC day. Embedded (an append-only
+ * JSON-lines file) for one process, PostgreSQL for a fleet, where every replica reports all.
+ */
+export interface UsageRow {
+	date: string;
+	model: string;
+	images: number;
+	cost_usd: number;
+}
+
+export interface UsageEntry {
+	apiKeyId: string;
+	model: string;
+	images: number;
+	costUsd: number;
+	at: Date;
+	/** Idempotency of the record itself: the same id is counted once (retried appends). */
+	requestId: string;
+}
+
+export interface LedgerHealth {
+	status: 'ok' | 'degraded';
+	/** Lines accepted but not yet durable (retrying after a failure). */
+	pending: number;
+	lastError?: string;
+}
+
+export interface UsageLedger {
+	/**
+	 * Records one generation. Resolves once the entry is durable; while the backing store fails it
+	 * keeps the entry and retries (logged at error level, visible in `health()`), never drops it.
+	 */
+	record(entry: UsageEntry): Promise<void>;
+	/** Rows of one key between two UTC dates (inclusive, `YYYY-MM-DD`), by date then model. */
+	rows(apiKeyId: string, from?: string, to?: string): Promise<UsageRow[]>;
+	health(): LedgerHealth;
+	/** Waits until every accepted entry is durable (or the wait times out), then releases resources. */
+	close(): Promise<void>;
+}
