@@ -1,0 +1,146 @@
+/**
+ * File metadata in PostgreSQL, shared by every replica. A row is a reservation (`published`
+ * false) from before the first byte is written, and a served file once published.
+ *
+ * Clock: every comparison uses the `now` passed in, else the database's own clock (`now()`),
+ * never the replica's. The database clock is the one clock all replicas share, so a file expires,
+ * and a removed file disappears, at the same instant on every replica however far their clocks
+ * drift; `now` exists for callers (tests) that must fix the instant themselves.
+ */
+import type { Pool, PoolClient } from 'pg';
+import type { MediaKind } from '../../../core/media';
+import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation } from '../storage/file-metadata';
+
+const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at';
+
+interface FileRow {
+	id: string;
+	name: string;
+	storage_key: string;
+	kind: MediaKind;
+	mime_type: string;
+	extension: string;
+	/** bigint arrives as text. */
+	size: string;
+	etag: string;
+	owner_key_id: string;
+	created_at: Date;
+	expires_at: Date;
+}
+
+export class PgFileMetadataStore implements FileMetadataStore {
+	constructor(private readonly pool: Pool) {}
+
+	async reserve(reservation: FileReservation): Promise<void> {
+		await this.pool.query('INSERT INTO files (id, storage_key, owner_key_id, expires_at) VALUES ($1, $2, $3, $4)', [
+			reservation.id,
+			reservation.storageKey,
+			reservation.ownerKeyId,
+			reservation.expiresAt,
+		]);
+	}
+
+	async publish(file: FileRecord): Promise<void> {
+		const { rowCount } = await this.pool.query(
+			`UPDATE files
+			SET published = true, name = $2, kind = $3, mime_type = $4, extension = $5, size = $6, etag = $7, created_at = $8, expires_at = $9
+			WHERE id = $1 AND storage_key = $10 AND owner_key_id = $11 AND NOT published`,
+			[file.id, file.name, file.kind, file.mimeType, file.extension, file.size, file.etag, file.createdAt, file.expiresAt, file.storageKey, file.ownerKeyId],
+		);
+		if (rowCount !== 1) {
+			// The reservation expired and a sweeper already removed it (and the bytes with it).
+			throw new Error(`file ${file.id} has no open reservation to publish`);
+		}
+	}
+
+	async release(id: string): Promise<void> {
+		await this.pool.query('DELETE FROM files WHERE id = $1', [id]);
+	}
+
+	async get(id: string, now?: Date): Promise<FileRecord | null> {
+		const { rows } = await this.pool.query<FileRow>(
+			`SELECT ${RECORD_COLUMNS} FROM files WHERE id = $1 AND published AND expires_at > COALESCE($2::timestamptz, now())`,
+			[id, now ?? null],
+		);
+		return rows[0] ? toRecord(rows[0]) : null;
+	}
+
+	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
+		const { rows } = await this.pool.query<FileRow>(
+			`UPDATE files SET expires_at = COALESCE($3::timestamptz, now())
+			WHERE id = $1 AND owner_key_id = $2 AND published AND expires_at > COALESCE($3::timestamptz, now())
+			RETURNING ${RECORD_COLUMNS}`,
+			[id, ownerKeyId, now ?? null],
+		);
+		return rows[0] ? toRecord(rows[0]) : null;
+	}
+
+	/**
+	 * Each batch is taken in its own transaction with `FOR UPDATE SKIP LOCKED`: the rows stay
+	 * locked while `dispose` deletes the bytes, so another replica's sweeper skips them, and they
+	 * are deleted in the same transaction once `dispose` resolved. If `dispose` fails (or this
+	 * process dies) the transaction rolls back and the rows wait for the next sweep.
+	 */
+	async sweepExpired(dispose: (batch: ExpiredEntry[]) => Promise<void>, options: { now?: Date; batchSize: number }): Promise<number> {
+		if (!Number.isInteger(options.batchSize) || options.batchSize < 1) throw new RangeError(`batchSize must be a positive integer; got ${options.batchSize}`);
+		let disposed = 0;
+		for (;;) {
+			const count = await this.sweepBatch(dispose, options.now, options.batchSize);
+			disposed += count;
+			if (count < options.batchSize) return disposed;
+		}
+	}
+
+	private async sweepBatch(dispose: (batch: ExpiredEntry[]) => Promise<void>, now: Date | undefined, batchSize: number): Promise<number> {
+		const client = await this.pool.connect();
+		let broken: Error | undefined;
+		try {
+			await client.query('BEGIN');
+			const { rows } = await client.query<{ id: string; storage_key: string; published: boolean }>(
+				`SELECT id, storage_key, published FROM files
+				WHERE expires_at <= COALESCE($1::timestamptz, now())
+				ORDER BY expires_at
+				LIMIT $2
+				FOR UPDATE SKIP LOCKED`,
+				[now ?? null, batchSize],
+			);
+			if (rows.length > 0) {
+				await dispose(rows.map((row) => ({ id: row.id, storageKey: row.storage_key, published: row.published })));
+				await client.query('DELETE FROM files WHERE id = ANY($1)', [rows.map((row) => row.id)]);
+			}
+			await client.query('COMMIT');
+			return rows.length;
+		} catch (error) {
+			broken = await rollback(client, error);
+			throw error;
+		} finally {
+			client.release(broken);
+		}
+	}
+}
+
+/** Rolls back; answers the error when the connection itself is unusable (not to be pooled again). */
+async function rollback(client: PoolClient, cause: unknown): Promise<Error | undefined> {
+	try {
+		await client.query('ROLLBACK');
+		return undefined;
+	} catch {
+		return cause instanceof Error ? cause : new Error(String(cause));
+	}
+}
+
+function toRecord(row: FileRow): FileRecord {
+	return {
+		id: row.id,
+		name: row.name,
+		storageKey: row.storage_key,
+		kind: row.kind,
+		mimeType: row.mime_type,
+		extension: row.extension,
+		size: Number(row.size),
+		etag: row.etag,
+		ownerKeyId: row.owner_key_id,
+		createdAt: row.created_at,
+		expiresAt: row.expires_at,
+	};
+}

@@ -1,0 +1,80 @@
+/**
+ * Idempotency keys in PostgreSQL, so a retry that lands on another replica finds the first
+ * request's claim or answer. A claim is one upsert: it inserts the key, or takes over a row that
+ * expired or whose running request stopped renewing its lease (a dead replica); a row that is
+ * neither is left alone and read back to say why the claim was refused.
+ *
+ * Clock: the `now` passed in, else the database's (shared by every replica), as for file metadata.
+ */
+import type { Pool } from 'pg';
+import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from '../idempotency/idempotency-store';
+
+interface HeldRow {
+	fingerprint: string;
+	completed: boolean;
+	status: number | null;
+	content_type: string | null;
+	body: string | null;
+	takeable: boolean;
+}
+
+// An abandoned claim is taken over only by the same request (same fingerprint): another body under
+// the key stays a mismatch, and the late `complete` of a request that lost its lease can then
+// only store an answer to that very request.
+const CLAIM = `
+	INSERT INTO idempotency_keys AS held (api_key_id, key, fingerprint, lease_until, expires_at)
+	VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (api_key_id, key) DO UPDATE
+	SET fingerprint = EXCLUDED.fingerprint, completed = false, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
+		status = NULL, content_type = NULL, body = NULL
+	WHERE held.expires_at <= COALESCE($6::timestamptz, now())
+		OR (NOT held.completed AND held.lease_until <= COALESCE($6::timestamptz, now()) AND held.fingerprint = EXCLUDED.fingerprint)
+	RETURNING 1`;
+
+const READ = `
+	SELECT fingerprint, completed, status, content_type, body,
+		expires_at <= COALESCE($3::timestamptz, now())
+			OR (NOT completed AND lease_until <= COALESCE($3::timestamptz, now()) AND fingerprint = $4) AS takeable
+	FROM idempotency_keys WHERE api_key_id = $1 AND key = $2`;
+
+/** A claim races at most a release or an expiry per attempt; this many in a row is a bug. */
+const CLAIM_ATTEMPTS = 5;
+
+export class PgIdempotencyStore implements IdempotencyStore {
+	constructor(private readonly pool: Pool) {}
+
+	async claim(claim: IdempotencyClaim, now?: Date): Promise<ClaimOutcome> {
+		for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
+			const inserted = await this.pool.query(CLAIM, [claim.apiKeyId, claim.key, claim.fingerprint, claim.leaseUntil, claim.expiresAt, now ?? null]);
+			if (inserted.rowCount === 1) return { state: 'claimed' };
+			const { rows } = await this.pool.query<HeldRow>(READ, [claim.apiKeyId, claim.key, now ?? null, claim.fingerprint]);
+			const held = rows[0];
+			// Released, expired or abandoned between the two statements: claim again.
+			if (!held || held.takeable) continue;
+			if (held.fingerprint !== claim.fingerprint) return { state: 'mismatch' };
+			if (held.completed) return { state: 'replay', answer: { status: held.status!, contentType: held.content_type!, body: held.body! } };
+			return { state: 'in_progress' };
+		}
+		throw new Error(`idempotency key could not be claimed after ${CLAIM_ATTEMPTS} attempts`);
+	}
+
+	async complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void> {
+		await this.pool.query(
+			'UPDATE idempotency_keys SET completed = true, status = $3, content_type = $4, body = $5 WHERE api_key_id = $1 AND key = $2 AND NOT completed',
+			[apiKeyId, key, answer.status, answer.contentType, answer.body],
+		);
+	}
+
+	async release(apiKeyId: string, key: string): Promise<void> {
+		await this.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND NOT completed', [apiKeyId, key]);
+	}
+
+	async sweep(now?: Date): Promise<number> {
+		const { rowCount } = await this.pool.query(
+			`DELETE FROM idempotency_keys
+			WHERE expires_at <= COALESCE($1::timestamptz, now()) AND (completed OR lease_until <= COALESCE($1::timestamptz, now()))`,
+			[now ?? null],
+		);
+		return rowCount ?? 0;
+	}
+}

@@ -1,0 +1,55 @@
+/**
+ * Requests per minute per API key for the whole fleet: one token bucket per key in PostgreSQL
+ * (bursts up to the limit, refilled evenly, like the in-memory limiter). Each `take` is a single
+ * upsert: PostgreSQL locks the key's row for the statement, so concurrent takes from any number
+ * of replicas are applied one after another and together admit at most the limit.
+ */
+import type { Pool } from 'pg';
+import type { RateDecision, RateLimiter } from '../limits/rate-limiter';
+
+export interface PgRateLimiterOptions {
+	/**
+	 * The time of a take. Defaults to the database's clock, the one clock every replica shares;
+	 * tests fix it to count exactly.
+	 */
+	now?: () => Date;
+}
+
+// The refill is computed against the row as it is once locked, so a take that waited for another
+// replica's take sees that take's result. GREATEST keeps a bucket's time from going backwards when
+// a take that read the clock before waiting for the lock runs after a later one.
+const TAKE = `
+	INSERT INTO rate_limit_buckets AS bucket (api_key_id, tokens, allowed, updated_at)
+	VALUES ($1, $2::float8 - 1, true, COALESCE($3::timestamptz, clock_timestamp()))
+	ON CONFLICT (api_key_id) DO UPDATE SET (tokens, allowed, updated_at) = (
+		SELECT
+			CASE WHEN refill.tokens >= 1 THEN refill.tokens - 1 ELSE refill.tokens END,
+			refill.tokens >= 1,
+			refill.at
+		FROM (
+			SELECT
+				LEAST($2::float8, bucket.tokens + GREATEST(0, extract(epoch FROM EXCLUDED.updated_at - bucket.updated_at)) * $2::float8 / 60) AS tokens,
+				GREATEST(bucket.updated_at, EXCLUDED.updated_at) AS at
+		) AS refill
+	)
+	RETURNING tokens, allowed`;
+
+export class PgRateLimiter implements RateLimiter {
+	constructor(
+		private readonly pool: Pool,
+		readonly perMinute: number,
+		private readonly options: PgRateLimiterOptions = {},
+	) {
+		if (!Number.isSafeInteger(perMinute) || perMinute < 0) throw new RangeError(`perMinute must be a non-negative integer; got ${perMinute}`);
+	}
+
+	async take(apiKeyId: string): Promise<RateDecision> {
+		// 0 means no limit, as for the in-memory limiter.
+		if (this.perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
+		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(TAKE, [apiKeyId, this.perMinute, this.options.now?.() ?? null]);
+		const bucket = rows[0]!;
+		if (bucket.allowed) return { allowed: true, retryAfterSeconds: 0 };
+		const tokensPerSecond = this.perMinute / 60;
+		return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / tokensPerSecond)) };
+	}
+}

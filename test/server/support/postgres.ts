@@ -1,0 +1,81 @@
+/**
+ * A real PostgreSQL for a test file: `startTestPostgres()` in beforeAll starts one cluster on a
+ * free loopback port (≈ 2 s), `createDatabase()` gives each test that needs one an empty database,
+ * and `stop()` in afterAll ends the cluster and removes its files. The cluster runs under a small
+ * child process that also stops it if this test process dies.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+const RUNNER = join(__dirname, 'postgres-process.mjs');
+const START_TIMEOUT_MS = 60_000;
+
+export interface TestPostgres {
+	port: number;
+	/** A URL of the `postgres` superuser for `database`. */
+	url(database: string): string;
+	/** Creates an empty database with a random name and answers its URL. */
+	createDatabase(): Promise<string>;
+	/** Runs one statement as superuser on `database` (to break and repair things under test). */
+	admin(database: string, sql: string): Promise<void>;
+	stop(): Promise<void>;
+}
+
+export async function startTestPostgres(): Promise<TestPostgres> {
+	const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'pipe'] });
+	const { port, password } = await readyLine(child);
+	const url = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+	const admin = async (database: string, sql: string) => {
+		const client = new Client({ connectionString: url(database) });
+		await client.connect();
+		try {
+			await client.query(sql);
+		} finally {
+			await client.end();
+		}
+	};
+	return {
+		port,
+		url,
+		admin,
+		async createDatabase() {
+			const name = `test_${randomBytes(8).toString('hex')}`;
+			await admin('postgres', `CREATE DATABASE ${name}`);
+			return url(name);
+		},
+		stop: () => stopRunner(child),
+	};
+}
+
+function readyLine(child: ChildProcess): Promise<{ port: number; password: string }> {
+	return new Promise((resolve, reject) => {
+		let stdout = '';
+		let stderr = '';
+		const timer = setTimeout(() => {
+			void stopRunner(child);
+			reject(new Error(`PostgreSQL did not start in ${START_TIMEOUT_MS / 1000} s:\n${stderr}`));
+		}, START_TIMEOUT_MS);
+		child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+		child.stdout!.on('data', (chunk: Buffer) => {
+			stdout += chunk.toString();
+			const line = stdout.split('\n')[0];
+			if (stdout.includes('\n') && line) {
+				clearTimeout(timer);
+				resolve(JSON.parse(line) as { port: number; password: string });
+			}
+		});
+		child.once('exit', (code) => {
+			clearTimeout(timer);
+			reject(new Error(`PostgreSQL runner exited with ${code} before it was ready:\n${stderr}`));
+		});
+	});
+}
+
+async function stopRunner(child: ChildProcess): Promise<void> {
+	if (child.exitCode !== null || child.signalCode !== null) return;
+	const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+	child.stdin!.end();
+	await exited;
+}
