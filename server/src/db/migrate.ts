@@ -2,7 +2,8 @@
  * Brings a database to the schema of `MIGRATIONS`. Replicas that start at the same moment queue
  * on one advisory lock, so exactly one of them runs each step and the others find it done.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { withConnection } from './connection';
 import { MIGRATIONS, type Migration } from './migrations';
 
 /** Any fixed number; it only has to be the same in every replica of this service. */
@@ -13,44 +14,38 @@ export interface MigrationLog {
 }
 
 /** Answers the versions applied by this call (empty when the schema was already current). */
-export async function migrate(pool: Pool, log?: MigrationLog, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
-	const client = await pool.connect();
-	let broken: Error | undefined;
-	try {
+export function migrate(pool: Pool, log?: MigrationLog, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+	// On failure the connection is closed rather than pooled, which also releases the lock.
+	return withConnection(pool, async (client) => {
 		await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+		const applied = await applyMissing(client, migrations, log);
+		await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]);
+		return applied;
+	});
+}
+
+async function applyMissing(client: PoolClient, migrations: readonly Migration[], log?: MigrationLog): Promise<number[]> {
+	await client.query(`
+		CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY,
+			name text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`);
+	const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+	const done = new Set(rows.map((row) => row.version));
+	const applied: number[] = [];
+	for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+		if (done.has(migration.version)) continue;
+		await client.query('BEGIN');
 		try {
-			await client.query(`
-				CREATE TABLE IF NOT EXISTS schema_migrations (
-					version integer PRIMARY KEY,
-					name text NOT NULL,
-					applied_at timestamptz NOT NULL DEFAULT now()
-				)`);
-			const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
-			const done = new Set(rows.map((row) => row.version));
-			const applied: number[] = [];
-			for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-				if (done.has(migration.version)) continue;
-				await client.query('BEGIN');
-				try {
-					await client.query(migration.sql);
-					await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
-					await client.query('COMMIT');
-				} catch (error) {
-					await client.query('ROLLBACK');
-					throw new Error(`database migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`, { cause: error });
-				}
-				applied.push(migration.version);
-				log?.info({ version: migration.version, name: migration.name }, 'database migrated');
-			}
-			return applied;
-		} finally {
-			await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]);
+			await client.query(migration.sql);
+			await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+			await client.query('COMMIT');
+		} catch (error) {
+			throw new Error(`database migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`, { cause: error });
 		}
-	} catch (error) {
-		// A connection in an unknown state (lock held, transaction open) must not go back to the pool.
-		broken = error as Error;
-		throw error;
-	} finally {
-		client.release(broken);
+		applied.push(migration.version);
+		log?.info({ version: migration.version, name: migration.name }, 'database migrated');
 	}
+	return applied;
 }

@@ -7,8 +7,9 @@
  * and a removed file disappears, at the same instant on every replica however far their clocks
  * drift; `now` exists for callers (tests) that must fix the instant themselves.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import type { MediaKind } from '../../../core/media';
+import { withConnection } from './connection';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation } from '../storage/file-metadata';
 
 const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at';
@@ -91,41 +92,25 @@ export class PgFileMetadataStore implements FileMetadataStore {
 		}
 	}
 
-	private async sweepBatch(dispose: (batch: ExpiredEntry[]) => Promise<void>, now: Date | undefined, batchSize: number): Promise<number> {
-		const client = await this.pool.connect();
-		let broken: Error | undefined;
-		try {
-			await client.query('BEGIN');
-			const { rows } = await client.query<{ id: string; storage_key: string; published: boolean }>(
-				`SELECT id, storage_key, published FROM files
-				WHERE expires_at <= COALESCE($1::timestamptz, now())
-				ORDER BY expires_at
-				LIMIT $2
-				FOR UPDATE SKIP LOCKED`,
-				[now ?? null, batchSize],
-			);
-			if (rows.length > 0) {
+	private sweepBatch(dispose: (batch: ExpiredEntry[]) => Promise<void>, now: Date | undefined, batchSize: number): Promise<number> {
+		return withConnection(
+			this.pool,
+			async (client) => {
+				const { rows } = await client.query<{ id: string; storage_key: string; published: boolean }>(
+					`SELECT id, storage_key, published FROM files
+					WHERE expires_at <= COALESCE($1::timestamptz, now())
+					ORDER BY expires_at
+					LIMIT $2
+					FOR UPDATE SKIP LOCKED`,
+					[now ?? null, batchSize],
+				);
+				if (rows.length === 0) return 0;
 				await dispose(rows.map((row) => ({ id: row.id, storageKey: row.storage_key, published: row.published })));
 				await client.query('DELETE FROM files WHERE id = ANY($1)', [rows.map((row) => row.id)]);
-			}
-			await client.query('COMMIT');
-			return rows.length;
-		} catch (error) {
-			broken = await rollback(client, error);
-			throw error;
-		} finally {
-			client.release(broken);
-		}
-	}
-}
-
-/** Rolls back; answers the error when the connection itself is unusable (not to be pooled again). */
-async function rollback(client: PoolClient, cause: unknown): Promise<Error | undefined> {
-	try {
-		await client.query('ROLLBACK');
-		return undefined;
-	} catch {
-		return cause instanceof Error ? cause : new Error(String(cause));
+				return rows.length;
+			},
+			{ transaction: true },
+		);
 	}
 }
 

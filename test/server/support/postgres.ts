@@ -18,8 +18,8 @@ export interface TestPostgres {
 	url(database: string): string;
 	/** Creates an empty database with a random name and answers its URL. */
 	createDatabase(): Promise<string>;
-	/** Runs one statement as superuser on `database` (to break and repair things under test). */
-	admin(database: string, sql: string): Promise<void>;
+	/** Runs one statement as superuser on the database of `databaseUrl` (to break and repair things under test). */
+	admin(databaseUrl: string, sql: string): Promise<void>;
 	stop(): Promise<void>;
 }
 
@@ -27,8 +27,8 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 	const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'pipe'] });
 	const { port, password } = await readyLine(child);
 	const url = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
-	const admin = async (database: string, sql: string) => {
-		const client = new Client({ connectionString: url(database) });
+	const admin = async (databaseUrl: string, sql: string) => {
+		const client = new Client({ connectionString: databaseUrl });
 		await client.connect();
 		try {
 			await client.query(sql);
@@ -42,7 +42,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 		admin,
 		async createDatabase() {
 			const name = `test_${randomBytes(8).toString('hex')}`;
-			await admin('postgres', `CREATE DATABASE ${name}`);
+			await admin(url('postgres'), `CREATE DATABASE ${name}`);
 			return url(name);
 		},
 		stop: () => stopRunner(child),
