@@ -1,0 +1,169 @@
+/**
+ * The PostgreSQL usage ledger: two ledgers on one database are two replicas, and each reports the
+ * generations of both. A database that refuses writes delays entries (retried, logged, health
+ * degraded) but never loses or double-counts them.
+ */
+import { randomUUID } from 'node:crypto';
+import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/db/pg-usage-ledger';
+import { openDatabase, type Database } from '../../../server/src/db/postgres';
+import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+
+let postgres: TestPostgres;
+let url: string;
+const opened: Array<{ ledger: PgUsageLedger; database: Database }> = [];
+beforeAll(async () => {
+	postgres = await startTestPostgres();
+});
+beforeEach(async () => {
+	url = await postgres.createDatabase();
+});
+afterEach(async () => {
+	for (const { ledger, database } of opened.splice(0)) {
+		await ledger.close();
+		await database.close();
+	}
+});
+afterAll(() => postgres?.stop());
+
+function errorLog() {
+	const errors: Array<{ details: Record<string, unknown>; message: string }> = [];
+	return { errors, error: (details: object, message: string) => void errors.push({ details: details as Record<string, unknown>, message }) };
+}
+
+async function replica(options: Partial<PgUsageLedgerOptions> = {}) {
+	const log = errorLog();
+	const database = await openDatabase(url);
+	const ledger = new PgUsageLedger(database.pool, { log, retryDelayMs: 20, maxRetryDelayMs: 100, ...options });
+	opened.push({ ledger, database });
+	return { ledger, log, database };
+}
+
+function entry(overrides: Partial<UsageEntry> = {}): UsageEntry {
+	return { apiKeyId: 'key-a', model: 'p-image', images: 1, costUsd: 0.005, at: new Date('2030-03-10T12:00:00Z'), requestId: randomUUID(), ...overrides };
+}
+
+async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	while (!(await condition())) {
+		if (Date.now() > deadline) throw new Error('condition not met in time');
+		await new Promise((resolve) => setTimeout(resolve, 20));
+	}
+}
+
+describe('PostgreSQL usage ledger', () => {
+	it('any replica reports the generations of all, per UTC day and model, between dates inclusive', async () => {
+		const a = await replica();
+		const b = await replica();
+		await Promise.all([
+			a.ledger.record(entry({ images: 2, costUsd: 0.01 })),
+			b.ledger.record(entry({ images: 1, costUsd: 0.005 })),
+			b.ledger.record(entry({ model: 'textimage-v2', images: 4, costUsd: 0.32 })),
+			a.ledger.record(entry({ at: new Date('2030-03-10T23:59:59.999Z'), costUsd: 0.000_000_4 })),
+			b.ledger.record(entry({ at: new Date('2030-03-11T00:00:00.000Z'), costUsd: 0.1 + 0.2 })),
+			a.ledger.record(entry({ apiKeyId: 'key-b', images: 9 })),
+		]);
+		const expected = [
+			{ date: '2030-03-10', model: 'p-image', images: 4, cost_usd: 0.015 },
+			{ date: '2030-03-10', model: 'textimage-v2', images: 4, cost_usd: 0.32 },
+			{ date: '2030-03-11', model: 'p-image', images: 1, cost_usd: 0.3 },
+		];
+		expect(await a.ledger.rows('key-a')).toEqual(expected);
+		expect(await b.ledger.rows('key-a')).toEqual(expected);
+		expect(await b.ledger.rows('key-a', '2030-03-11')).toEqual(expected.slice(2));
+		expect(await b.ledger.rows('key-a', undefined, '2030-03-10')).toEqual(expected.slice(0, 2));
+		expect(await b.ledger.rows('key-a', '2030-03-10', '2030-03-10')).toEqual(expected.slice(0, 2));
+		expect(await b.ledger.rows('key-a', '2030-03-12', '2030-12-31')).toEqual([]);
+		expect(await a.ledger.rows('key-b')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 9, cost_usd: 0.005 }]);
+		expect(await a.ledger.rows('key-nobody')).toEqual([]);
+	});
+
+	it('an entry recorded again (a retried request, on any replica, even in one batch) counts once', async () => {
+		const a = await replica();
+		const b = await replica();
+		const once = entry({ images: 3 });
+		await Promise.all([a.ledger.record(once), a.ledger.record(once), b.ledger.record(once)]);
+		await a.ledger.record(once);
+		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+	});
+
+	it('writes in batches and loses nothing under a burst', async () => {
+		const a = await replica({ batchSize: 100 });
+		await Promise.all(Array.from({ length: 1234 }, () => a.ledger.record(entry({ costUsd: 0.001 }))));
+		expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1234, cost_usd: 1.234 }]);
+		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
+	});
+
+	it('keeps and retries entries while the table cannot be written, degraded until they land once', async () => {
+		const a = await replica();
+		const b = await replica();
+		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
+		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+
+		let durable = false;
+		const recording = a.ledger.record(entry({ images: 2 })).then(() => (durable = true));
+		const second = a.ledger.record(entry({ model: 'p-image-edit' }));
+		await eventually(() => a.log.errors.length >= 3);
+		expect(durable).toBe(false);
+		const health = a.ledger.health();
+		expect(health).toMatchObject({ status: 'degraded', pending: 2 });
+		expect(health.lastError).toMatch(/usage_entries/);
+		expect(a.log.errors[0]!.message).toMatch(/retrying/);
+		expect(a.log.errors.map((logged) => logged.details.attempt)).toEqual(expect.arrayContaining([1, 2, 3]));
+
+		// Meanwhile the other replica's reads fail loudly rather than answering a wrong total.
+		await expect(b.ledger.rows('key-a')).rejects.toThrow(/usage_entries/);
+
+		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		await recording;
+		await second;
+		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
+		expect(await b.ledger.rows('key-a')).toEqual([
+			{ date: '2030-03-10', model: 'p-image', images: 2, cost_usd: 0.005 },
+			{ date: '2030-03-10', model: 'p-image-edit', images: 1, cost_usd: 0.005 },
+		]);
+	});
+
+	it('close waits for queued entries; past its timeout it logs them and fails their record()', async () => {
+		const a = await replica({ closeTimeoutMs: 10_000 });
+		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+		const recorded = a.ledger.record(entry());
+		await eventually(() => a.ledger.health().status === 'degraded');
+		const closing = a.ledger.close();
+		await new Promise((resolve) => setTimeout(resolve, 200));
+		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		await closing;
+		await recorded;
+		await expect(a.ledger.record(entry())).rejects.toThrow(/closed/);
+
+		const b = await replica({ closeTimeoutMs: 300 });
+		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+		const lost = b.ledger.record(entry());
+		lost.catch(() => undefined);
+		await b.ledger.close();
+		await expect(lost).rejects.toThrow(/closed before the entry was written/);
+		expect(b.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/closed with entries not yet written/), details: { pending: 1 } });
+		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
+	});
+
+	it('refuses malformed entries at once instead of queueing what can never be written', async () => {
+		const a = await replica();
+		const bad: Array<Partial<UsageEntry>> = [
+			{ requestId: '' },
+			{ apiKeyId: 'a\u0000b' },
+			{ model: 'x'.repeat(1001) },
+			{ images: 1.5 },
+			{ images: -1 },
+			{ costUsd: Number.NaN },
+			{ costUsd: Number.POSITIVE_INFINITY },
+			{ costUsd: -0.01 },
+			{ at: new Date('nonsense') },
+		];
+		for (const overrides of bad) {
+			await expect(a.ledger.record(entry(overrides))).rejects.toThrow(TypeError);
+		}
+		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
+		expect(await a.ledger.rows('key-a')).toEqual([]);
+	});
+});
