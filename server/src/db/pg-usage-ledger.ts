@@ -96,8 +96,9 @@ export class PgUsageLedger implements UsageLedger {
 	/** Writes until the queue is empty or the deadline passes, retrying without the backoff. */
 	private async drain(deadline: number): Promise<void> {
 		while (this.queue.length > 0 && Date.now() < deadline) {
-			await (this.writing ?? this.write());
-			if (this.queue.length > 0) await delay(Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now())));
+			// A write that hangs (a dead connection) must not hold close() past its deadline.
+			await settledWithin(this.writing ?? this.write(), deadline - Date.now());
+			if (this.queue.length > 0) await delay(Math.min(this.retryDelayMs, deadline - Date.now()));
 		}
 	}
 
@@ -180,5 +181,18 @@ function invalidEntry(entry: UsageEntry): string | undefined {
 }
 
 function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms));
+	return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+/** Waits for `work`, or for `ms` if that is shorter, leaving no timer behind either way. */
+async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<void>((resolve) => {
+		timer = setTimeout(resolve, Math.max(0, ms));
+	});
+	try {
+		await Promise.race([work, timeout]);
+	} finally {
+		clearTimeout(timer);
+	}
 }
