@@ -1,6 +1,7 @@
 /**
  * Opening the database brings the schema up to date exactly once, however many replicas start
- * together, and a database that cannot be used is a clear error naming the flag.
+ * together, a dropped connection does not end the process, and a database that cannot be used
+ * is a clear error naming the flag.
  */
 import { createServer } from 'node:net';
 import { Pool } from 'pg';
@@ -92,6 +93,27 @@ describe('migrations', () => {
 		} finally {
 			await pool.end();
 		}
+	});
+});
+
+describe('an open database', () => {
+	it('survives its idle connections being cut (a database restart) and reconnects', async () => {
+		const url = await postgres.createDatabase();
+		const errors: string[] = [];
+		const database = await openDatabase(url, { log: { info: () => undefined, error: (_details, message) => void errors.push(message) } });
+		opened.push(database);
+		await Promise.all([database.pool.query('SELECT 1'), database.pool.query('SELECT 2')]);
+		const idle = database.pool.idleCount;
+		expect(idle).toBeGreaterThan(0);
+		await postgres.admin(
+			postgres.url('postgres'),
+			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'imagegen-server' AND datname = '${new URL(url).pathname.slice(1)}'`,
+		);
+		const deadline = Date.now() + 5000;
+		while (errors.length < idle && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+		expect(errors).toEqual(Array(idle).fill('PostgreSQL connection lost'));
+		expect(database.pool.idleCount).toBe(0);
+		await expect(database.pool.query('SELECT 42 AS answer')).resolves.toMatchObject({ rows: [{ answer: 42 }] });
 	});
 });
 
