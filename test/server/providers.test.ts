@@ -13,6 +13,8 @@ import { eventually, postJson } from './support/http';
 import { makeImage } from './support/media';
 
 let fake: FakeHosts;
+/** Another origin, standing for whatever host an answer might name: it must never see a key. */
+let other: FakeHosts;
 let replicate: RunningServer;
 let pruna: RunningServer;
 let ideogram: RunningServer;
@@ -27,7 +29,7 @@ const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS
 const ARGS = ['--allow-private-urls', '--generation-timeout-seconds', '3'];
 
 beforeAll(async () => {
-	fake = await startFakeHosts();
+	[fake, other] = await Promise.all([startFakeHosts(), startFakeHosts()]);
 	[wide, square] = await Promise.all([makeImage('png', 1024, 576), makeImage('png', 1024, 1024)]);
 	sandbox = await startServer();
 	sandboxProxy = await startRecordingProxy(sandbox.origin);
@@ -50,12 +52,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
 	await Promise.all([replicate, pruna, ideogram, upstream, sandbox].map((server) => server?.stop({ removeData: true })));
-	await Promise.all([fake?.close(), sandboxProxy?.close()]);
+	await Promise.all([fake?.close(), other?.close(), sandboxProxy?.close()]);
 });
 
 beforeEach(() => {
 	fake.reset();
+	other.reset();
 	fake.setImage(wide);
+	other.setImage(wide);
 	sandboxProxy.reset();
 });
 
@@ -267,6 +271,78 @@ describe('ideogram', () => {
 		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
 		expect(answer.status).toBe(502);
 		expect(answer.body.error.message).toMatch(/Prompt failed the safety check/);
+	});
+});
+
+describe('a provider’s key goes only to its configured origin', () => {
+	const secrets = ['pruna-test-key', 'r8_test_token', 'ideogram-key'];
+	const leaked = () => other.calls.filter((call) => secrets.some((secret) => JSON.stringify(call.headers).includes(secret)));
+
+	test('pruna: a status URL on another host is refused with a 502 naming it, and never called', async () => {
+		fake.script('POST', '/v1/predictions', { status: 200, body: { id: 'p900', get_url: `${other.origin}/v1/predictions/status/p900` } });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.code).toBe('upstream_invalid_output');
+		expect(answer.body.error.message).toContain(new URL(other.origin).host);
+		expect(other.calls).toHaveLength(0);
+	});
+
+	test('pruna: a delivery URL on another host is downloaded without the key', async () => {
+		fake.script('POST', '/v1/predictions', { status: 200, body: { status: 'succeeded', generation_url: `${other.origin}/out/elsewhere.png` } });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(other.callsTo('GET', '/out/')).toHaveLength(1);
+		expect(leaked()).toEqual([]);
+		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+	});
+
+	test('pruna: a delivery that redirects to another host keeps the key at home', async () => {
+		fake.script('GET', '/v1/predictions/delivery/', { status: 302, headers: { location: `${other.origin}/out/cdn.png` } });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('GET', '/v1/predictions/delivery/')[0]!.headers.apikey).toBe('pruna-test-key');
+		expect(other.callsTo('GET', '/out/cdn.png')).toHaveLength(1);
+		expect(leaked()).toEqual([]);
+	});
+
+	test('pruna: input uploads and polling carry the key on the configured origin', async () => {
+		fake.setPendingPolls(2);
+		const input = await makeImage('png', 20, 20);
+		const answer = await generate(pruna, { model: 'p-image-edit', prompt: 'x', images: [input.toString('base64')], aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const own = [...fake.callsTo('POST', '/v1/files'), ...fake.callsTo('GET', '/v1/predictions/status/')];
+		expect(own.length).toBe(3);
+		expect(own.every((call) => call.headers.apikey === 'pruna-test-key')).toBe(true);
+	});
+
+	test('replicate: urls.get on another host is refused and never called', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r900', status: 'starting', urls: { get: `${other.origin}/v1/predictions/r900`, cancel: `${fake.origin}/v1/predictions/r900/cancel` } } });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.message).toContain(new URL(other.origin).host);
+		expect(other.calls).toHaveLength(0);
+	});
+
+	test('replicate: a cancel URL on another host is replaced by ours', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r901', status: 'starting', urls: { get: `${fake.origin}/v1/predictions/r901`, cancel: `${other.origin}/v1/predictions/r901/cancel` } } });
+		fake.script('GET', '/v1/predictions/r901', { status: 200, hang: true });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(504);
+		expect(await eventually(() => fake.callsTo('POST', '/v1/predictions/r901/cancel').length === 1)).toBe(true);
+		expect(fake.callsTo('POST', '/v1/predictions/r901/cancel')[0]!.headers.authorization).toBe('Bearer r8_test_token');
+		expect(other.calls).toHaveLength(0);
+	});
+
+	test('replicate and ideogram: output URLs on another host are downloaded without the token', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r902', status: 'succeeded', output: [`${other.origin}/out/r902.png`], urls: {} } });
+		fake.script('POST', '/generate', { status: 200, body: { data: [{ url: `${other.origin}/out/ideogram.png`, is_image_safe: true }] } });
+		const [fromReplicate, fromIdeogram] = await Promise.all([
+			generate(replicate, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' }),
+			generate(ideogram, { model: 'textimage-v2', prompt: 'x', aspect_ratio: '16:9' }),
+		]);
+		expect([fromReplicate.status, fromIdeogram.status]).toEqual([200, 200]);
+		expect(other.callsTo('GET', '/out/')).toHaveLength(2);
+		expect(leaked()).toEqual([]);
 	});
 });
 

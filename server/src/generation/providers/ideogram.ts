@@ -8,6 +8,7 @@
 import { ImageGenError } from '../../../../core/errors';
 import type { GenerationRequest } from '../../../../core/schemas';
 import type { GenerationProvider } from '../provider';
+import { hostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
 import { providerJson, providerRetryPolicy } from './provider-http';
 
@@ -32,6 +33,7 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 	const apiKey = requiredEnv(env, 'IDEOGRAM_API_KEY', 'ideogram', model);
 	const root = baseUrl(env, 'IDEOGRAM_BASE_URL', 'https://api.ideogram.ai');
 	const retry = providerRetryPolicy(env);
+	const credentials = hostCredentials(root, { 'api-key': apiKey });
 	return {
 		name: 'ideogram',
 		async generate(request, context) {
@@ -39,7 +41,7 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				provider: 'ideogram',
 				method: 'POST',
 				url: `${root}/generate`,
-				headers: { 'api-key': apiKey },
+				credentials,
 				json: { image_request: ideogramImageRequest(request) },
 				signal: context.signal,
 				retry,

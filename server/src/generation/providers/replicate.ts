@@ -7,14 +7,19 @@
  * our client goes away or our time limit passes, `urls.cancel` is called so nobody pays for work
  * no one will see. Inputs follow each model's schema on Replicate (prunaai/p-image,
  * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs accept data URIs.
+ * The token goes to the configured origin only (host-credentials.ts): a `urls.get` elsewhere is
+ * refused, a `urls.cancel` elsewhere is replaced by our own cancel URL, and output URLs are
+ * downloaded keyless through the address-checked fetcher.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
+import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import type { ModelId } from '../../../../core/models';
 import type { GenerationRequest } from '../../../../core/schemas';
 import type { GenerationContext, GenerationProvider } from '../provider';
+import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
-import { providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
@@ -57,8 +62,9 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 	const root = baseUrl(env, 'REPLICATE_BASE_URL', 'https://api.replicate.com/v1');
 	const retry = providerRetryPolicy(env);
 	const pollMs = Number(env.REPLICATE_POLL_INTERVAL_MS ?? 1000);
-	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers'>, headers: Record<string, string> = {}) =>
-		providerJson<Prediction>({ provider: 'replicate', retry, headers: { authorization: `Bearer ${token}`, ...headers }, ...request });
+	const credentials = hostCredentials(root, { authorization: `Bearer ${token}` });
+	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers' | 'credentials'>, headers: Record<string, string> = {}) =>
+		providerJson<Prediction>({ provider: 'replicate', retry, headers, credentials, ...request });
 
 	return {
 		name: 'replicate',
@@ -70,10 +76,11 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 			try {
 				while (prediction.status === 'starting' || prediction.status === 'processing') {
 					await sleep(pollMs, undefined, { signal: context.signal });
-					prediction = await call({ method: 'GET', url: prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, signal: context.signal });
+					const url = ownUrl(prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, credentials, 'replicate', 'status URL');
+					prediction = await call({ method: 'GET', url, signal: context.signal });
 				}
 			} catch (error) {
-				if (context.signal.aborted) await cancel(prediction, root, token);
+				if (context.signal.aborted) await cancel(prediction, root, credentials);
 				throw error;
 			}
 			return outputsOf(prediction);
@@ -82,10 +89,13 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 }
 
 /** Best effort and short: the caller is already failing for its own reason. */
-async function cancel(prediction: Prediction, root: string, token: string): Promise<void> {
-	const url = prediction.urls?.cancel ?? (prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined);
+async function cancel(prediction: Prediction, root: string, credentials: HostCredentials): Promise<void> {
+	const answered = prediction.urls?.cancel;
+	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined;
 	if (!url) return;
-	await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
+		.then((response) => response.body?.cancel())
+		.catch(() => undefined);
 }
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {
