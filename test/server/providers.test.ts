@@ -6,6 +6,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
+import { parseGenerationRequest } from '../../core/schemas';
+import type { ServiceContext } from '../../server/src/context';
+import { createGenerationRunner } from '../../server/src/generation/run-generation';
+import { createSafeFetcher } from '../../server/src/net/safe-fetch';
 import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
 import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
 import { startFakeHosts, type FakeHosts } from './support/fake-hosts';
@@ -159,6 +163,16 @@ describe('replicate', () => {
 		expect(await eventually(() => fake.callsTo('POST', '/v1/predictions/').some((call) => call.path.endsWith('/cancel')))).toBe(true);
 	});
 
+	test('an output whose download outlasts our time limit: 504 generation_timeout, not a broken download', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r950', status: 'succeeded', output: [`${fake.origin}/drip/r950.png`], urls: {} } });
+		const started = Date.now();
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(504);
+		expect(answer.body.error).toMatchObject({ type: 'upstream_error', code: 'generation_timeout' });
+		expect(fake.callsTo('GET', '/drip/')).toHaveLength(1);
+		expect(Date.now() - started).toBeLessThan(6_000);
+	});
+
 	test('our client going away cancels the prediction', async () => {
 		fake.setPendingPolls(1_000_000);
 		const controller = new AbortController();
@@ -271,6 +285,37 @@ describe('ideogram', () => {
 		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
 		expect(answer.status).toBe(502);
 		expect(answer.body.error.message).toMatch(/Prompt failed the safety check/);
+	});
+});
+
+describe('the run tells our time limit from a client that went away, also while downloading', () => {
+	const runner = (timeoutMs: number) =>
+		createGenerationRunner({
+			fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote,
+			maxInputImageBytes: 10 * 1_048_576,
+			dataDir: '',
+			generation: { providers: 'p-image=replicate', env: { ...FAST, REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }, timeoutMs },
+			// Neither is reached: both runs end before anything is stored or charged.
+			store: undefined,
+			usage: undefined,
+		} as unknown as ServiceContext);
+	const dripping = () => fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r960', status: 'succeeded', output: [`${fake.origin}/drip/r960.png`], urls: {} } });
+
+	test('the client leaves mid-download: cancelled, not a time-out', async () => {
+		dripping();
+		const client = new AbortController();
+		const run = runner(30_000)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', clientGone: client.signal });
+		const settled = run.catch((error: unknown) => error);
+		expect(await eventually(() => fake.callsTo('GET', '/drip/').length === 1)).toBe(true);
+		client.abort(new Error('client closed the connection'));
+		expect(await settled).toMatchObject({ status: 502, code: 'cancelled' });
+	});
+
+	test('the time limit passes mid-download: 504 generation_timeout', async () => {
+		dripping();
+		const run = runner(500)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', clientGone: new AbortController().signal });
+		expect(await run.catch((error: unknown) => error)).toMatchObject({ status: 504, code: 'generation_timeout' });
+		expect(fake.callsTo('GET', '/drip/')).toHaveLength(1);
 	});
 });
 

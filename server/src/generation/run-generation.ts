@@ -31,11 +31,12 @@ export function createGenerationRunner(context: ServiceContext): GenerationRunne
 	return async (generation, caller) => {
 		const provider = providers[generation.model];
 		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
-		const outputs = await runProvider(provider, generation, context, signal, timeoutMs);
+		const stopped = () => stoppedError(signal, timeoutMs, provider);
+		const outputs = await runProvider(provider, generation, context, signal, stopped);
 
 		const data: GeneratedImage[] = [];
 		for (const output of outputs) {
-			const bytes = await providerBytes(output, provider, context, signal);
+			const bytes = await providerBytes(output, provider, context, signal, stopped);
 			const image = await normalizeOutput(bytes, generation, provider.name);
 			if (generation.response_format === 'b64_json') {
 				data.push({ b64_json: image.bytes.toString('base64') });
@@ -63,10 +64,10 @@ async function runProvider(
 	generation: GenerationRequest,
 	context: ServiceContext,
 	signal: AbortSignal,
-	timeoutMs: number,
+	stopped: () => ImageGenError,
 ): Promise<ProviderImage[]> {
 	const aborted = new Promise<never>((_, reject) => {
-		const fail = () => reject(timeoutError(signal, timeoutMs, provider));
+		const fail = () => reject(stopped());
 		if (signal.aborted) fail();
 		else signal.addEventListener('abort', fail, { once: true });
 	});
@@ -79,7 +80,7 @@ async function runProvider(
 		return outputs;
 	} catch (error) {
 		if (error instanceof ImageGenError) throw error;
-		if (signal.aborted) throw timeoutError(signal, timeoutMs, provider);
+		if (signal.aborted) throw stopped();
 		throw new ImageGenError(502, `The ${provider.name} provider failed: ${error instanceof Error ? error.message : String(error)}`, {
 			code: 'upstream_failed',
 			cause: error,
@@ -87,18 +88,27 @@ async function runProvider(
 	}
 }
 
-function timeoutError(signal: AbortSignal, timeoutMs: number, provider: GenerationProvider): ImageGenError {
+/** Why the signal fired: our time limit (504, like every time-out) or our client leaving. */
+function stoppedError(signal: AbortSignal, timeoutMs: number, provider: GenerationProvider): ImageGenError {
 	const timedOut = signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
 	return timedOut
 		? new ImageGenError(504, `The ${provider.name} provider did not finish within ${timeoutMs / 1000} s`, { code: 'generation_timeout' })
 		: new ImageGenError(502, 'The generation was cancelled because the client went away', { code: 'cancelled' });
 }
 
-async function providerBytes(output: ProviderImage, provider: GenerationProvider, context: ServiceContext, signal: AbortSignal): Promise<Buffer> {
+async function providerBytes(
+	output: ProviderImage,
+	provider: GenerationProvider,
+	context: ServiceContext,
+	signal: AbortSignal,
+	stopped: () => ImageGenError,
+): Promise<Buffer> {
 	if ('bytes' in output) return output.bytes;
 	try {
 		return await context.fetchRemote(new URL(output.url), { field: 'output', maxBytes: context.maxInputImageBytes * 2, signal });
 	} catch (error) {
+		// A download cut short by our own limit is a time-out, not a broken output.
+		if (signal.aborted) throw stopped();
 		const reason = error instanceof Error ? error.message : String(error);
 		throw new ImageGenError(502, `The ${provider.name} provider's image could not be downloaded: ${reason}`, { code: 'upstream_failed', cause: error });
 	}
