@@ -123,6 +123,25 @@ export const MODELS: Readonly<Record<ModelId, ModelSpec>> = {
 	},
 };
 
+/**
+ * What the host serving a model can take, when it is less than the catalog allows. A host only
+ * ever narrows the catalog's entry, so the catalog stays the one description of every model.
+ */
+export interface ModelLimits {
+	readonly maxInputImages?: number;
+	readonly promptMaxLength?: number;
+	readonly aspectRatios?: readonly AspectRatio[];
+}
+
+export function narrowSpec(spec: ModelSpec, limits: ModelLimits = {}): ModelSpec {
+	return {
+		...spec,
+		maxInputImages: Math.min(spec.maxInputImages, limits.maxInputImages ?? Infinity),
+		promptMaxLength: Math.min(spec.promptMaxLength, limits.promptMaxLength ?? Infinity),
+		aspectRatios: limits.aspectRatios ? spec.aspectRatios.filter((ratio) => limits.aspectRatios!.includes(ratio)) : spec.aspectRatios,
+	};
+}
+
 export function isModelId(value: unknown): value is ModelId {
 	return typeof value === 'string' && (MODEL_IDS as readonly string[]).includes(value);
 }
@@ -147,12 +166,15 @@ export function dimensionsFor(
 	return w >= h ? { width: longSide, height: short } : { width: short, height: longSide };
 }
 
-/** Public description of the catalog, as served by `GET /v1/models`. */
-export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}) {
+/**
+ * Public description of the catalog, as served by `GET /v1/models`; `specs` are the entries in
+ * force where a host narrows them (see narrowSpec).
+ */
+export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, specs: Partial<Record<ModelId, ModelSpec>> = {}) {
 	return {
 		object: 'list' as const,
 		data: MODEL_IDS.map((id) => {
-			const spec = MODELS[id];
+			const spec = specs[id] ?? MODELS[id];
 			return {
 				id,
 				object: 'model' as const,

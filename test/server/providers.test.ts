@@ -288,6 +288,48 @@ describe('ideogram', () => {
 	});
 });
 
+describe('each host’s documented limits, applied before any call to it', () => {
+	const images = async (count: number) => Array<string>(count).fill((await makeImage('png', 16, 16)).toString('base64'));
+	const serverNamed = (name: string) => (name === 'pruna' ? pruna : replicate);
+
+	test.each(['pruna', 'replicate'])('%s: p-image-edit with 6 images is a 400 naming images and the host’s 5; the host gets no request', async (name) => {
+		const answer = await generate(serverNamed(name), { model: 'p-image-edit', prompt: 'x', images: await images(6) });
+		expect(answer.status).toBe(400);
+		expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', param: 'images', code: 'provider_limit' });
+		expect(answer.body.error.message).toMatch(new RegExp(`at most 5 images on the ${name} host .*got 6`));
+		expect(fake.calls).toHaveLength(0);
+	});
+
+	test.each(['pruna', 'replicate'])('%s: p-image-edit with 5 images reaches the host', async (name) => {
+		const answer = await generate(serverNamed(name), { model: 'p-image-edit', prompt: 'x', images: await images(5), aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.calls.length).toBeGreaterThan(0);
+	});
+
+	test('ideogram: a prompt over its 10,000 characters never reaches it', async () => {
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x'.repeat(10_001) });
+		expect(answer.status).toBe(400);
+		expect(answer.body.error.param).toBe('prompt');
+		expect(fake.calls).toHaveLength(0);
+	});
+
+	test('GET /v1/models shows the limits in force for the configured hosts', async () => {
+		const limits = async (server: RunningServer) => {
+			const response = await fetch(`${server.baseUrl}/models`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+			const catalog = (await response.json()) as { data: Array<{ id: string; limits: Record<string, number> }> };
+			return Object.fromEntries(catalog.data.map((model) => [model.id, model.limits]));
+		};
+		type Limits = Record<string, Record<string, number>>;
+		const [ofPruna, ofReplicate, ofIdeogram, ofSandbox, ofUpstream] = (await Promise.all([pruna, replicate, ideogram, sandbox, upstream].map(limits))) as [Limits, Limits, Limits, Limits, Limits];
+		expect(ofPruna['p-image-edit']!.max_input_images).toBe(5);
+		expect(ofReplicate['p-image-edit']!.max_input_images).toBe(5);
+		expect(ofSandbox['p-image-edit']!.max_input_images).toBe(10);
+		expect(ofUpstream['p-image-edit']!.max_input_images).toBe(10);
+		expect(ofIdeogram['textimage-v2']!.prompt_max_length).toBe(10_000);
+		expect(ofPruna['p-image']).toEqual(ofSandbox['p-image']);
+	});
+});
+
 describe('the run tells our time limit from a client that went away, also while downloading', () => {
 	const runner = (timeoutMs: number) =>
 		createGenerationRunner({

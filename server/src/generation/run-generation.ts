@@ -12,7 +12,8 @@ import { parsePriceOverrides } from '../prices';
 import { inputImageLoader } from './input-images';
 import { normalizeOutput } from './normalize-output';
 import type { GenerationProvider, ProviderImage } from './provider';
-import { buildProviderTable } from './providers';
+import { checkProviderLimits } from './provider-limits';
+import { providerTableFor } from './providers';
 
 export interface GenerationCaller {
 	apiKeyId: string;
@@ -24,12 +25,13 @@ export type GenerationRunner = (generation: GenerationRequest, caller: Generatio
 
 /** Reads the provider and price configuration once; throws at start-up when it is wrong. */
 export function createGenerationRunner(context: ServiceContext): GenerationRunner {
-	const providers = buildProviderTable(context.generation.providers, context.generation.env);
+	const providers = providerTableFor(context.generation);
 	const prices = parsePriceOverrides(context.generation.prices ?? '');
 	const timeoutMs = context.generation.timeoutMs;
 
 	return async (generation, caller) => {
 		const provider = providers[generation.model];
+		checkProviderLimits(generation, provider);
 		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		const outputs = await runProvider(provider, generation, context, signal, stopped);

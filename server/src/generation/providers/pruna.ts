@@ -12,11 +12,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
-import type { ModelId } from '../../../../core/models';
+import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationProvider } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv } from './inputs';
 import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
+
+/**
+ * Where Pruna takes less than the catalog. p-image-edit: "Edit and compose multiple images
+ * (1-5)" (https://docs.api.pruna.ai/guides/models/p-image-edit). Aspect ratios (1:1, 16:9, 9:16,
+ * 4:3, 3:4, 3:2, 2:3 for both models, same page and /guides/models/p-image) match the catalog,
+ * and no prompt length is documented. Output formats are no limit: normalize-output.ts converts
+ * what the host returns (jpeg, png, webp) into the one asked for.
+ */
+export const PRUNA_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+	'p-image-edit': { maxInputImages: 5 },
+};
 
 interface PrunaStatus {
 	id?: string;
@@ -43,6 +54,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 
 	return {
 		name: 'pruna',
+		limits: PRUNA_LIMITS[model],
 		async generate(request, context) {
 			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
 			if (request.model === 'p-image-edit') {

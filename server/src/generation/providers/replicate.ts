@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
-import type { ModelId } from '../../../../core/models';
+import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationRequest } from '../../../../core/schemas';
 import type { GenerationContext, GenerationProvider } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
@@ -25,6 +25,17 @@ export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
 	'p-image-edit': 'prunaai/p-image-edit',
 	'textimage-v2': 'ideogram-ai/ideogram-v2',
+};
+
+/**
+ * Where Replicate takes less than the catalog. prunaai/p-image-edit "supports up to 5 reference
+ * images" (https://replicate.com/prunaai/p-image-edit, the same model as Pruna's own API,
+ * https://docs.api.pruna.ai/guides/models/p-image-edit: 1-5). The aspect ratios in the
+ * prunaai/p-image and ideogram-ai/ideogram-v2 input schemas match the catalog's. Output formats
+ * are no limit: normalize-output.ts converts what the host returns into the one asked for.
+ */
+export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+	'p-image-edit': { maxInputImages: 5 },
 };
 
 /** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
@@ -68,6 +79,7 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 
 	return {
 		name: 'replicate',
+		limits: REPLICATE_LIMITS[model],
 		async generate(request, context) {
 			let prediction = await call(
 				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal },
