@@ -31,6 +31,8 @@ export type MagicPromptOption = (typeof MAGIC_PROMPT_OPTIONS)[number];
 
 export const PROMPT_MAX_LENGTH = 10_000;
 export const MAX_INPUT_IMAGES = 10;
+/** `seed` takes 0 … 2^31 − 1, the range of Replicate's and Ideogram's seed fields, so it passes to every host. */
+export const SEED_MAX = 2_147_483_647;
 
 /** Optional request fields whose presence depends on the model (model and prompt are always accepted). */
 export const MODEL_SPECIFIC_FIELDS = [
@@ -48,6 +50,7 @@ export const COMMON_FIELDS = [
 	'aspect_ratio',
 	'response_format',
 	'output_format',
+	'seed',
 ] as const;
 export type CommonField = (typeof COMMON_FIELDS)[number];
 export type GenerationField = CommonField | ModelSpecificField;
@@ -195,6 +198,7 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, s
 						? { negative_prompt_max_length: PROMPT_MAX_LENGTH }
 						: {}),
 					...(spec.maxInputImages > 0 ? { max_input_images: spec.maxInputImages } : {}),
+					seed_max: SEED_MAX,
 				},
 				defaults: {
 					aspect_ratio: DEFAULTS.aspect_ratio,

@@ -77,33 +77,34 @@ async function hostedBytes(url: string): Promise<Buffer> {
 
 describe('replicate', () => {
 	test('p-image: model path, bearer token, sync wait, input mapping; our URL serves the host’s bytes', async () => {
-		const answer = await generate(replicate, { model: 'p-image', prompt: 'A red bicycle', aspect_ratio: '16:9' });
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'A red bicycle', aspect_ratio: '16:9', seed: 42 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/models/');
 		expect(call!.path).toBe('/v1/models/prunaai/p-image/predictions');
 		expect(call!.headers.authorization).toBe('Bearer r8_test_token');
 		expect(call!.headers.prefer).toBe('wait=60');
-		expect(call!.json).toEqual({ input: { prompt: 'A red bicycle', aspect_ratio: '16:9' } });
+		expect(call!.json).toEqual({ input: { prompt: 'A red bicycle', aspect_ratio: '16:9', seed: 42 } });
+		expect(answer.body.data[0].seed).toBe(42);
 		expect(answer.body.data[0].url.startsWith(`${replicate.origin}/files/`)).toBe(true);
 		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
 	});
 
 	test('p-image-edit: input images handed over as data URIs', async () => {
 		const input = await makeImage('jpeg', 40, 30);
-		const answer = await generate(replicate, { model: 'p-image-edit', prompt: 'Blue', images: [input.toString('base64')], aspect_ratio: '16:9', response_format: 'b64_json' });
+		const answer = await generate(replicate, { model: 'p-image-edit', prompt: 'Blue', images: [input.toString('base64')], aspect_ratio: '16:9', response_format: 'b64_json', seed: 0 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/models/');
 		expect(call!.path).toBe('/v1/models/prunaai/p-image-edit/predictions');
-		expect(call!.json.input).toEqual({ prompt: 'Blue', aspect_ratio: '16:9', images: [`data:image/jpeg;base64,${input.toString('base64')}`] });
+		expect(call!.json.input).toEqual({ prompt: 'Blue', aspect_ratio: '16:9', seed: 0, images: [`data:image/jpeg;base64,${input.toString('base64')}`] });
 		expect(Buffer.from(answer.body.data[0].b64_json, 'base64').equals(wide)).toBe(true);
 	});
 
 	test('textimage-v2: ideogram-v2 on Replicate with its spelling of style and magic prompt', async () => {
-		const answer = await generate(replicate, { model: 'textimage-v2', prompt: 'Poster', negative_prompt: 'blur', style_type: 'RENDER_3D', magic_prompt_option: 'OFF', aspect_ratio: '16:9' });
+		const answer = await generate(replicate, { model: 'textimage-v2', prompt: 'Poster', negative_prompt: 'blur', style_type: 'RENDER_3D', magic_prompt_option: 'OFF', aspect_ratio: '16:9', seed: 2_147_483_647 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/models/');
 		expect(call!.path).toBe('/v1/models/ideogram-ai/ideogram-v2/predictions');
-		expect(call!.json.input).toEqual({ prompt: 'Poster', aspect_ratio: '16:9', negative_prompt: 'blur', style_type: 'Render 3D', magic_prompt_option: 'Off' });
+		expect(call!.json.input).toEqual({ prompt: 'Poster', aspect_ratio: '16:9', seed: 2_147_483_647, negative_prompt: 'blur', style_type: 'Render 3D', magic_prompt_option: 'Off' });
 	});
 
 	test('an unfinished prediction is polled at urls.get until it succeeds', async () => {
@@ -186,11 +187,12 @@ describe('replicate', () => {
 
 describe('pruna', () => {
 	test('p-image: apikey, Model and Try-Sync headers, input mapping; the delivery is fetched with the key', async () => {
-		const answer = await generate(pruna, { model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '16:9' });
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '16:9', seed: 7 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/predictions');
 		expect(call!.headers).toMatchObject({ apikey: 'pruna-test-key', model: 'p-image', 'try-sync': 'true' });
-		expect(call!.json).toEqual({ input: { prompt: 'A lighthouse', aspect_ratio: '16:9' } });
+		expect(call!.json).toEqual({ input: { prompt: 'A lighthouse', aspect_ratio: '16:9', seed: 7 } });
+		expect(answer.body.data[0].seed).toBe(7);
 		expect(fake.callsTo('GET', '/v1/predictions/delivery/')[0]!.headers.apikey).toBe('pruna-test-key');
 		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
 	});
@@ -214,6 +216,14 @@ describe('pruna', () => {
 		expect(prediction!.headers.model).toBe('p-image-edit');
 		expect(prediction!.json.input.images).toHaveLength(2);
 		expect(prediction!.json.input.images.every((url: string) => url.startsWith('https://files.pruna.example/'))).toBe(true);
+	});
+
+	test('without a seed, one is drawn, sent to the host and echoed', async () => {
+		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		const sent = fake.callsTo('POST', '/v1/predictions')[0]!.json.input.seed;
+		expect(Number.isInteger(sent) && sent >= 0 && sent <= 2_147_483_647).toBe(true);
+		expect(answer.body.data[0].seed).toBe(sent);
 	});
 
 	test('asynchronous: polled at get_url until it succeeds', async () => {
@@ -250,12 +260,12 @@ describe('pruna', () => {
 describe('ideogram', () => {
 	test('textimage-v2: Api-Key header and image_request with V_2, ASPECT_ ratios and our enum spellings', async () => {
 		fake.setImage(square);
-		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'A poster', negative_prompt: 'blur', style_type: 'ANIME', magic_prompt_option: 'ON', aspect_ratio: '1:1' });
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'A poster', negative_prompt: 'blur', style_type: 'ANIME', magic_prompt_option: 'ON', aspect_ratio: '1:1', seed: 12345 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/generate');
 		expect(call!.headers['api-key']).toBe('ideogram-key');
 		expect(call!.json).toEqual({
-			image_request: { prompt: 'A poster', model: 'V_2', aspect_ratio: 'ASPECT_1_1', style_type: 'ANIME', magic_prompt_option: 'ON', negative_prompt: 'blur' },
+			image_request: { prompt: 'A poster', model: 'V_2', aspect_ratio: 'ASPECT_1_1', style_type: 'ANIME', magic_prompt_option: 'ON', negative_prompt: 'blur', seed: 12345 },
 		});
 		expect((await hostedBytes(answer.body.data[0].url)).equals(square)).toBe(true);
 	});
@@ -435,9 +445,13 @@ describe('a provider’s key goes only to its configured origin', () => {
 
 describe('upstream (another imagegen-server)', () => {
 	test('the validated request is forwarded with the upstream’s key; the upstream’s image is what we host', async () => {
+		// No seed given: the one we draw is what the upstream draws with, so the sandbox repeats it.
 		const request = { model: 'p-image', prompt: 'Same picture twice', aspect_ratio: '4:3', output_format: 'webp' };
-		const [ours, theirs] = await Promise.all([generate(upstream, request), generate(sandbox, { ...request, response_format: 'b64_json' })]);
+		const ours = await generate(upstream, request);
 		expect(ours.status).toBe(200);
+		const seed = ours.body.data[0].seed;
+		expect(Number.isInteger(seed)).toBe(true);
+		const theirs = await generate(sandbox, { ...request, response_format: 'b64_json', seed });
 		expect((await hostedBytes(ours.body.data[0].url)).equals(Buffer.from(theirs.body.data[0].b64_json, 'base64'))).toBe(true);
 		expect(sandboxProxy.requests.map((call) => call.path)).toEqual(['/v1/images/generations']);
 	});

@@ -3,9 +3,10 @@
  * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
  * The time limit and the client going away both stop the provider; they end in different errors.
  */
+import { randomInt } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
-import { MODELS } from '../../../core/models';
+import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { ServiceContext } from '../context';
 import { parsePriceOverrides } from '../prices';
@@ -29,7 +30,10 @@ export function createGenerationRunner(context: ServiceContext): GenerationRunne
 	const prices = parsePriceOverrides(context.generation.prices ?? '');
 	const timeoutMs = context.generation.timeoutMs;
 
-	return async (generation, caller) => {
+	return async (request, caller) => {
+		// Drawn here when absent, so every host gets one and the answer can say which it was.
+		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
+		const seed = generation.seed;
 		const provider = providers[generation.model];
 		checkProviderLimits(generation, provider);
 		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
@@ -41,10 +45,10 @@ export function createGenerationRunner(context: ServiceContext): GenerationRunne
 			const bytes = await providerBytes(output, provider, context, signal, stopped);
 			const image = await normalizeOutput(bytes, generation, provider.name);
 			if (generation.response_format === 'b64_json') {
-				data.push({ b64_json: image.bytes.toString('base64') });
+				data.push({ b64_json: image.bytes.toString('base64'), seed });
 			} else {
 				const stored = await context.store.putBuffer(image.bytes, image.media);
-				data.push({ url: context.store.publicUrl(stored), expires_at: stored.expiresAt.toISOString() });
+				data.push({ url: context.store.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
 			}
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;

@@ -34,6 +34,8 @@ export function ideogramImageRequest(request: GenerationRequest): Record<string,
 		style_type: request.style_type ?? 'AUTO',
 		magic_prompt_option: request.magic_prompt_option ?? 'AUTO',
 		...(request.negative_prompt ? { negative_prompt: request.negative_prompt } : {}),
+		// image_request.seed: 0 … 2147483647 in Ideogram's V_2 reference.
+		...(request.seed === undefined ? {} : { seed: request.seed }),
 	};
 }
 

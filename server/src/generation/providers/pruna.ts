@@ -56,7 +56,8 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 		name: 'pruna',
 		limits: PRUNA_LIMITS[model],
 		async generate(request, context) {
-			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+			// Both input schemas take `seed` (docs.api.pruna.ai, Models API schemas p-image and p-image-edit).
+			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
 			if (request.model === 'p-image-edit') {
 				const images = await loadInputImages(request, context);
 				input.images = await Promise.all(

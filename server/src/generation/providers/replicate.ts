@@ -58,7 +58,8 @@ interface Prediction {
 }
 
 export async function replicateInput(request: GenerationRequest, context: GenerationContext): Promise<Record<string, unknown>> {
-	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
+	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
 	if (request.model === 'p-image-edit') input.images = (await loadInputImages(request, context)).map(toDataUri);
 	if (request.model === 'textimage-v2') {
 		input.style_type = STYLE_NAMES[request.style_type ?? 'AUTO'];
