@@ -31,6 +31,8 @@ export type MagicPromptOption = (typeof MAGIC_PROMPT_OPTIONS)[number];
 
 export const PROMPT_MAX_LENGTH = 10_000;
 export const MAX_INPUT_IMAGES = 10;
+/** `seed` takes 0 … 2^31 − 1, the range of Replicate's and Ideogram's seed fields, so it passes to every host. */
+export const SEED_MAX = 2_147_483_647;
 
 /** Optional request fields whose presence depends on the model (model and prompt are always accepted). */
 export const MODEL_SPECIFIC_FIELDS = [
@@ -48,6 +50,7 @@ export const COMMON_FIELDS = [
 	'aspect_ratio',
 	'response_format',
 	'output_format',
+	'seed',
 ] as const;
 export type CommonField = (typeof COMMON_FIELDS)[number];
 export type GenerationField = CommonField | ModelSpecificField;
@@ -123,6 +126,25 @@ export const MODELS: Readonly<Record<ModelId, ModelSpec>> = {
 	},
 };
 
+/**
+ * What the host serving a model can take, when it is less than the catalog allows. A host only
+ * ever narrows the catalog's entry, so the catalog stays the one description of every model.
+ */
+export interface ModelLimits {
+	readonly maxInputImages?: number;
+	readonly promptMaxLength?: number;
+	readonly aspectRatios?: readonly AspectRatio[];
+}
+
+export function narrowSpec(spec: ModelSpec, limits: ModelLimits = {}): ModelSpec {
+	return {
+		...spec,
+		maxInputImages: Math.min(spec.maxInputImages, limits.maxInputImages ?? Infinity),
+		promptMaxLength: Math.min(spec.promptMaxLength, limits.promptMaxLength ?? Infinity),
+		aspectRatios: limits.aspectRatios ? spec.aspectRatios.filter((ratio) => limits.aspectRatios!.includes(ratio)) : spec.aspectRatios,
+	};
+}
+
 export function isModelId(value: unknown): value is ModelId {
 	return typeof value === 'string' && (MODEL_IDS as readonly string[]).includes(value);
 }
@@ -147,12 +169,15 @@ export function dimensionsFor(
 	return w >= h ? { width: longSide, height: short } : { width: short, height: longSide };
 }
 
-/** Public description of the catalog, as served by `GET /v1/models`. */
-export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}) {
+/**
+ * Public description of the catalog, as served by `GET /v1/models`; `specs` are the entries in
+ * force where a host narrows them (see narrowSpec).
+ */
+export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, specs: Partial<Record<ModelId, ModelSpec>> = {}) {
 	return {
 		object: 'list' as const,
 		data: MODEL_IDS.map((id) => {
-			const spec = MODELS[id];
+			const spec = specs[id] ?? MODELS[id];
 			return {
 				id,
 				object: 'model' as const,
@@ -173,6 +198,7 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}) {
 						? { negative_prompt_max_length: PROMPT_MAX_LENGTH }
 						: {}),
 					...(spec.maxInputImages > 0 ? { max_input_images: spec.maxInputImages } : {}),
+					seed_max: SEED_MAX,
 				},
 				defaults: {
 					aspect_ratio: DEFAULTS.aspect_ratio,

@@ -26,7 +26,10 @@ export function parseRetryAfter(header: unknown, now: number = Date.now()): numb
 
 /**
  * The wait before retry number `attempt` (1-based): what the service asked for when it said, else
- * exponential backoff with full jitter. Capped either way so a node never stalls for minutes.
+ * exponential backoff with equal jitter: half the exponential step fixed, the other half random.
+ * Equal rather than full jitter because full jitter may retry almost at once, against a host
+ * that has just said it is overloaded; the random half still spreads clients apart. Capped
+ * either way so a node never stalls for minutes.
  */
 export function retryDelayMs(
 	attempt: number,

@@ -14,6 +14,7 @@ import {
 	MODELS,
 	PROMPT_MAX_LENGTH,
 	RESPONSE_FORMATS,
+	SEED_MAX,
 	STYLE_TYPES,
 	isModelId,
 	modelsAccepting,
@@ -38,6 +39,8 @@ export interface GenerationRequest {
 	magic_prompt_option?: MagicPromptOption;
 	response_format: ResponseFormat;
 	output_format: ImageOutputFormat;
+	/** The same seed with the same request gives the same image (exactly so on the sandbox). */
+	seed?: number;
 }
 
 const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...MODEL_SPECIFIC_FIELDS]);
@@ -94,6 +97,17 @@ const imageInputs = z
 		return list as string[];
 	});
 
+/** Strict: a whole number in range, never a numeric string or a float rounded for the caller. */
+const seedField = z.unknown().transform((value, ctx): number | undefined => {
+	if (value === undefined) return undefined;
+	if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= SEED_MAX) return value;
+	ctx.addIssue({
+		code: z.ZodIssueCode.custom,
+		message: `must be a whole number from 0 to ${SEED_MAX}; got ${typeof value === 'number' ? String(value) : describeType(value)}`,
+	});
+	return z.NEVER;
+});
+
 function schemaFor(spec: ModelSpec) {
 	const accepts = (field: ModelSpecificField) => spec.fields.includes(field);
 	return z
@@ -103,6 +117,7 @@ function schemaFor(spec: ModelSpec) {
 			aspect_ratio: enumOf(spec.aspectRatios).default(DEFAULTS.aspect_ratio),
 			response_format: enumOf(RESPONSE_FORMATS).default(DEFAULTS.response_format),
 			output_format: enumOf(spec.outputFormats).default(DEFAULTS.output_format),
+			seed: seedField,
 			...(accepts('images') ? { images: imageInputs } : {}),
 			...(accepts('negative_prompt') ? { negative_prompt: textField(PROMPT_MAX_LENGTH, false).optional() } : {}),
 			...(accepts('style_type') ? { style_type: enumOf(STYLE_TYPES).default(DEFAULTS.style_type) } : {}),

@@ -142,7 +142,7 @@ export async function buildApp(
 				rateLimit(request.apiKeyId);
 			});
 			installNotFoundHandler(v1);
-			await registerModelRoutes(v1, config.priceOverrides);
+			await registerModelRoutes(v1, config.priceOverrides, context.generation);
 			await registerUploadRoutes(v1, { store: context.store as DiskFileStore, openRemote, maxUploadBytes: config.maxUploadBytes });
 			await registerGenerationRoutes(v1, context);
 			await registerUsageRoutes(v1, context.usage);

@@ -8,6 +8,7 @@ import {
 	parseGenerationRequest,
 	toGenerationBody,
 } from '../../index';
+import { narrowSpec, type AspectRatio } from '../../core/models';
 
 describe('the catalog', () => {
 	it('keeps every aspect ratio within 3 % and the long side within 1024–2048', () => {
@@ -35,6 +36,24 @@ describe('the catalog', () => {
 		expect(byId['p-image']!.fields).not.toContain('negative_prompt');
 		expect(byId['textimage-v2']!.pricing.per_image_usd).toBe(0.05);
 		expect(byId['p-image']!.pricing.per_image_usd).toBe(0.0035);
+	});
+});
+
+describe('a host narrows a model, never widens it', () => {
+	it('takes the smaller of each limit and the common aspect ratios', () => {
+		const narrowed = narrowSpec(MODELS['textimage-v2'], { promptMaxLength: 500, maxInputImages: 3, aspectRatios: ['1:1', '3:1', '5:4' as AspectRatio] });
+		expect(narrowed.promptMaxLength).toBe(500);
+		expect(narrowed.maxInputImages).toBe(0);
+		expect(narrowed.aspectRatios).toEqual(['1:1', '3:1']);
+		expect(narrowSpec(MODELS['p-image-edit'], { maxInputImages: 50, promptMaxLength: 1e9 })).toEqual(MODELS['p-image-edit']);
+		expect(narrowSpec(MODELS['p-image'])).toEqual(MODELS['p-image']);
+	});
+
+	it('describes the narrowed entry where one is given', () => {
+		const catalog = describeCatalog({}, { 'p-image-edit': narrowSpec(MODELS['p-image-edit'], { maxInputImages: 5 }) });
+		const byId = Object.fromEntries(catalog.data.map((model) => [model.id, model]));
+		expect(byId['p-image-edit']!.limits).toMatchObject({ max_input_images: 5 });
+		expect(describeCatalog().data.find((model) => model.id === 'p-image-edit')!.limits).toMatchObject({ max_input_images: 10 });
 	});
 });
 

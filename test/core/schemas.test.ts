@@ -3,6 +3,7 @@ import {
 	EXTENDED_ASPECT_RATIOS,
 	ImageGenError,
 	MODEL_IDS,
+	SEED_MAX,
 	STANDARD_ASPECT_RATIOS,
 	parseGenerationRequest,
 	parseUploadJson,
@@ -22,6 +23,22 @@ function rejection(body: unknown): ImageGenError {
 }
 
 describe('parseGenerationRequest', () => {
+	describe('seed', () => {
+		it.each(MODEL_IDS)('%s takes an integer seed from 0 to 2147483647, and none at all', (model) => {
+			const body = model === 'p-image-edit' ? { model, prompt: 'a cat', images: PNG_BASE64 } : { model, prompt: 'a cat' };
+			expect(parseGenerationRequest({ ...body, seed: 0 }).seed).toBe(0);
+			expect(parseGenerationRequest({ ...body, seed: SEED_MAX }).seed).toBe(2_147_483_647);
+			expect(parseGenerationRequest(body).seed).toBeUndefined();
+		});
+
+		it.each([-1, 0.5, 2_147_483_648, Number.MAX_SAFE_INTEGER, '7', null, [1], { value: 1 }])('refuses %p, naming seed', (seed) => {
+			const error = rejection({ model: 'p-image', prompt: 'a cat', seed });
+			expect(error.status).toBe(400);
+			expect(error.param).toBe('seed');
+			expect(error.message).toMatch(/^'seed' must be a whole number from 0 to 2147483647; got /);
+		});
+	});
+
 	it.each(MODEL_IDS)('applies the documented defaults for %s', (model) => {
 		const body = model === 'p-image-edit' ? { model, prompt: 'a cat', images: PNG_BASE64 } : { model, prompt: 'a cat' };
 		const parsed = parseGenerationRequest(body);

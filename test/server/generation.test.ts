@@ -84,11 +84,61 @@ describe('POST /v1/images/generations', () => {
 		}
 	});
 
-	it('is deterministic: the same request gives the same bytes, another prompt other bytes', async () => {
+	describe('seed', () => {
 		const body = { model: 'textimage-v2', prompt: 'same every time', response_format: 'b64_json', style_type: 'DESIGN' };
-		const [first, second, other] = await Promise.all([generate(body), generate(body), generate({ ...body, prompt: 'something else' })]);
-		expect(first.body.data[0].b64_json).toBe(second.body.data[0].b64_json);
-		expect(first.body.data[0].b64_json).not.toBe(other.body.data[0].b64_json);
+		const bytesOf = (answer: { body: any }) => Buffer.from(answer.body.data[0].b64_json, 'base64');
+
+		it('the same request with the same seed gives byte-identical images; the answer echoes the seed', async () => {
+			const [first, second] = await Promise.all([generate({ ...body, seed: 1234 }), generate({ ...body, seed: 1234 })]);
+			expect([first.status, second.status]).toEqual([200, 200]);
+			expect(bytesOf(first).equals(bytesOf(second))).toBe(true);
+			expect(first.body.data[0].seed).toBe(1234);
+		});
+
+		it('another seed, or another prompt, gives other bytes', async () => {
+			const [base, otherSeed, otherPrompt] = await Promise.all([
+				generate({ ...body, seed: 1 }),
+				generate({ ...body, seed: 2 }),
+				generate({ ...body, prompt: 'something else', seed: 1 }),
+			]);
+			expect(bytesOf(base).equals(bytesOf(otherSeed))).toBe(false);
+			expect(bytesOf(base).equals(bytesOf(otherPrompt))).toBe(false);
+		});
+
+		it('without a seed one is drawn and echoed; sending it back repeats the image', async () => {
+			const drawn = await generate(body);
+			const seed = drawn.body.data[0].seed;
+			expect(Number.isInteger(seed) && seed >= 0 && seed <= 2_147_483_647).toBe(true);
+			expect(bytesOf(await generate({ ...body, seed })).equals(bytesOf(drawn))).toBe(true);
+		});
+
+		it.each<[ModelId, Record<string, unknown>]>([
+			['p-image', {}],
+			['p-image-edit', { images: 'PNG' }],
+			['textimage-v2', {}],
+		])('%s takes a seed, at both ends of its range, on hosted answers too', async (model, extra) => {
+			const images = extra.images ? { images: png } : {};
+			for (const seed of [0, 2_147_483_647]) {
+				const answer = await generate({ model, prompt: 'x', seed, ...images });
+				expect(answer.status).toBe(200);
+				expect(answer.body.data[0]).toMatchObject({ seed, url: expect.any(String) });
+			}
+		});
+
+		it.each([
+			['negative', -1, /got -1/],
+			['a fraction', 1.5, /got 1\.5/],
+			['a numeric string', '42', /got a string/],
+			['too big', 2_147_483_648, /got 2147483648/],
+			['null', null, /got null/],
+			['a boolean', true, /got a boolean/],
+		])('a seed that is %s is a 400 naming seed', async (_, seed, message) => {
+			const answer = await generate({ model: 'p-image', prompt: 'x', seed });
+			expect(answer.status).toBe(400);
+			expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', param: 'seed' });
+			expect(answer.body.error.message).toMatch(/'seed' must be a whole number from 0 to 2147483647/);
+			expect(answer.body.error.message).toMatch(message);
+		});
 	});
 
 	describe('input images of p-image-edit', () => {
@@ -157,7 +207,7 @@ describe('POST /v1/images/generations', () => {
 		[{ model: 'p-image', prompt: 'x', aspect_ratio: '3:1' }, 'aspect_ratio', /for model 'p-image'/],
 		[{ model: 'p-image', prompt: 'x', negative_prompt: 'y' }, 'negative_prompt', /only by textimage-v2/],
 		[{ model: 'p-image', prompt: 'x', images: 'abcd' }, 'images', /only by p-image-edit/],
-		[{ model: 'p-image', prompt: 'x', seed: 3 }, 'seed', /Unknown field/],
+		[{ model: 'p-image', prompt: 'x', quality: 'hd' }, 'quality', /Unknown field/],
 		[{ model: 'p-image', prompt: 'x', output_format: 'gif' }, 'output_format', /png, jpeg, webp/],
 		[{ model: 'p-image', prompt: 'x', response_format: 'json' }, 'response_format', /url, b64_json/],
 		[{ model: 'p-image-edit', prompt: 'x' }, 'images', /required/],

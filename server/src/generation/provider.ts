@@ -2,6 +2,7 @@
  * What a generation provider is: something that turns a validated request into image bytes
  * (or a URL of its own, which we fetch and re-host so every URL we answer with is ours).
  */
+import type { ModelLimits } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 
 export type ProviderImage = { bytes: Buffer } | { url: string };
@@ -19,5 +20,7 @@ export interface GenerationContext {
 export interface GenerationProvider {
 	/** Name used in configuration (`--providers p-image=replicate`) and in logs. */
 	readonly name: string;
+	/** What the host takes for this model where it is less than the catalog allows (documented limits). */
+	readonly limits?: ModelLimits;
 	generate(request: GenerationRequest, context: GenerationContext): Promise<ProviderImage[]>;
 }

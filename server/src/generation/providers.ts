@@ -3,6 +3,7 @@
  * models not listed stay on `sandbox`. Checked at start-up so a typo fails loudly, not per request.
  */
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
+import type { GenerationSettings } from '../context';
 import type { GenerationProvider } from './provider';
 import { ideogramProvider } from './providers/ideogram';
 import { prunaProvider } from './providers/pruna';
@@ -36,6 +37,18 @@ export function buildProviderTable(selection: string | undefined, env: NodeJS.Pr
 			throw new Error(`providers: unknown provider '${name}' for ${model} (known: ${Object.keys(PROVIDER_FACTORIES).join(', ')})`);
 		}
 		table[model] = factory(model, env);
+	}
+	return table;
+}
+
+const tables = new WeakMap<GenerationSettings, ProviderTable>();
+
+/** One table per configuration, so the catalog we describe and the providers we run never differ. */
+export function providerTableFor(settings: GenerationSettings): ProviderTable {
+	let table = tables.get(settings);
+	if (!table) {
+		table = buildProviderTable(settings.providers, settings.env);
+		tables.set(settings, table);
 	}
 	return table;
 }

@@ -19,6 +19,7 @@ export const sandboxProvider: GenerationProvider = {
 				styleType: request.style_type,
 				negativePrompt: request.negative_prompt,
 				magicPromptOption: request.magic_prompt_option,
+				seed: request.seed ?? 0,
 				inputs,
 			},
 			request.output_format,

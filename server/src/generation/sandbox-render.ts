@@ -1,7 +1,8 @@
 /**
  * The sandbox renderer: a deterministic picture of the request itself. It is a stand-in for
- * development and tests (offline, free, reproducible), not an image model: the same request always
- * gives the same bytes, and what was asked for (prompt, model, style, input images) is visible.
+ * development and tests (offline, free, reproducible), not an image model: the same request with
+ * the same seed always gives the same bytes, another seed other colours and shapes, and what was
+ * asked for (prompt, model, style, input images) is visible.
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
@@ -15,6 +16,7 @@ export interface SandboxScene {
 	styleType?: StyleType;
 	negativePrompt?: string;
 	magicPromptOption?: string;
+	seed: number;
 	/** Decoded input images (p-image-edit), composed as tiles under the caption. */
 	inputs: Buffer[];
 }
@@ -150,7 +152,7 @@ async function tiles(scene: SandboxScene): Promise<sharp.OverlayOptions[]> {
 
 export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat): Promise<Buffer> {
 	const seed = createHash('sha256')
-		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '']))
+		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
 	const palette = paletteFor(scene, seed);
 	const layers: sharp.OverlayOptions[] = [

@@ -78,6 +78,16 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 	function route(call: RecordedCall, response: http.ServerResponse): void {
 		const { method, path } = call;
 		if (method === 'GET' && path.startsWith('/out/')) return void response.writeHead(200, { 'content-type': 'image/png' }).end(image);
+		// An output that arrives a few bytes at a time and never completes: a download slower than any limit.
+		if (method === 'GET' && path.startsWith('/drip/')) {
+			response.writeHead(200, { 'content-type': 'image/png', 'content-length': String(image.length) });
+			let sent = 0;
+			const timer = setInterval(() => {
+				if (sent < image.length - 1) response.write(image.subarray(sent, ++sent));
+			}, 100);
+			response.on('close', () => clearInterval(timer));
+			return;
+		}
 
 		// Replicate
 		if (method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(path)) {

@@ -6,10 +6,20 @@
  * prompt, resolution, is_image_safe, seed, style_type }] }` with URLs that expire, so we re-host.
  */
 import { ImageGenError } from '../../../../core/errors';
+import type { ModelLimits } from '../../../../core/models';
 import type { GenerationRequest } from '../../../../core/schemas';
 import type { GenerationProvider } from '../provider';
+import { hostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
 import { providerJson, providerRetryPolicy } from './provider-http';
+
+/**
+ * Ideogram's documented limits: a prompt of up to 10,000 characters
+ * (https://developer.ideogram.ai/api-reference/images/generate) and the ASPECT_* ratios of the
+ * legacy V_2 endpoint, which include all eleven of the catalog's; nothing narrower than the
+ * catalog, stated so that a change on their side is one edit here.
+ */
+export const IDEOGRAM_LIMITS: ModelLimits = { promptMaxLength: 10_000 };
 
 interface IdeogramAnswer {
 	data?: Array<{ url?: string; is_image_safe?: boolean }>;
@@ -24,6 +34,8 @@ export function ideogramImageRequest(request: GenerationRequest): Record<string,
 		style_type: request.style_type ?? 'AUTO',
 		magic_prompt_option: request.magic_prompt_option ?? 'AUTO',
 		...(request.negative_prompt ? { negative_prompt: request.negative_prompt } : {}),
+		// image_request.seed: 0 … 2147483647 in Ideogram's V_2 reference.
+		...(request.seed === undefined ? {} : { seed: request.seed }),
 	};
 }
 
@@ -32,14 +44,16 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 	const apiKey = requiredEnv(env, 'IDEOGRAM_API_KEY', 'ideogram', model);
 	const root = baseUrl(env, 'IDEOGRAM_BASE_URL', 'https://api.ideogram.ai');
 	const retry = providerRetryPolicy(env);
+	const credentials = hostCredentials(root, { 'api-key': apiKey });
 	return {
 		name: 'ideogram',
+		limits: IDEOGRAM_LIMITS,
 		async generate(request, context) {
 			const answer = await providerJson<IdeogramAnswer>({
 				provider: 'ideogram',
 				method: 'POST',
 				url: `${root}/generate`,
-				headers: { 'api-key': apiKey },
+				credentials,
 				json: { image_request: ideogramImageRequest(request) },
 				signal: context.signal,
 				retry,

@@ -2,18 +2,27 @@
  * HTTP calls to model hosts: bounded retries on 429 and 5xx that honour Retry-After (the policy
  * the nodes use too), the request's abort signal (our time limit, our client going away), and a
  * host's failure turned into our error shape: 429 stays 429 with its Retry-After, everything else
- * becomes a 502 that carries the host's own message.
+ * becomes a 502 that carries the host's own message. Credentials are attached per hop, only on
+ * the configured origin: redirects are followed here, because fetch would carry custom key
+ * headers (`apikey`, `Api-Key`) along to whatever origin a redirect names.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
+import { isOwnOrigin, type HostCredentials } from './host-credentials';
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
 
 export interface ProviderRequest {
 	/** Provider name, for messages. */
 	provider: string;
 	method: 'GET' | 'POST';
 	url: string;
+	/** Headers without secrets (`Model`, `Prefer`, …). */
 	headers?: Record<string, string>;
+	/** Sent only while the URL is on their origin. */
+	credentials?: HostCredentials;
 	json?: unknown;
 	form?: FormData;
 	signal: AbortSignal;
@@ -63,8 +72,29 @@ async function send(request: ProviderRequest): Promise<Response> {
 	} else if (request.form) {
 		body = request.form;
 	}
+	let { url, method } = request;
+	for (let hop = 0; ; hop++) {
+		const credentials = request.credentials && isOwnOrigin(url, request.credentials) ? request.credentials.headers : {};
+		const response = await fetchOnce(request, url, { method, headers: { ...headers, ...credentials }, body, signal: request.signal, redirect: 'manual' });
+		const location = response.headers.get('location');
+		if (!REDIRECT_STATUSES.has(response.status) || !location) return response;
+		await response.body?.cancel();
+		if (hop === MAX_REDIRECTS) {
+			throw new ImageGenError(502, `The ${request.provider} provider redirected more than ${MAX_REDIRECTS} times`, { code: 'upstream_failed' });
+		}
+		url = new URL(location, url).toString();
+		// As fetch does: 303, and 301/302 after a POST, continue as a GET without a body.
+		if (response.status === 303 || (method === 'POST' && response.status !== 307 && response.status !== 308)) {
+			method = 'GET';
+			body = undefined;
+			delete headers['content-type'];
+		}
+	}
+}
+
+async function fetchOnce(request: ProviderRequest, url: string, init: RequestInit): Promise<Response> {
 	try {
-		return await fetch(request.url, { method: request.method, headers, body, signal: request.signal });
+		return await fetch(url, init);
 	} catch (error) {
 		if (request.signal.aborted) throw error;
 		const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);

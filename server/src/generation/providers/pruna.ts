@@ -6,14 +6,28 @@
  * polled until `status` is succeeded, failed or canceled (`error` holds the reason). The output is
  * downloaded from `generation_url` with the API key. Input images are first uploaded with
  * POST {base}/files (multipart part `content`), whose answer's `urls.get` goes into `input.images`.
+ * The key goes to the configured origin only (host-credentials.ts): a status URL elsewhere is
+ * refused, a delivery URL elsewhere is downloaded keyless through the address-checked fetcher.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
-import type { ModelId } from '../../../../core/models';
+import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationProvider } from '../provider';
+import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv } from './inputs';
 import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
+
+/**
+ * Where Pruna takes less than the catalog. p-image-edit: "Edit and compose multiple images
+ * (1-5)" (https://docs.api.pruna.ai/guides/models/p-image-edit). Aspect ratios (1:1, 16:9, 9:16,
+ * 4:3, 3:4, 3:2, 2:3 for both models, same page and /guides/models/p-image) match the catalog,
+ * and no prompt length is documented. Output formats are no limit: normalize-output.ts converts
+ * what the host returns (jpeg, png, webp) into the one asked for.
+ */
+export const PRUNA_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+	'p-image-edit': { maxInputImages: 5 },
+};
 
 interface PrunaStatus {
 	id?: string;
@@ -36,12 +50,14 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 	const root = baseUrl(env, 'PRUNA_BASE_URL', 'https://api.pruna.ai/v1');
 	const retry = providerRetryPolicy(env);
 	const pollMs = Number(env.PRUNA_POLL_INTERVAL_MS ?? 1000);
-	const auth = { apikey: apiKey };
+	const credentials = hostCredentials(root, { apikey: apiKey });
 
 	return {
 		name: 'pruna',
+		limits: PRUNA_LIMITS[model],
 		async generate(request, context) {
-			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+			// Both input schemas take `seed` (docs.api.pruna.ai, Models API schemas p-image and p-image-edit).
+			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
 			if (request.model === 'p-image-edit') {
 				const images = await loadInputImages(request, context);
 				input.images = await Promise.all(
@@ -49,7 +65,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 						const form = new FormData();
 						const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
 						form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
-						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, headers: auth, form, signal: context.signal, retry });
+						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, credentials, form, signal: context.signal, retry });
 						const url = file.urls?.get ?? file.url;
 						if (!url) throw new ImageGenError(502, 'The pruna provider accepted an input image but returned no URL for it', { code: 'upstream_invalid_output' });
 						return url;
@@ -60,30 +76,25 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				provider: 'pruna',
 				method: 'POST',
 				url: `${root}/predictions`,
-				headers: { ...auth, model: request.model, 'try-sync': 'true' },
+				headers: { model: request.model, 'try-sync': 'true' },
+				credentials,
 				json: { input },
 				signal: context.signal,
 				retry,
 			});
 			while (status.status !== 'succeeded' && status.status !== 'failed' && status.status !== 'canceled') {
-				const pollUrl = status.get_url ?? (status.id ? `${root}/predictions/status/${status.id}` : undefined);
-				if (!pollUrl) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
+				const answered = status.get_url ?? (status.id ? `${root}/predictions/status/${status.id}` : undefined);
+				if (!answered) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
+				const pollUrl = ownUrl(answered, credentials, 'pruna', 'status URL');
 				await sleep(pollMs, undefined, { signal: context.signal });
-				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, headers: auth, signal: context.signal, retry })), get_url: pollUrl };
+				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, retry })), get_url: pollUrl };
 			}
 			if (status.status !== 'succeeded' || !status.generation_url) {
 				throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
 			}
-			// The key goes only to Pruna's own origin, never to a host a delivery URL might name.
-			const sameOrigin = new URL(status.generation_url, root).origin === new URL(root).origin;
-			const bytes = await providerBytes({
-				provider: 'pruna',
-				method: 'GET',
-				url: new URL(status.generation_url, root).toString(),
-				headers: sameOrigin ? auth : {},
-				signal: context.signal,
-				retry,
-			});
+			const delivery = new URL(status.generation_url, `${root}/`);
+			if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
+			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, retry });
 			return [{ bytes }];
 		},
 	};

@@ -7,19 +7,35 @@
  * our client goes away or our time limit passes, `urls.cancel` is called so nobody pays for work
  * no one will see. Inputs follow each model's schema on Replicate (prunaai/p-image,
  * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs accept data URIs.
+ * The token goes to the configured origin only (host-credentials.ts): a `urls.get` elsewhere is
+ * refused, a `urls.cancel` elsewhere is replaced by our own cancel URL, and output URLs are
+ * downloaded keyless through the address-checked fetcher.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
-import type { ModelId } from '../../../../core/models';
+import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
+import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationRequest } from '../../../../core/schemas';
 import type { GenerationContext, GenerationProvider } from '../provider';
+import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
-import { providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
 	'p-image-edit': 'prunaai/p-image-edit',
 	'textimage-v2': 'ideogram-ai/ideogram-v2',
+};
+
+/**
+ * Where Replicate takes less than the catalog. prunaai/p-image-edit "supports up to 5 reference
+ * images" (https://replicate.com/prunaai/p-image-edit, the same model as Pruna's own API,
+ * https://docs.api.pruna.ai/guides/models/p-image-edit: 1-5). The aspect ratios in the
+ * prunaai/p-image and ideogram-ai/ideogram-v2 input schemas match the catalog's. Output formats
+ * are no limit: normalize-output.ts converts what the host returns into the one asked for.
+ */
+export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+	'p-image-edit': { maxInputImages: 5 },
 };
 
 /** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
@@ -42,7 +58,8 @@ interface Prediction {
 }
 
 export async function replicateInput(request: GenerationRequest, context: GenerationContext): Promise<Record<string, unknown>> {
-	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio };
+	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
+	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
 	if (request.model === 'p-image-edit') input.images = (await loadInputImages(request, context)).map(toDataUri);
 	if (request.model === 'textimage-v2') {
 		input.style_type = STYLE_NAMES[request.style_type ?? 'AUTO'];
@@ -57,11 +74,13 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 	const root = baseUrl(env, 'REPLICATE_BASE_URL', 'https://api.replicate.com/v1');
 	const retry = providerRetryPolicy(env);
 	const pollMs = Number(env.REPLICATE_POLL_INTERVAL_MS ?? 1000);
-	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers'>, headers: Record<string, string> = {}) =>
-		providerJson<Prediction>({ provider: 'replicate', retry, headers: { authorization: `Bearer ${token}`, ...headers }, ...request });
+	const credentials = hostCredentials(root, { authorization: `Bearer ${token}` });
+	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers' | 'credentials'>, headers: Record<string, string> = {}) =>
+		providerJson<Prediction>({ provider: 'replicate', retry, headers, credentials, ...request });
 
 	return {
 		name: 'replicate',
+		limits: REPLICATE_LIMITS[model],
 		async generate(request, context) {
 			let prediction = await call(
 				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal },
@@ -70,10 +89,11 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 			try {
 				while (prediction.status === 'starting' || prediction.status === 'processing') {
 					await sleep(pollMs, undefined, { signal: context.signal });
-					prediction = await call({ method: 'GET', url: prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, signal: context.signal });
+					const url = ownUrl(prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, credentials, 'replicate', 'status URL');
+					prediction = await call({ method: 'GET', url, signal: context.signal });
 				}
 			} catch (error) {
-				if (context.signal.aborted) await cancel(prediction, root, token);
+				if (context.signal.aborted) await cancel(prediction, root, credentials);
 				throw error;
 			}
 			return outputsOf(prediction);
@@ -82,10 +102,13 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 }
 
 /** Best effort and short: the caller is already failing for its own reason. */
-async function cancel(prediction: Prediction, root: string, token: string): Promise<void> {
-	const url = prediction.urls?.cancel ?? (prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined);
+async function cancel(prediction: Prediction, root: string, credentials: HostCredentials): Promise<void> {
+	const answered = prediction.urls?.cancel;
+	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined;
 	if (!url) return;
-	await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
+		.then((response) => response.body?.cancel())
+		.catch(() => undefined);
 }
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {

@@ -7,6 +7,7 @@
 import { ImageGenError } from '../../../../core/errors';
 import type { GenerationResponse } from '../../../../core/api';
 import type { GenerationProvider, ProviderImage } from '../provider';
+import { hostCredentials } from './host-credentials';
 import { loadInputImages, requiredEnv, baseUrl, toDataUri } from './inputs';
 import { providerJson, providerRetryPolicy } from './provider-http';
 
@@ -14,6 +15,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 	const root = baseUrl(env, 'UPSTREAM_BASE_URL', requiredEnv(env, 'UPSTREAM_BASE_URL', 'upstream', model));
 	const apiKey = requiredEnv(env, 'UPSTREAM_API_KEY', 'upstream', model);
 	const retry = providerRetryPolicy(env);
+	const credentials = hostCredentials(root, { authorization: `Bearer ${apiKey}` });
 	return {
 		name: 'upstream',
 		async generate(request, context) {
@@ -22,7 +24,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				provider: 'upstream',
 				method: 'POST',
 				url: `${root}/images/generations`,
-				headers: { authorization: `Bearer ${apiKey}` },
+				credentials,
 				json: { ...request, ...(images ? { images } : {}), response_format: 'b64_json' },
 				signal: context.signal,
 				retry,

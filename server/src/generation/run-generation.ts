@@ -1,0 +1,121 @@
+/**
+ * One generation, from a validated request to the answer body: the model's provider draws, every
+ * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
+ * The time limit and the client going away both stop the provider; they end in different errors.
+ */
+import { randomInt } from 'node:crypto';
+import { ImageGenError } from '../../../core/errors';
+import type { GeneratedImage, GenerationResponse } from '../../../core/api';
+import { MODELS, SEED_MAX } from '../../../core/models';
+import type { GenerationRequest } from '../../../core/schemas';
+import type { ServiceContext } from '../context';
+import { parsePriceOverrides } from '../prices';
+import { inputImageLoader } from './input-images';
+import { normalizeOutput } from './normalize-output';
+import type { GenerationProvider, ProviderImage } from './provider';
+import { checkProviderLimits } from './provider-limits';
+import { providerTableFor } from './providers';
+
+export interface GenerationCaller {
+	apiKeyId: string;
+	/** Aborted when the client goes away, so providers stop working for nobody. */
+	clientGone: AbortSignal;
+}
+
+export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationResponse>;
+
+/** Reads the provider and price configuration once; throws at start-up when it is wrong. */
+export function createGenerationRunner(context: ServiceContext): GenerationRunner {
+	const providers = providerTableFor(context.generation);
+	const prices = parsePriceOverrides(context.generation.prices ?? '');
+	const timeoutMs = context.generation.timeoutMs;
+
+	return async (request, caller) => {
+		// Drawn here when absent, so every host gets one and the answer can say which it was.
+		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
+		const seed = generation.seed;
+		const provider = providers[generation.model];
+		checkProviderLimits(generation, provider);
+		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
+		const stopped = () => stoppedError(signal, timeoutMs, provider);
+		const outputs = await runProvider(provider, generation, context, signal, stopped);
+
+		const data: GeneratedImage[] = [];
+		for (const output of outputs) {
+			const bytes = await providerBytes(output, provider, context, signal, stopped);
+			const image = await normalizeOutput(bytes, generation, provider.name);
+			if (generation.response_format === 'b64_json') {
+				data.push({ b64_json: image.bytes.toString('base64'), seed });
+			} else {
+				const stored = await context.store.putBuffer(image.bytes, image.media);
+				data.push({ url: context.store.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
+			}
+		}
+		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
+		// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
+		const costUsd = Math.round(price * data.length * 1e6) / 1e6;
+		context.usage.record(caller.apiKeyId, generation.model, data.length, costUsd);
+		return {
+			created: Math.floor(Date.now() / 1000),
+			model: generation.model,
+			output_format: generation.output_format,
+			data,
+			usage: { images: data.length, cost_usd: costUsd },
+		};
+	};
+}
+
+async function runProvider(
+	provider: GenerationProvider,
+	generation: GenerationRequest,
+	context: ServiceContext,
+	signal: AbortSignal,
+	stopped: () => ImageGenError,
+): Promise<ProviderImage[]> {
+	const aborted = new Promise<never>((_, reject) => {
+		const fail = () => reject(stopped());
+		if (signal.aborted) fail();
+		else signal.addEventListener('abort', fail, { once: true });
+	});
+	try {
+		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, context, signal) });
+		const outputs = await Promise.race([work, aborted]);
+		if (outputs.length === 0) {
+			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });
+		}
+		return outputs;
+	} catch (error) {
+		if (error instanceof ImageGenError) throw error;
+		if (signal.aborted) throw stopped();
+		throw new ImageGenError(502, `The ${provider.name} provider failed: ${error instanceof Error ? error.message : String(error)}`, {
+			code: 'upstream_failed',
+			cause: error,
+		});
+	}
+}
+
+/** Why the signal fired: our time limit (504, like every time-out) or our client leaving. */
+function stoppedError(signal: AbortSignal, timeoutMs: number, provider: GenerationProvider): ImageGenError {
+	const timedOut = signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
+	return timedOut
+		? new ImageGenError(504, `The ${provider.name} provider did not finish within ${timeoutMs / 1000} s`, { code: 'generation_timeout' })
+		: new ImageGenError(502, 'The generation was cancelled because the client went away', { code: 'cancelled' });
+}
+
+async function providerBytes(
+	output: ProviderImage,
+	provider: GenerationProvider,
+	context: ServiceContext,
+	signal: AbortSignal,
+	stopped: () => ImageGenError,
+): Promise<Buffer> {
+	if ('bytes' in output) return output.bytes;
+	try {
+		return await context.fetchRemote(new URL(output.url), { field: 'output', maxBytes: context.maxInputImageBytes * 2, signal });
+	} catch (error) {
+		// A download cut short by our own limit is a time-out, not a broken output.
+		if (signal.aborted) throw stopped();
+		const reason = error instanceof Error ? error.message : String(error);
+		throw new ImageGenError(502, `The ${provider.name} provider's image could not be downloaded: ${reason}`, { code: 'upstream_failed', cause: error });
+	}
+}
