@@ -59,6 +59,8 @@ describe('fitImage', () => {
 	it('scales further down when the lowest quality is still too large', async () => {
 		const fitted = await fitImage(large, { maxSide: 3000, maxBytes: 60_000, format: 'jpeg', field: 'file' });
 		expect(fitted.data.length).toBeLessThanOrEqual(60_000);
+		// The size search keeps as many pixels as the limit allows rather than overshooting.
+		expect(fitted.data.length).toBeGreaterThan(40_000);
 		expect(fitted.width).toBeLessThan(3000);
 		expect(Math.abs(fitted.height - Math.round((fitted.width * 2) / 3))).toBeLessThanOrEqual(1);
 		expect(await dimensions(fitted.data)).toMatchObject({ width: fitted.width, height: fitted.height });

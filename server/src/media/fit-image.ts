@@ -39,10 +39,14 @@ type Encoding = { quality: number } | { png: sharp.PngOptions } | { gif: sharp.G
 /** Lossy formats give up quality first, in steps a viewer barely notices at the top end. */
 const QUALITY_STEPS = [90, 80, 70, 60, 50, 40] as const;
 const LOWEST_QUALITY = 40;
-/** Then the picture shrinks, by at most this many further steps... */
-const MAX_SCALE_STEPS = 4;
-/** ...never below the smallest `max_side` a request may ask for. */
+/** Then the picture shrinks, in at most this many further encodings... */
+const MAX_SCALE_STEPS = 5;
+/** ...stopping once a fit uses this share of `max_bytes`, */
+const CLOSE_ENOUGH = 0.8;
+/** and never going below the smallest `max_side` a request may ask for. */
 const MIN_SIDE = 16;
+/** Decoded pixels kept between steps: 8192×8192 RGBA would be 256 MiB, so big ones decode per step. */
+const MAX_RAW_BYTES = 64 * 1024 * 1024;
 const LOSSLESS_STEPS: Partial<Record<ImageType, Encoding[]>> = {
 	// Lossless formats cannot trade quality for size; a palette is the one lossy step worth trying.
 	png: [
@@ -62,6 +66,8 @@ interface Source {
 	/** The encoded input is already oriented (no EXIF rotation pending). */
 	upright: boolean;
 	byteLength: number;
+	/** Set when `input` holds decoded, upright pixels of `width`×`height`. */
+	raw?: { width: number; height: number; channels: 1 | 2 | 3 | 4 };
 }
 
 /**
@@ -85,10 +91,28 @@ export async function fitImage(input: Readable | Buffer | string, options: FitIm
 		return { data, media: MEDIA_DETAILS[options.format], width, height, reencoded: false };
 	}
 
+	const prepared = await decodeOnce(source, width, height, options);
 	const lossless = LOSSLESS_STEPS[options.format];
 	return lossless
-		? fitLossless(source, width, height, lossless, options)
-		: fitLossy(source, width, height, options);
+		? fitLossless(prepared, width, height, lossless, options)
+		: fitLossy(prepared, width, height, options);
+}
+
+/**
+ * Every step encodes the same upright picture at `max_side`: decode, orient and scale it once
+ * into raw pixels, unless those would take too much memory (or the image is animated).
+ */
+async function decodeOnce(source: Source, width: number, height: number, options: FitImageOptions): Promise<Source> {
+	if (source.animated || width * height * 4 > MAX_RAW_BYTES) return source;
+	try {
+		const { data, info } = await pipelineFor(source)
+			.resize(width, height, { fit: 'fill' })
+			.raw()
+			.toBuffer({ resolveWithObject: true });
+		return { ...source, input: data, raw: { width: info.width, height: info.height, channels: info.channels }, width, height };
+	} catch (error) {
+		throw undecodable(options.field, error);
+	}
 }
 
 async function fitLossless(
@@ -123,18 +147,45 @@ async function fitLossy(source: Source, maxWidth: number, maxHeight: number, opt
 		data = await encode(source, maxWidth, maxHeight, options, { quality });
 		if (maxBytes === undefined || data.length <= maxBytes) return fitted(data, maxWidth, maxHeight);
 	}
+	return shrinkToFit(source, maxWidth, maxHeight, data.length, options);
+}
+
+/**
+ * Lowest quality still too large: search the size. Encoded size grows as a power of the side
+ * (about 2, less for grainy pictures, which smooth out when scaled down); each step aims with the
+ * power measured between the nearest sizes tried on either side, so few encodings land close below
+ * `max_bytes` and the answer keeps as many pixels as the limit allows.
+ */
+async function shrinkToFit(
+	source: Source,
+	maxWidth: number,
+	maxHeight: number,
+	fullSizeBytes: number,
+	options: FitImageOptions,
+): Promise<FittedImage> {
+	const target = options.maxBytes! * 0.95;
 	const quality = LOWEST_QUALITY;
-	let width = maxWidth;
-	let height = maxHeight;
-	for (let step = 0; step < MAX_SCALE_STEPS && Math.max(width, height) > MIN_SIDE; step++) {
-		// Encoded size grows roughly with the pixel count; aim a little under to land in one step.
-		const factor = Math.min(0.9, Math.sqrt(maxBytes! / data.length) * 0.9);
-		const side = Math.max(MIN_SIDE, Math.floor(Math.max(width, height) * factor));
-		({ width, height } = scaledToSide(maxWidth, maxHeight, side));
-		data = await encode(source, width, height, options, { quality });
-		if (data.length <= maxBytes!) return fitted(data, width, height);
+	let tooBig = { side: Math.max(maxWidth, maxHeight), bytes: fullSizeBytes };
+	let best: { side: number; data: Buffer; width: number; height: number } | undefined;
+	let last = { bytes: fullSizeBytes, width: maxWidth, height: maxHeight };
+	for (let step = 0; step < MAX_SCALE_STEPS; step++) {
+		const power = best ? Math.log(tooBig.bytes / best.data.length) / Math.log(tooBig.side / best.side) : 2;
+		const aimed = Math.floor(tooBig.side * Math.pow(target / tooBig.bytes, 1 / Math.max(power, 0.5)));
+		const floor = best ? best.side + 1 : MIN_SIDE;
+		const side = Math.max(floor, Math.min(aimed, tooBig.side - 1));
+		if (side >= tooBig.side) break;
+		const { width, height } = scaledToSide(maxWidth, maxHeight, side);
+		const data = await encode(source, width, height, options, { quality });
+		last = { bytes: data.length, width, height };
+		if (data.length <= options.maxBytes!) {
+			best = { side, data, width, height };
+			if (data.length >= options.maxBytes! * CLOSE_ENOUGH) break;
+		} else {
+			tooBig = { side, bytes: data.length };
+		}
 	}
-	throw cannotFit(options, `${data.length} bytes at ${width}×${height}, quality ${quality}`);
+	if (best) return { data: best.data, width: best.width, height: best.height, media: MEDIA_DETAILS[options.format], reencoded: true };
+	throw cannotFit(options, `${last.bytes} bytes at ${last.width}×${last.height}, quality ${quality}`);
 }
 
 function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
@@ -146,7 +197,7 @@ function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
 }
 
 async function encode(source: Source, width: number, height: number, options: FitImageOptions, encoding: Encoding): Promise<Buffer> {
-	let pipeline: Sharp = sharp(source.input, { animated: source.animated, failOn: 'error', autoOrient: !source.animated });
+	let pipeline = pipelineFor(source);
 	if (width !== source.width || height !== source.height) pipeline = pipeline.resize(width, height, { fit: 'fill' });
 	pipeline = withFormat(pipeline, options.format, encoding);
 	try {
@@ -154,6 +205,12 @@ async function encode(source: Source, width: number, height: number, options: Fi
 	} catch (error) {
 		throw undecodable(options.field, error);
 	}
+}
+
+function pipelineFor(source: Source): Sharp {
+	return source.raw
+		? sharp(source.input, { raw: source.raw })
+		: sharp(source.input, { animated: source.animated, failOn: 'error', autoOrient: !source.animated });
 }
 
 function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sharp {
