@@ -212,8 +212,7 @@ describe('fingerprints', () => {
 		const streamed = new FingerprintHasher('POST', '/v1/uploads').field('max_side', '1440');
 		const received: Buffer[] = [];
 		await pipeline(
-			Readable.from([bytes.subarray(0, 10), bytes.subarray(10)]),
-			streamed.tap('file'),
+			streamed.through('file', Readable.from([bytes.subarray(0, 10), bytes.subarray(10)])),
 			new Writable({
 				write(chunk: Buffer, _encoding, callback) {
 					received.push(chunk);
@@ -223,6 +222,21 @@ describe('fingerprints', () => {
 		);
 		expect(Buffer.concat(received).equals(bytes)).toBe(true);
 		expect(streamed.digest()).toBe(whole);
+	});
+
+	it('pass a failing upload stream\'s error on to the reader', async () => {
+		const failing = new Readable({
+			read() {
+				this.push(Buffer.from('partial'));
+				this.destroy(new Error('client went away'));
+			},
+		});
+		const through = new FingerprintHasher('POST', '/v1/uploads').through('file', failing);
+		await expect(
+			(async () => {
+				for await (const chunk of through) void chunk;
+			})(),
+		).rejects.toThrow('client went away');
 	});
 
 	it('tell multipart requests apart by field values, names, order and file bytes', () => {

@@ -5,7 +5,7 @@
  * body is a 422; a repeat while the first still runs waits for it, or is a 409 after `waitMs`.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { Transform } from 'node:stream';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import type { IdempotencyStore, StoredAnswer } from './idempotency-store';
@@ -90,6 +90,14 @@ export class FingerprintHasher {
 				callback(null, chunk);
 			},
 		});
+	}
+
+	/**
+	 * `source` as it passes through `tap(name)`: read the answer instead of `source` (e.g. hand it
+	 * to the store). An error of `source` reaches the reader.
+	 */
+	through(name: string, source: Readable): Readable {
+		return pipeline(source, this.tap(name), () => undefined);
 	}
 
 	digest(): string {
