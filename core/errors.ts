@@ -7,8 +7,10 @@ export const ERROR_TYPES = {
 	400: 'invalid_request_error',
 	401: 'authentication_error',
 	404: 'not_found_error',
+	409: 'invalid_request_error',
 	413: 'invalid_request_error',
 	415: 'invalid_request_error',
+	422: 'invalid_request_error',
 	429: 'rate_limit_error',
 	500: 'server_error',
 	502: 'upstream_error',
@@ -67,10 +69,14 @@ function defaultCode(status: ErrorStatus): string {
 			return 'invalid_api_key';
 		case 404:
 			return 'not_found';
+		case 409:
+			return 'conflict';
 		case 413:
 			return 'payload_too_large';
 		case 415:
 			return 'unsupported_media_type';
+		case 422:
+			return 'unprocessable';
 		case 429:
 			return 'rate_limited';
 		case 502:

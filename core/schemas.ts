@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ImageGenError, invalidField } from './errors';
 import { parseMediaInput, type MediaInput } from './media';
+import { isUploadOptionField } from './upload-options';
 import {
 	COMMON_FIELDS,
 	DEFAULTS,
@@ -196,7 +197,8 @@ const UPLOAD_JSON_FIELDS = new Set(['image', 'video', 'output_format']);
 export function parseUploadJson(body: unknown): UploadJsonRequest {
 	const object = requireObject(body);
 	for (const key of Object.keys(object)) {
-		if (!UPLOAD_JSON_FIELDS.has(key)) throw invalidField(key, `Unknown field '${key}'`, 'unknown_field');
+		// The upload options are parsed by `parseUploadOptions`, which needs the server's retention.
+		if (!UPLOAD_JSON_FIELDS.has(key) && !isUploadOptionField(key)) throw invalidField(key, `Unknown field '${key}'`, 'unknown_field');
 	}
 	const present = (['image', 'video'] as const).filter((key) => object[key] !== undefined && object[key] !== null);
 	if (present.length === 0) {

@@ -1,0 +1,232 @@
+/**
+ * `Idempotency-Key` on POST requests, independent of the routes: parse the header, fingerprint
+ * the request, and run it at most once per (API key, idempotency key) through an IdempotencyStore.
+ * A repeat with the same body replays the first answer byte for byte and costs nothing; another
+ * body is a 422; a repeat while the first still runs waits for it, or is a 409 after `waitMs`.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ImageGenError, invalidField } from '../../../core/errors';
+import type { IdempotencyStore, StoredAnswer } from './idempotency-store';
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'idempotent-replayed';
+const PARAM = 'Idempotency-Key';
+const MAX_KEY_LENGTH = 255;
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+
+/**
+ * The key from the request header, or undefined when the header is absent. Throws a 400 naming
+ * `Idempotency-Key` for an empty, overlong, repeated or non-visible-ASCII key.
+ */
+export function parseIdempotencyKey(header: string | readonly string[] | undefined): string | undefined {
+	if (header === undefined) return undefined;
+	if (typeof header !== 'string') {
+		throw invalidField(PARAM, `'${PARAM}' was sent ${header.length} times; send it once`, 'duplicate_field');
+	}
+	if (header.length === 0) throw invalidField(PARAM, `'${PARAM}' is empty: give 1 to ${MAX_KEY_LENGTH} characters`, 'empty_value');
+	if (header.length > MAX_KEY_LENGTH) {
+		throw invalidField(PARAM, `'${PARAM}' is too long: at most ${MAX_KEY_LENGTH} characters; got ${header.length}`, 'too_long');
+	}
+	if (!VISIBLE_ASCII.test(header)) {
+		throw invalidField(PARAM, `'${PARAM}' must consist of visible ASCII characters (no spaces or control characters)`, 'invalid_value');
+	}
+	return header;
+}
+
+/** SHA-256 (hex) of a request whose body is at hand as text or bytes. */
+export function fingerprint(method: string, path: string, body: string | Uint8Array): string {
+	return requestHash(method, path).update(body).digest('hex');
+}
+
+/**
+ * SHA-256 (hex) of a request with a parsed JSON body. Keys are sorted first, so a client that
+ * serialises the same request differently on a retry (key order, spacing) still matches.
+ */
+export function fingerprintJson(method: string, path: string, body: unknown): string {
+	return fingerprint(method, path, canonicalJson(body));
+}
+
+/**
+ * Fingerprint of a multipart request, fed part by part as it streams. It covers field names,
+ * values and file bytes, not the raw body: a client's retry picks a new multipart boundary.
+ */
+export class FingerprintHasher {
+	private readonly hash: Hash;
+
+	private filePart: { name: string; hash: Hash } | undefined;
+
+	constructor(method: string, path: string) {
+		this.hash = requestHash(method, path);
+	}
+
+	/** A text field. */
+	field(name: string, value: string): this {
+		this.endFile();
+		this.hash.update(frame('T', name)).update(frame('V', value));
+		return this;
+	}
+
+	/** Starts a file part; its bytes follow through `update` (or the stream from `tap`). */
+	file(name: string): this {
+		this.endFile();
+		this.filePart = { name, hash: createHash('sha256') };
+		return this;
+	}
+
+	update(chunk: Uint8Array): this {
+		if (!this.filePart) throw new Error('FingerprintHasher.update() needs a file() part first');
+		this.filePart.hash.update(chunk);
+		return this;
+	}
+
+	/** Starts a file part and answers a pass-through stream that hashes the bytes on their way. */
+	tap(name: string): Transform {
+		this.file(name);
+		return new Transform({
+			transform: (chunk: Buffer, _encoding, callback) => {
+				this.update(chunk);
+				callback(null, chunk);
+			},
+		});
+	}
+
+	/**
+	 * `source` as it passes through `tap(name)`: read the answer instead of `source` (e.g. hand it
+	 * to the store). An error of `source` reaches the reader.
+	 */
+	through(name: string, source: Readable): Readable {
+		return pipeline(source, this.tap(name), () => undefined);
+	}
+
+	digest(): string {
+		this.endFile();
+		return this.hash.digest('hex');
+	}
+
+	private endFile(): void {
+		if (!this.filePart) return;
+		this.hash.update(frame('F', this.filePart.name)).update(frame('D', this.filePart.hash.digest('hex')));
+		this.filePart = undefined;
+	}
+}
+
+export interface RunIdempotentOptions {
+	store: IdempotencyStore;
+	apiKeyId: string;
+	key: string;
+	fingerprint: string;
+	/** How long a completed answer is replayed. */
+	retentionSeconds: number;
+	/**
+	 * How long a running claim holds the key before another request may take it over as abandoned.
+	 * Longer than the slowest request can take (the upstream time-out), or a slow run is repeated.
+	 */
+	leaseMs: number;
+	/** How long a repeat waits for a running first request before answering 409. */
+	waitMs: number;
+	/** First pause between looks at a running claim; doubles up to a second. */
+	pollMs?: number;
+	/** Stops waiting (the client left). A claimed run is not cancelled: its answer is stored for the retry. */
+	signal?: AbortSignal;
+	/** The request itself. What it answers is stored and replayed; what it throws is not stored. */
+	run: () => Promise<StoredAnswer>;
+	/** Told when the store fails after the run succeeded; the answer is still given. */
+	onStoreError?: (error: unknown) => void;
+}
+
+export interface IdempotentAnswer extends StoredAnswer {
+	/** True when this is the stored answer of an earlier request (`Idempotent-Replayed: true`). */
+	replayed: boolean;
+}
+
+const MAX_POLL_MS = 1000;
+
+export async function runIdempotent(options: RunIdempotentOptions): Promise<IdempotentAnswer> {
+	const { store, apiKeyId, key } = options;
+	const waitUntil = Date.now() + options.waitMs;
+	let pause = options.pollMs ?? 50;
+	for (;;) {
+		const now = new Date();
+		const outcome = await store.claim(
+			{
+				apiKeyId,
+				key,
+				fingerprint: options.fingerprint,
+				expiresAt: new Date(now.getTime() + options.retentionSeconds * 1000),
+				leaseUntil: new Date(now.getTime() + options.leaseMs),
+			},
+			now,
+		);
+		switch (outcome.state) {
+			case 'claimed':
+				return runClaimed(options);
+			case 'replay':
+				return { ...outcome.answer, replayed: true };
+			case 'mismatch':
+				throw new ImageGenError(
+					422,
+					`This ${PARAM} was already used with a different request; use a new key for a new request`,
+					{ param: PARAM, code: 'idempotency_key_reused' },
+				);
+			case 'in_progress': {
+				const left = waitUntil - Date.now();
+				if (left <= 0) {
+					throw new ImageGenError(409, `A request with this ${PARAM} is still running; retry in a moment to get its answer`, {
+						param: PARAM,
+						code: 'idempotency_in_progress',
+						retryAfterSeconds: 1,
+					});
+				}
+				await sleep(Math.min(pause, left), undefined, { signal: options.signal });
+				pause = Math.min(pause * 2, MAX_POLL_MS);
+			}
+		}
+	}
+}
+
+async function runClaimed(options: RunIdempotentOptions): Promise<IdempotentAnswer> {
+	const { store, apiKeyId, key } = options;
+	let answer: StoredAnswer;
+	try {
+		answer = await options.run();
+	} catch (error) {
+		// A failed first request is not stored: its repeat runs again.
+		await store.release(apiKeyId, key).catch((releaseError: unknown) => options.onStoreError?.(releaseError));
+		throw error;
+	}
+	try {
+		await store.complete(apiKeyId, key, answer);
+	} catch (error) {
+		// The work is done and the caller gets it; a repeat will run again rather than wait for a lease.
+		options.onStoreError?.(error);
+		await store.release(apiKeyId, key).catch(() => undefined);
+	}
+	return { status: answer.status, contentType: answer.contentType, body: answer.body, replayed: false };
+}
+
+function requestHash(method: string, path: string): Hash {
+	return createHash('sha256').update(frame('M', method.toUpperCase())).update(frame('P', path));
+}
+
+/** Tag and byte length before each value, so no two different sequences hash alike. */
+function frame(tag: string, value: string): Buffer {
+	const bytes = Buffer.from(value, 'utf8');
+	const header = Buffer.alloc(5);
+	header.write(tag, 0, 'latin1');
+	header.writeUInt32BE(bytes.length, 1);
+	return Buffer.concat([header, bytes]);
+}
+
+export function canonicalJson(value: unknown): string {
+	if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
+	if (typeof value === 'object' && value !== null) {
+		const entries = Object.keys(value)
+			.filter((name) => (value as Record<string, unknown>)[name] !== undefined)
+			.sort()
+			.map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`);
+		return `{${entries.join(',')}}`;
+	}
+	return JSON.stringify(value) ?? 'null';
+}
