@@ -15,7 +15,7 @@ import { uploadBinary, uploadReference, type HostedMedia, type ItemCall, type Up
 type InputType = 'binary' | 'url' | 'base64';
 type MediaTypeParameter = 'auto' | MediaKind;
 
-const VIDEO_EXTENSIONS = /\.(mp4|m4v|mov|qt|webm)$/i;
+const INPUT_TYPES: readonly InputType[] = ['binary', 'url', 'base64'];
 
 export async function uploadForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
 	const inputType = context.getNodeParameter('inputType', itemIndex) as InputType;
@@ -23,7 +23,14 @@ export async function uploadForItem(context: IExecuteFunctions, itemIndex: numbe
 	const format = mediaType === 'video' ? 'original' : (context.getNodeParameter('outputFormat', itemIndex, 'original') as string);
 	const outputFormat = format === 'original' ? undefined : (format as UploadFormat);
 	const call: ItemCall = { context, itemIndex, settings: readRequestSettings(context, itemIndex) };
-	const upload = { binary: uploadFromBinary, url: uploadFromUrl, base64: uploadFromBase64 }[inputType] ?? uploadFromBase64;
+	if (!INPUT_TYPES.includes(inputType)) {
+		throw new NodeOperationError(
+			context.getNode(),
+			`Parameter 'inputType' of item ${itemIndex}: unknown input type ${JSON.stringify(inputType)}; use one of ${INPUT_TYPES.join(', ')}`,
+			{ itemIndex, description: 'The request was not sent: choose Binary File, URL or Base64 as the input type.' },
+		);
+	}
+	const upload = { binary: uploadFromBinary, url: uploadFromUrl, base64: uploadFromBase64 }[inputType];
 	const hosted = await upload(call, mediaType, outputFormat);
 	const json = {
 		[hosted.mediaType === 'video' ? 'videoUrl' : 'imageUrl']: hosted.url,
@@ -74,20 +81,20 @@ async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, outp
 		},
 		'url',
 	);
-	// Only the service sees the bytes behind a URL; with "auto" the path's extension is a first
-	// guess, and the service's "media_kind_mismatch" answer settles it.
-	const guess: MediaKind = mediaType !== 'auto' ? mediaType : VIDEO_EXTENSIONS.test(new URL(url).pathname) ? 'video' : 'image';
-	const upload = async (kind: MediaKind) => await uploadReference(call, kind, url, kind === 'image' ? outputFormat : undefined);
-	const first = await upload(guess).catch((error: unknown) => toNodeError(context, error, itemIndex));
+	if (mediaType !== 'auto') return await uploadReference(call, mediaType, url, mediaType === 'image' ? outputFormat : undefined);
+	// Only the service sees the bytes behind a URL: `file` lets it decide the kind from them, with one fetch.
+	const first = await uploadReference(call, 'file', url, outputFormat).catch((error: unknown) => toNodeError(context, error, itemIndex));
 	if (!(first instanceof Error)) return first;
-	if (mediaType !== 'auto' || !isKindMismatch(first)) throw first;
-	return await upload(guess === 'image' ? 'video' : 'image');
+	// The service converts images only and refuses a format for a video, while this node promises
+	// that videos are hosted as given: only then is the URL sent a second time.
+	if (!outputFormat || !isOutputFormatRefused(first)) throw first;
+	return await uploadReference(call, 'file', url, undefined);
 }
 
-function isKindMismatch(error: unknown): boolean {
+function isOutputFormatRefused(error: unknown): boolean {
 	if (!(error instanceof NodeApiError)) return false;
-	const response = error.errorResponse as { error?: { code?: string } } | undefined;
-	return response?.error?.code === 'media_kind_mismatch';
+	const response = error.errorResponse as { error?: { param?: string; code?: string } } | undefined;
+	return response?.error?.param === 'output_format' && response.error.code === 'field_not_supported';
 }
 
 async function readHead(input: BinaryInput): Promise<Uint8Array> {

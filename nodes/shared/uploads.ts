@@ -47,7 +47,7 @@ export async function uploadBinary(call: ItemCall, input: BinaryInput, outputFor
 	);
 }
 
-/** A URL the service fetches, or base64 / a data URI, sent as JSON. */
-export async function uploadReference(call: ItemCall, field: 'image' | 'video', value: string, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+/** A URL the service fetches, or base64 / a data URI, sent as JSON; with `file` the bytes decide the kind. */
+export async function uploadReference(call: ItemCall, field: 'file' | 'image' | 'video', value: string, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
 	return await postUpload(call, () => ({ [field]: value, ...(outputFormat ? { output_format: outputFormat } : {}) }));
 }

@@ -110,21 +110,35 @@ describe('URL input (the service fetches it)', () => {
 		expect((await sharp(hosted.bytes).metadata()).width).toBe(64);
 	});
 
-	test('a video recognised by its extension', async () => {
-		const url = env.media.put('/clip.mp4', makeMp4(3000), { 'content-type': 'video/mp4' });
-		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
-		expect(items[0]!.json.mediaType).toBe('video');
-		expect(env.proxy.requests).toHaveLength(1);
-	});
-
-	test('a video behind a URL without extension: auto settles the kind with the service', async () => {
+	test('auto: a video behind a URL without extension takes one request and one fetch of the URL', async () => {
 		const bytes = makeWebm(3000);
 		const url = env.media.put('/stream', bytes);
+		const hitsBefore = env.media.hits();
 		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'original' });
 		expect(error).toBeUndefined();
 		expect(items[0]!.json.mediaType).toBe('video');
 		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
-		expect(env.proxy.requests).toHaveLength(2);
+		expect(env.proxy.requests).toHaveLength(1);
+		expect(env.media.hits() - hitsBefore).toBe(1);
+	});
+
+	test('auto: an image behind a URL named like a video is an image (the bytes decide)', async () => {
+		const url = env.media.put('/looks-like.mp4', await makeImage('png', 20, 10));
+		const hitsBefore = env.media.hits();
+		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
+		expect(error).toBeUndefined();
+		expect(String(items[0]!.json.imageUrl)).toMatch(/\.webp$/);
+		expect(env.proxy.requests).toHaveLength(1);
+		expect(env.media.hits() - hitsBefore).toBe(1);
+	});
+
+	test('auto with an output format: a video URL is still hosted as given', async () => {
+		const bytes = makeMp4(3000);
+		const url = env.media.put('/clip.mp4', bytes, { 'content-type': 'video/mp4' });
+		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
+		expect(error).toBeUndefined();
+		expect(items[0]!.json.mediaType).toBe('video');
+		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
 	});
 
 	test('mediaType image for a video URL: the service message surfaces', async () => {
@@ -169,6 +183,13 @@ describe('base64 input', () => {
 		expect(error?.message).toMatch(message);
 		expect(env.proxy.requests).toHaveLength(0);
 	});
+});
+
+test('an unknown input type fails with a clear error before any request', async () => {
+	const { error } = await runUpload({ inputType: 'file', url: 'https://example.com/a.png', base64: 'aGVsbG8=', mediaType: 'auto' });
+	expect(error?.name).toBe('NodeOperationError');
+	expect(error?.message).toMatch(/Parameter 'inputType' of item 0: unknown input type "file"; use one of binary, url, base64/);
+	expect(env.proxy.requests).toHaveLength(0);
 });
 
 test('continue on fail: the bad item becomes an error item, the good ones are hosted, order kept', async () => {
