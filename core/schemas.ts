@@ -2,7 +2,7 @@
  * zod schemas for the generation and upload requests, built from the catalog, plus the
  * translation of zod issues into errors that name the offending field in words a user can act on.
  */
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { ImageGenError, invalidField } from './errors';
 import { parseMediaInput, type MediaInput } from './media';
 import {

@@ -200,6 +200,8 @@ export interface RunOptions {
 	seed?: SeedItem[];
 	nodes: WorkflowNode[];
 	binaryMode?: 'filesystem' | 'default';
+	/** Node classes to run instead of the ones built from source, by node type (e.g. a built copy). */
+	nodeTypes?: Record<string, INodeType>;
 }
 
 export interface RunResult {
@@ -218,6 +220,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		[SEED]: seedNodeType(seeds),
 		[IMAGE_GEN]: new ImageGen(),
 		[IMAGE_GEN_UPLOAD]: new ImageGenUpload(),
+		...options.nodeTypes,
 	});
 	const credentialsReference = { imageGenApi: { id: 'imageGen1', name: 'ImageGen' } };
 	const nodes: INode[] = [
