@@ -33,7 +33,8 @@ describe('binary input (streamed as multipart from n8n’s binary store)', () =>
 		const { items, error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', outputFormat: 'original' }, binaryItem(png, 'in.png', 'image/png'));
 		expect(error).toBeUndefined();
 		const [item] = items;
-		expect(item!.json).toEqual({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
+		expect(item!.json).toMatchObject({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
+		expect(item!.json.id).toBe(String(item!.json.url).split('/').pop()!.replace(/\.png$/, ''));
 		expect(Date.parse(String(item!.json.expiresAt))).toBeGreaterThan(Date.now() + 23 * 3600_000);
 		expect((await fetchHosted(item!.json.url)).bytes.equals(png)).toBe(true);
 		expect(env.proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);

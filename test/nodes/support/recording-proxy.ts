@@ -12,7 +12,14 @@ export interface RecordedRequest {
 	contentType: string;
 	/** Bytes of the body, counted while streaming it through. */
 	bodyBytes: number;
+	idempotencyKey?: string;
+	/** A JSON body as text (the first 64 KB); multipart bodies are only counted. */
+	json?: string;
+	/** The answer as it went back to the node, once it has. */
+	response?: { status: number; headers: http.IncomingHttpHeaders };
 }
+
+const JSON_CAPTURE_BYTES = 64 * 1024;
 
 export interface Fault {
 	status: number;
@@ -44,17 +51,23 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			path: request.url ?? '',
 			contentType: String(request.headers['content-type'] ?? ''),
 			bodyBytes: 0,
+			...(request.headers['idempotency-key'] ? { idempotencyKey: String(request.headers['idempotency-key']) } : {}),
 		};
 		requests.push(record);
 		inFlight++;
 		maxInFlight = Math.max(maxInFlight, inFlight);
 		response.on('close', () => inFlight--);
-		request.on('data', (chunk: Buffer) => (record.bodyBytes += chunk.length));
+		const isJson = record.contentType.includes('json');
+		request.on('data', (chunk: Buffer) => {
+			record.bodyBytes += chunk.length;
+			if (isJson && (record.json?.length ?? 0) < JSON_CAPTURE_BYTES) record.json = (record.json ?? '') + chunk.toString('utf8');
+		});
 
 		const fault = faults.shift();
 		if (fault) {
 			request.resume();
 			request.on('end', () => {
+				record.response = { status: fault.status, headers: { ...fault.headers } };
 				response.writeHead(fault.status, { 'content-type': 'application/json', ...fault.headers }).end(JSON.stringify(fault.body));
 			});
 			return;
@@ -62,6 +75,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 		const upstream = http.request(
 			{ hostname: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
 			(answer) => {
+				record.response = { status: answer.statusCode ?? 502, headers: answer.headers };
 				response.writeHead(answer.statusCode ?? 502, answer.headers);
 				answer.pipe(response);
 			},
