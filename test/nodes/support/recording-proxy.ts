@@ -20,6 +20,7 @@ export interface RecordedRequest {
 }
 
 const JSON_CAPTURE_BYTES = 64 * 1024;
+const LOST_ANSWER = { error: { message: 'The answer was lost on the way', type: 'server_error', param: null, code: 'answer_lost' } };
 
 export interface Fault {
 	status: number;
@@ -34,6 +35,8 @@ export interface RecordingProxy {
 	maxInFlight(): number;
 	/** The next `count` requests are answered with `fault` and never reach the server. */
 	failNext(fault: Fault, count?: number): void;
+	/** The next `count` requests reach the server, but its answer is lost: the node gets a 503 instead. */
+	loseNextAnswers(count?: number): void;
 	reset(): void;
 	close(): Promise<void>;
 }
@@ -42,6 +45,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 	const target = new URL(targetOrigin);
 	const requests: RecordedRequest[] = [];
 	const faults: Fault[] = [];
+	let answersToLose = 0;
 	let inFlight = 0;
 	let maxInFlight = 0;
 
@@ -72,10 +76,17 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			});
 			return;
 		}
+		const loseAnswer = answersToLose > 0;
+		if (loseAnswer) answersToLose--;
 		const upstream = http.request(
 			{ hostname: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
 			(answer) => {
 				record.response = { status: answer.statusCode ?? 502, headers: answer.headers };
+				if (loseAnswer) {
+					answer.resume();
+					answer.on('end', () => response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(LOST_ANSWER)));
+					return;
+				}
 				response.writeHead(answer.statusCode ?? 502, answer.headers);
 				answer.pipe(response);
 			},
@@ -92,9 +103,13 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 		failNext(fault, count = 1) {
 			for (let i = 0; i < count; i++) faults.push(fault);
 		},
+		loseNextAnswers(count = 1) {
+			answersToLose += count;
+		},
 		reset() {
 			requests.length = 0;
 			faults.length = 0;
+			answersToLose = 0;
 			maxInFlight = 0;
 		},
 		close: () =>
