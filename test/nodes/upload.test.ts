@@ -203,3 +203,65 @@ test('continue on fail: the bad item becomes an error item, the good ones are ho
 	expect(String(items[1]!.json.error)).toMatch(/Parameter 'base64' of item 1/);
 	expect(items[2]!.json.imageUrl).toBeDefined();
 });
+
+describe('Lifetime and Fit For: the fields sent with an upload', () => {
+	const sentBody = () => JSON.parse(env.proxy.requests[0]!.json!) as Record<string, unknown>;
+
+	test.each([
+		['instagramFeed', { max_side: 1440, max_bytes: 8_000_000, output_format: 'jpg' }],
+		['instagramStory', { max_side: 1920, max_bytes: 8_000_000, output_format: 'jpg' }],
+		['facebook', { max_side: 2048, max_bytes: 4_000_000, output_format: 'jpg' }],
+		['linkedIn', { max_side: 6000, max_bytes: 5_000_000, output_format: 'jpg' }],
+		['x', { max_side: 4096, max_bytes: 5_000_000, output_format: 'jpg' }],
+	])('%s overrides the output format and sets the platform’s limits', async (fitFor, fields) => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', outputFormat: 'png', options: { fitFor, expiresIn: 3600 } });
+		expect(sentBody()).toEqual({ image: png, expires_in: 3600, ...fields });
+	});
+
+	test('custom sends the given side and size (1 MB = 1,000,000 bytes) with the chosen output format', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'image', outputFormat: 'webp', options: { fitFor: 'custom', maxSide: 512, maxSizeMb: 1.5 } });
+		expect(sentBody()).toEqual({ image: png, output_format: 'webp', max_side: 512, max_bytes: 1_500_000 });
+	});
+
+	test('none, or no options at all: nothing but the file', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { fitFor: 'none' } });
+		expect(sentBody()).toEqual({ image: png });
+	});
+
+	test('a video keeps only its lifetime: Fit For applies to images', async () => {
+		const mov = makeMov(2000).toString('base64');
+		await runUpload({ inputType: 'base64', base64: mov, mediaType: 'auto', outputFormat: 'jpg', options: { fitFor: 'instagramFeed', expiresIn: 21600 } });
+		expect(sentBody()).toEqual({ video: mov, expires_in: 21600 });
+	});
+});
+
+describe('Get Info and Delete: the file named by id or URL', () => {
+	test.each([
+		['getInfo', 'AbC_123-xyz', 'GET', '/v1/files/AbC_123-xyz'],
+		['getInfo', 'https://cdn.example.com/files/AbC_123-xyz.png', 'GET', '/v1/files/AbC_123-xyz'],
+		['delete', 'http://127.0.0.1:8080/files/AbC_123-xyz.mp4', 'DELETE', '/v1/files/AbC_123-xyz'],
+	])('%s %s → %s %s', async (operation, fileId, method, path) => {
+		await runUpload({ operation, fileId });
+		expect(env.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`${method} ${path}`]);
+	});
+
+	test.each([
+		['={{ "" }}', /Parameter 'fileId' of item 0: 'fileId' is empty/],
+		['https://example.com/pictures/cat.png', /is not the URL of a hosted file/],
+		['../../v1/usage', /is not a file id/],
+		['abc.png', /is not a file id/],
+	])('%j fails before any request', async (fileId, message) => {
+		const { error } = await runUpload({ operation: 'delete', fileId });
+		expect(error?.message).toMatch(message);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
+
+	test('an unknown operation is refused by name', async () => {
+		const { error } = await runUpload({ operation: 'rename', fileId: 'abc' });
+		expect(error?.message).toMatch(/Parameter 'operation': unknown operation "rename"; use one of upload, getInfo, delete/);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
+});
