@@ -59,7 +59,15 @@ function hostedFileJson(hosted: HostedMedia): IDataObject {
 function readUploadSettings(context: IExecuteFunctions, itemIndex: number, mediaType: MediaTypeParameter): UploadSettings {
 	const options = context.getNodeParameter('options', itemIndex, {}) as IDataObject;
 	const settings: UploadSettings = {};
-	if (typeof options.expiresIn === 'number') settings.expiresIn = options.expiresIn;
+	if (options.expiresIn !== undefined && options.expiresIn !== '') {
+		// An expression may give the seconds as text; the service names a number it cannot take.
+		settings.expiresIn = Number(options.expiresIn);
+		if (!Number.isFinite(settings.expiresIn)) {
+			throw new NodeOperationError(context.getNode(), `Parameter 'expiresIn' of item ${itemIndex}: the lifetime must be a number of seconds; got ${JSON.stringify(options.expiresIn)}`, {
+				itemIndex,
+			});
+		}
+	}
 	if (mediaType === 'video') return settings;
 	const format = context.getNodeParameter('outputFormat', itemIndex, 'original') as string;
 	if (format !== 'original') settings.outputFormat = format as UploadFormat;

@@ -231,6 +231,16 @@ describe('Lifetime and Fit For: the fields sent with an upload', () => {
 		expect(sentBody()).toEqual({ image: png });
 	});
 
+	test('a lifetime from an expression: seconds as text are sent as a number; anything else fails before sending', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { expiresIn: '={{ "7200" }}' } });
+		expect(sentBody()).toEqual({ image: png, expires_in: 7200 });
+		env.proxy.reset();
+		const { error } = await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { expiresIn: '={{ "a day" }}' } });
+		expect(error?.message).toMatch(/Parameter 'expiresIn' of item 0: the lifetime must be a number of seconds; got "a day"/);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
+
 	test('a video keeps only its lifetime: Fit For applies to images', async () => {
 		const mov = makeMov(2000).toString('base64');
 		await runUpload({ inputType: 'base64', base64: mov, mediaType: 'auto', outputFormat: 'jpg', options: { fitFor: 'instagramFeed', expiresIn: 21600 } });
