@@ -4,6 +4,8 @@
  * differs for every other item and execution. Checked at the recording proxy in front of the real
  * server; what the service does with the key is in hosting.test.ts.
  */
+import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workflow';
+
 import { makeImage } from '../server/support/media';
 import { IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
@@ -90,4 +92,43 @@ test('a request found invalid after its image was uploaded is not sent, and the 
 	expect(removal!.method).toBe('DELETE');
 	expect(removal!.path).toMatch(/^\/v1\/files\/[A-Za-z0-9_-]+$/);
 	expect(generations()).toHaveLength(0);
+});
+
+/** Sends its input back on output 0 (round again) `rounds - 1` times, then on output 1 (done). */
+function loopNodeType(rounds: number): INodeType {
+	let round = 0;
+	return {
+		description: {
+			displayName: 'Loop',
+			name: 'loop',
+			group: ['transform'],
+			version: 1,
+			description: 'Runs the nodes before it again',
+			defaults: { name: 'Loop' },
+			inputs: ['main'],
+			outputs: ['main', 'main'],
+			properties: [],
+		},
+		async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+			round++;
+			const items = this.getInputData();
+			return round < rounds ? [items, []] : [[], items];
+		},
+	};
+}
+
+test('a node inside a loop: a new key for every round, while Retry On Fail keeps the key of its round', async () => {
+	env.proxy.failNext(REFUSED);
+	const result = await run(
+		[generate(P_IMAGE, { retry: { maxTries: 2 }, alsoAfter: { node: 'Loop', output: 0 } }), { name: 'Loop', type: 'test.loop' }],
+		undefined,
+		{ executionId: 'execution-loop', nodeTypes: { 'test.loop': loopNodeType(3) } },
+	);
+	expect(result.error()).toBeUndefined();
+	expect(result.run.data.resultData.runData.ImageGen).toHaveLength(3);
+	const requests = generations();
+	expect(requests.map((request) => request.response?.status)).toEqual([400, 200, 200, 200]);
+	const keys = keysOf(requests);
+	expect(keys[1]).toBe(keys[0]);
+	expect(new Set(keys).size).toBe(3);
 });

@@ -194,6 +194,8 @@ export interface WorkflowNode {
 	onError?: INode['onError'];
 	/** Connect this node's input to these nodes' main output (default: the previous node). */
 	after?: string;
+	/** Also connect this node's input to output `output` of `node`, e.g. to close a loop. */
+	alsoAfter?: { node: string; output: number };
 	/** n8n's "Retry On Fail" node setting. */
 	retry?: { maxTries: number; waitBetweenTries?: number };
 }
@@ -247,6 +249,11 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		const from = node.after ?? (index === 0 ? 'Seed' : options.nodes[index - 1]!.name);
 		const outputs = (connections[from] ??= { main: [[]] });
 		outputs.main![0]!.push({ node: node.name, type: 'main', index: 0 });
+		if (node.alsoAfter) {
+			const main = ((connections[node.alsoAfter.node] ??= { main: [] }).main ??= []);
+			while (main.length <= node.alsoAfter.output) main.push([]);
+			main[node.alsoAfter.output]!.push({ node: node.name, type: 'main', index: 0 });
+		}
 	});
 	const workflow = new Workflow({ id: 'test', nodes, connections, nodeTypes, active: false, settings: { executionOrder: 'v1' } });
 
