@@ -12,6 +12,23 @@ export interface GenerationResponse {
 	usage: { images: number; cost_usd: number };
 }
 
-export type UploadResponse =
-	| { imageUrl: string; expiresAt: string }
-	| { videoUrl: string; expiresAt: string };
+/** What every hosted file is described by; services before these fields answered only the URL and expiry. */
+export interface HostedFileFields {
+	expiresAt: string;
+	/** The file id in the URL, without extension. */
+	id?: string;
+	mimeType?: string;
+	sizeBytes?: number;
+}
+
+export type UploadResponse = ({ imageUrl: string } | { videoUrl: string }) & HostedFileFields;
+
+/** `GET /v1/files/<id>`. */
+export interface FileInfoResponse {
+	id: string;
+	url: string;
+	mimeType: string;
+	sizeBytes: number;
+	createdAt: string;
+	expiresAt: string;
+}

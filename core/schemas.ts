@@ -2,7 +2,7 @@
  * zod schemas for the generation and upload requests, built from the catalog, plus the
  * translation of zod issues into errors that name the offending field in words a user can act on.
  */
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { ImageGenError, invalidField } from './errors';
 import { parseMediaInput, type MediaInput } from './media';
 import { isUploadOptionField } from './upload-options';
@@ -186,30 +186,37 @@ export function parseUploadOutputFormat(value: unknown, field = 'output_format')
 }
 
 export interface UploadJsonRequest {
-	field: 'image' | 'video';
+	/** The field that carried the file: with `file` the bytes alone decide whether it is an image or a video. */
+	field: UploadJsonField;
 	input: MediaInput;
 	outputFormat?: UploadOutputFormat;
 }
 
-const UPLOAD_JSON_FIELDS = new Set(['image', 'video', 'output_format']);
+export type UploadJsonField = 'file' | 'image' | 'video';
 
-/** Validates a JSON upload body: exactly one of `image` or `video`, `output_format` only for images. */
+const UPLOAD_MEDIA_FIELDS = ['file', 'image', 'video'] as const;
+const UPLOAD_JSON_FIELDS = new Set<string>([...UPLOAD_MEDIA_FIELDS, 'output_format']);
+
+/**
+ * Validates a JSON upload body: exactly one of `file`, `image` or `video`; `output_format` only for
+ * images (with `file`, the caller checks that once the bytes are known).
+ */
 export function parseUploadJson(body: unknown): UploadJsonRequest {
 	const object = requireObject(body);
 	for (const key of Object.keys(object)) {
 		// The upload options are parsed by `parseUploadOptions`, which needs the server's retention.
 		if (!UPLOAD_JSON_FIELDS.has(key) && !isUploadOptionField(key)) throw invalidField(key, `Unknown field '${key}'`, 'unknown_field');
 	}
-	const present = (['image', 'video'] as const).filter((key) => object[key] !== undefined && object[key] !== null);
+	const present = UPLOAD_MEDIA_FIELDS.filter((key) => object[key] !== undefined && object[key] !== null);
 	if (present.length === 0) {
 		throw invalidField(
-			'image',
-			"Give exactly one of 'image' or 'video' (a URL, a data URI or base64), or send a multipart 'file'",
+			'file',
+			"Give exactly one of 'file', 'image' or 'video' (a URL, a data URI or base64), or send a multipart 'file'",
 			'missing_field',
 		);
 	}
 	if (present.length > 1) {
-		throw invalidField('video', "Give exactly one of 'image' or 'video', not both", 'conflicting_fields');
+		throw invalidField(present[1]!, `Give exactly one of 'file', 'image' or 'video', not ${present.map((key) => `'${key}'`).join(' and ')}`, 'conflicting_fields');
 	}
 	const field = present[0]!;
 	const value = object[field];
@@ -220,10 +227,12 @@ export function parseUploadJson(body: unknown): UploadJsonRequest {
 		object.output_format === undefined || object.output_format === null
 			? undefined
 			: parseUploadOutputFormat(object.output_format);
-	if (outputFormat && field === 'video') {
-		throw invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
-	}
+	if (outputFormat && field === 'video') throw outputFormatForVideo();
 	return { field, input: parseMediaInput(value, field), outputFormat };
+}
+
+export function outputFormatForVideo(): ImageGenError {
+	return invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
 }
 
 function requireObject(body: unknown): Record<string, unknown> {

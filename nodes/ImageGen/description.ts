@@ -111,6 +111,14 @@ const optionsProperty: INodeProperties = {
 			default: 4,
 			description: 'Binary input images up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
 		},
+		{
+			displayName: 'Seed',
+			name: 'seed',
+			type: 'number',
+			typeOptions: { minValue: 0, maxValue: 2147483647, numberPrecision: 0 },
+			default: 0,
+			description: 'The same request with the same seed gives the same image where the model allows it; the output shows the seed used',
+		},
 		...requestOptionProperties,
 	],
 };

@@ -1,5 +1,8 @@
-/** One input item through the ImageGen node: parameters → validated request → images as output items. */
-import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+/**
+ * One input item through the ImageGen node, in one straight path: resolve every input (uploading
+ * binaries too large to inline) → build the request → validate it once → send it.
+ */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { GenerationResponse } from '../../core/api';
@@ -7,16 +10,18 @@ import { MEDIA_DETAILS } from '../../core/media';
 import { MODELS, type ModelId } from '../../core/models';
 import { toGenerationBody, type GenerationParameters } from '../../core/request';
 import { parseGenerationRequest, type GenerationRequest } from '../../core/schemas';
-import { validated } from '../shared/items';
+import { idempotencyKey } from '../shared/idempotency';
+import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi } from '../shared/transport';
-import { uploadBinary, type ItemCall, type RequestSettings } from '../shared/uploads';
-import { pendingUploadPlaceholder, resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
+import type { ItemCall, RequestSettings } from '../shared/uploads';
+import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
 
 interface ImageGenOptions {
 	download?: boolean;
 	binaryPropertyName?: string;
 	inlineLimitMb?: number;
+	seed?: number;
 }
 
 const MEGABYTE = 1024 * 1024;
@@ -26,7 +31,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	const accepted = MODELS[model]?.fields ?? [];
 	const parameter = (name: string, fallback: unknown = '') => context.getNodeParameter(name, itemIndex, fallback);
 	const options = parameter('options', {}) as ImageGenOptions;
-	const settings = readRequestSettings(context, itemIndex);
+	const call: ItemCall = { context, itemIndex, settings: readRequestSettings(context, itemIndex) };
 
 	const parameters: GenerationParameters = {
 		model,
@@ -39,36 +44,48 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	if (accepted.includes('style_type')) parameters.styleType = parameter('styleType') as string;
 	if (accepted.includes('magic_prompt_option')) parameters.magicPromptOption = parameter('magicPromptOption') as string;
 
-	let resolved: ResolvedImage[] = [];
-	if (accepted.includes('images')) {
-		const sources = (parameter('images', {}) as { image?: ImageSourceParameter[] }).image ?? [];
-		const inlineLimitBytes = (options.inlineLimitMb ?? 4) * MEGABYTE;
-		resolved = await Promise.all(
-			sources.map(async (source, position) => await resolveImage(context, itemIndex, source, position, inlineLimitBytes)),
-		);
-		parameters.images = resolved.map((image, position) => ('value' in image ? image.value : pendingUploadPlaceholder(position)));
+	let uploaded: ResolvedImage[] = [];
+	let request: GenerationRequest;
+	try {
+		if (accepted.includes('images')) {
+			const sources = (parameter('images', {}) as { image?: ImageSourceParameter[] }).image ?? [];
+			const inlineLimitBytes = (options.inlineLimitMb ?? 4) * MEGABYTE;
+			const resolved = await Promise.allSettled(sources.map(async (source, position) => await resolveImage(call, source, position, inlineLimitBytes)));
+			uploaded = resolved.flatMap((result) => (result.status === 'fulfilled' && result.value.uploadedId ? [result.value] : []));
+			const failure = resolved.find((result) => result.status === 'rejected');
+			if (failure) throw failure.reason;
+			parameters.images = resolved.map((result) => (result as PromiseFulfilledResult<ResolvedImage>).value.value);
+		}
+		request = validated(context, itemIndex, () => parseGenerationRequest(toGenerationBody(parameters)));
+	} catch (error) {
+		// A request that is never sent leaves nothing hosted behind.
+		await deleteUploads(call, uploaded);
+		throw toNodeError(context, error, itemIndex);
 	}
 
-	const request: GenerationRequest = validated(context, itemIndex, () => parseGenerationRequest(toGenerationBody(parameters)));
-	if (request.images) request.images = await uploadLargeImages({ context, itemIndex, settings }, request.images, resolved);
-
+	const body: IDataObject = { ...request, ...(options.seed !== undefined ? { seed: options.seed } : {}) };
 	const response = await callApi<GenerationResponse>(context, {
 		method: 'POST',
 		path: '/images/generations',
-		body: () => ({ ...request }),
+		body: () => ({ ...body }),
+		headers: { 'Idempotency-Key': idempotencyKey(context, itemIndex, 'generation') },
 		itemIndex,
-		...settings,
+		...call.settings,
 	});
-	return await toOutputItems(context, itemIndex, request, response, options, settings);
+	return await toOutputItems(context, itemIndex, request, response, options, call.settings);
 }
 
-async function uploadLargeImages(call: ItemCall, images: string[], resolved: ResolvedImage[]): Promise<string[]> {
-	return await Promise.all(
-		images.map(async (value, position) => {
-			const image = resolved[position];
-			if (!image || 'value' in image) return value;
-			return (await uploadBinary(call, image.upload, undefined)).url;
-		}),
+async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise<void> {
+	await Promise.allSettled(
+		uploaded.map(async (image) =>
+			await callApi<unknown>(call.context, {
+				method: 'DELETE',
+				path: `/files/${encodeURIComponent(image.uploadedId ?? '')}`,
+				itemIndex: call.itemIndex,
+				timeoutMs: call.settings.timeoutMs,
+				retry: { ...call.settings.retry, maxRetries: 0 },
+			}),
+		),
 	);
 }
 
@@ -87,19 +104,23 @@ async function toOutputItems(
 	return await Promise.all(
 		response.data.map(async (image, index) => {
 			const fileName = `${request.model}-${created.replace(/[:.]/g, '-')}${response.data.length > 1 ? `-${index + 1}` : ''}.${format.extension}`;
-			const json = {
+			// Services that take a seed echo the one used with each image.
+			const seed = (image as { seed?: unknown }).seed;
+			let bytes: Buffer | undefined;
+			if ('b64_json' in image) bytes = Buffer.from(image.b64_json, 'base64');
+			else if (options.download !== false) bytes = await download(context, itemIndex, image.url, settings);
+			const json: IDataObject = {
 				model: response.model ?? request.model,
 				prompt: request.prompt,
 				...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
 				outputFormat: request.output_format,
 				mimeType: format.mimeType,
+				...(bytes ? { sizeBytes: bytes.byteLength } : {}),
 				fileName,
+				...(typeof seed === 'number' ? { seed } : {}),
 				costUsd,
 				created,
 			};
-			let bytes: Buffer | undefined;
-			if ('b64_json' in image) bytes = Buffer.from(image.b64_json, 'base64');
-			else if (options.download !== false) bytes = await download(context, itemIndex, image.url, settings);
 			if (!bytes) return { json };
 			const binary = await context.helpers.prepareBinaryData(bytes, fileName, format.mimeType);
 			return { json, binary: { [binaryPropertyName]: binary } };

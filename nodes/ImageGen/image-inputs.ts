@@ -1,13 +1,14 @@
 /**
  * The `images` parameter of p-image-edit resolved to what the API takes. URLs and base64 pass as
- * given; a binary property is inlined as a data URI when small, or marked for upload when large so
- * the generation request stays small and the file is streamed instead of base64-encoded in memory.
+ * given; a binary property is inlined as a data URI when small, or uploaded when large (streamed,
+ * never base64-encoded in memory) and passed as its hosted URL.
  */
-import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { IMAGE_TYPES, sniffMedia, SNIFF_BYTES } from '../../core/media';
-import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
+import { readBinaryInput } from '../shared/binary-input';
+import { idempotencyKey } from '../shared/idempotency';
+import { uploadBinary, type ItemCall } from '../shared/uploads';
 
 export interface ImageSourceParameter {
 	source?: 'binary' | 'url' | 'base64';
@@ -16,20 +17,24 @@ export interface ImageSourceParameter {
 	base64?: string;
 }
 
-export type ResolvedImage = { value: string } | { upload: BinaryInput };
+export interface ResolvedImage {
+	/** What the request carries: a URL, base64 or a data URI. */
+	value: string;
+	/** Set when the image was uploaded to be passed by URL. */
+	uploadedId?: string;
+}
 
-export async function resolveImage(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	source: ImageSourceParameter,
-	position: number,
-	inlineLimitBytes: number,
-): Promise<ResolvedImage> {
+export async function resolveImage(call: ItemCall, source: ImageSourceParameter, position: number, inlineLimitBytes: number): Promise<ResolvedImage> {
+	const { context, itemIndex } = call;
 	if (source.source === 'url') return { value: source.url ?? '' };
 	if (source.source === 'base64') return { value: source.base64 ?? '' };
 	const propertyName = source.binaryPropertyName || 'data';
 	const input = await readBinaryInput(context, itemIndex, propertyName);
-	if (input.size > inlineLimitBytes) return { upload: input };
+	if (input.size > inlineLimitBytes) {
+		// Keyed like the generation, so a repeated run gets the same hosted URL and so the same request body.
+		const hosted = await uploadBinary(call, input, {}, { idempotencyKey: idempotencyKey(context, itemIndex, `image-${position}`) });
+		return { value: hosted.url, uploadedId: hosted.id };
+	}
 	const bytes = await input.readAll();
 	const media = sniffMedia(bytes.subarray(0, SNIFF_BYTES));
 	if (media?.kind !== 'image') {
@@ -40,12 +45,4 @@ export async function resolveImage(
 		);
 	}
 	return { value: `data:${media.mimeType};base64,${bytes.toString('base64')}` };
-}
-
-/**
- * Stands in for an image that is uploaded only after the whole request has been validated, so an
- * invalid request never leaves a hosted file behind. The `.invalid` TLD can never resolve.
- */
-export function pendingUploadPlaceholder(position: number): string {
-	return `https://pending-upload-${position}.invalid/image`;
 }

@@ -1,10 +1,13 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
-import { NodeConnectionTypes } from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { runItems } from '../shared/items';
 import { readConcurrency } from '../shared/request-options';
 import { imageGenUploadProperties } from './description';
+import { deleteForItem, getInfoForItem } from './manage';
 import { uploadForItem } from './upload';
+
+const OPERATIONS = { upload: uploadForItem, getInfo: getInfoForItem, delete: deleteForItem };
 
 export class ImageGenUpload implements INodeType {
 	description: INodeTypeDescription = {
@@ -13,8 +16,8 @@ export class ImageGenUpload implements INodeType {
 		icon: { light: 'file:../../icons/upload.svg', dark: 'file:../../icons/upload.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ "from " + $parameter["inputType"] }}',
-		description: 'Host an image or video at a public URL for 24 hours',
+		subtitle: '={{ ($parameter["operation"] ?? "upload") === "upload" ? "from " + $parameter["inputType"] : $parameter["operation"] }}',
+		description: 'Host an image or video at a public URL for up to 24 hours, get its details or delete it',
 		defaults: { name: 'ImageGen Upload' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
@@ -24,6 +27,12 @@ export class ImageGenUpload implements INodeType {
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		return [await runItems(this, readConcurrency(this), async (itemIndex) => await uploadForItem(this, itemIndex))];
+		// Workflows saved before operations existed have no `operation`: they upload.
+		const operation = this.getNodeParameter('operation', 0, 'upload') as string;
+		const handleItem = OPERATIONS[operation as keyof typeof OPERATIONS];
+		if (!handleItem) {
+			throw new NodeOperationError(this.getNode(), `Parameter 'operation': unknown operation ${JSON.stringify(operation)}; use one of ${Object.keys(OPERATIONS).join(', ')}`);
+		}
+		return [await runItems(this, readConcurrency(this), async (itemIndex) => await handleItem(this, itemIndex))];
 	}
 }

@@ -1,8 +1,9 @@
 /**
- * One input item through the ImageGen Upload node. The file's kind is checked against `mediaType`
- * from its own bytes before anything is sent, so a mismatch never leaves a hosted file behind.
+ * One input item through the Upload operation of the ImageGen Upload node. A binary or base64
+ * file's kind is checked against `mediaType` from its own bytes before anything is sent, so a
+ * mismatch never leaves a hosted file behind; behind a URL, the service decides from the bytes.
  */
-import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { invalidField } from '../../core/errors';
@@ -10,41 +11,91 @@ import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedM
 import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
-import { uploadBinary, uploadReference, type HostedMedia, type ItemCall, type UploadFormat } from '../shared/uploads';
+import {
+	IMAGE_ONLY_SETTINGS,
+	uploadBinary,
+	uploadReference,
+	type HostedMedia,
+	type ItemCall,
+	type UploadFormat,
+	type UploadSettings,
+} from '../shared/uploads';
+import { imageFitFrom } from './fit-for';
 
 type InputType = 'binary' | 'url' | 'base64';
 type MediaTypeParameter = 'auto' | MediaKind;
 
-const VIDEO_EXTENSIONS = /\.(mp4|m4v|mov|qt|webm)$/i;
+const INPUT_TYPES: readonly InputType[] = ['binary', 'url', 'base64'];
 
 export async function uploadForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
 	const inputType = context.getNodeParameter('inputType', itemIndex) as InputType;
 	const mediaType = context.getNodeParameter('mediaType', itemIndex, 'auto') as MediaTypeParameter;
-	const format = mediaType === 'video' ? 'original' : (context.getNodeParameter('outputFormat', itemIndex, 'original') as string);
-	const outputFormat = format === 'original' ? undefined : (format as UploadFormat);
+	if (!INPUT_TYPES.includes(inputType)) {
+		throw new NodeOperationError(
+			context.getNode(),
+			`Parameter 'inputType' of item ${itemIndex}: unknown input type ${JSON.stringify(inputType)}; use one of ${INPUT_TYPES.join(', ')}`,
+			{ itemIndex, description: 'The request was not sent: choose Binary File, URL or Base64 as the input type.' },
+		);
+	}
 	const call: ItemCall = { context, itemIndex, settings: readRequestSettings(context, itemIndex) };
-	const upload = { binary: uploadFromBinary, url: uploadFromUrl, base64: uploadFromBase64 }[inputType] ?? uploadFromBase64;
-	const hosted = await upload(call, mediaType, outputFormat);
-	const json = {
+	const upload = { binary: uploadFromBinary, url: uploadFromUrl, base64: uploadFromBase64 }[inputType];
+	const hosted = await upload(call, mediaType, readUploadSettings(context, itemIndex, mediaType));
+	return [{ json: hostedFileJson(hosted) }];
+}
+
+/** The output item: the fields of the contract (imageUrl or videoUrl, url, mediaType, expiresAt) and what describes the file. */
+function hostedFileJson(hosted: HostedMedia): IDataObject {
+	return {
 		[hosted.mediaType === 'video' ? 'videoUrl' : 'imageUrl']: hosted.url,
 		url: hosted.url,
 		mediaType: hosted.mediaType,
 		expiresAt: hosted.expiresAt,
+		id: hosted.id,
+		...(hosted.mimeType !== undefined ? { mimeType: hosted.mimeType } : {}),
+		...(hosted.sizeBytes !== undefined ? { sizeBytes: hosted.sizeBytes } : {}),
 	};
-	return [{ json }];
 }
 
-async function uploadFromBinary(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+function readUploadSettings(context: IExecuteFunctions, itemIndex: number, mediaType: MediaTypeParameter): UploadSettings {
+	const options = context.getNodeParameter('options', itemIndex, {}) as IDataObject;
+	const settings: UploadSettings = {};
+	if (options.expiresIn !== undefined && options.expiresIn !== '') {
+		// An expression may give the seconds as text; the service names a number it cannot take.
+		settings.expiresIn = Number(options.expiresIn);
+		if (!Number.isFinite(settings.expiresIn)) {
+			throw new NodeOperationError(context.getNode(), `Parameter 'expiresIn' of item ${itemIndex}: the lifetime must be a number of seconds; got ${JSON.stringify(options.expiresIn)}`, {
+				itemIndex,
+			});
+		}
+	}
+	if (mediaType === 'video') return settings;
+	const format = context.getNodeParameter('outputFormat', itemIndex, 'original') as string;
+	if (format !== 'original') settings.outputFormat = format as UploadFormat;
+	return { ...settings, ...imageFitFrom(options) };
+}
+
+/** The settings for a file known to be `kind`: a video is hosted as given. */
+function settingsFor(kind: MediaKind, settings: UploadSettings): UploadSettings {
+	return kind === 'image' ? settings : withoutImageSettings(settings);
+}
+
+function withoutImageSettings(settings: UploadSettings): UploadSettings {
+	const rest = { ...settings };
+	for (const key of IMAGE_ONLY_SETTINGS) delete rest[key];
+	return rest;
+}
+
+async function uploadFromBinary(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
 	const { context, itemIndex } = call;
 	const propertyName = context.getNodeParameter('binaryPropertyName', itemIndex) as string;
 	const input = await readBinaryInput(context, itemIndex, propertyName);
 	const media = sniffMedia(await readHead(input));
 	const source = `the binary field '${propertyName}'`;
-	checkKind(context, itemIndex, media, mediaType, source, input.mimeType);
-	return await uploadBinary(call, input, media?.kind === 'image' ? outputFormat : undefined);
+	const kind = checkKind(context, itemIndex, media, mediaType, source, input.mimeType);
+	return await uploadBinary(call, input, settingsFor(kind, settings));
 }
 
-async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
 	const { context, itemIndex } = call;
 	const value = (context.getNodeParameter('base64', itemIndex) as string).trim();
 	const media = validated(
@@ -58,10 +109,10 @@ async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, o
 		'base64',
 	);
 	const kind = checkKind(context, itemIndex, media, mediaType, "the parameter 'base64'");
-	return await uploadReference(call, kind, value, kind === 'image' ? outputFormat : undefined);
+	return await uploadReference(call, kind, value, settingsFor(kind, settings));
 }
 
-async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
+async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
 	const { context, itemIndex } = call;
 	const url = (context.getNodeParameter('url', itemIndex) as string).trim();
 	validated(
@@ -74,20 +125,23 @@ async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, outp
 		},
 		'url',
 	);
-	// Only the service sees the bytes behind a URL; with "auto" the path's extension is a first
-	// guess, and the service's "media_kind_mismatch" answer settles it.
-	const guess: MediaKind = mediaType !== 'auto' ? mediaType : VIDEO_EXTENSIONS.test(new URL(url).pathname) ? 'video' : 'image';
-	const upload = async (kind: MediaKind) => await uploadReference(call, kind, url, kind === 'image' ? outputFormat : undefined);
-	const first = await upload(guess).catch((error: unknown) => toNodeError(context, error, itemIndex));
+	if (mediaType !== 'auto') return await uploadReference(call, mediaType, url, settingsFor(mediaType, settings));
+	// Only the service sees the bytes behind a URL: `file` lets it decide the kind from them, with one fetch.
+	const first = await uploadReference(call, 'file', url, settings).catch((error: unknown) => toNodeError(context, error, itemIndex));
 	if (!(first instanceof Error)) return first;
-	if (mediaType !== 'auto' || !isKindMismatch(first)) throw first;
-	return await upload(guess === 'image' ? 'video' : 'image');
+	// The service applies image settings to images only and refuses them with a video, while this
+	// node promises that videos are hosted as given: only then is the URL sent a second time.
+	const imageOnly = withoutImageSettings(settings);
+	if (Object.keys(imageOnly).length === Object.keys(settings).length || !isImageSettingRefused(first)) throw first;
+	return await uploadReference(call, 'file', url, imageOnly);
 }
 
-function isKindMismatch(error: unknown): boolean {
+const IMAGE_ONLY_FIELDS = new Set(['output_format', 'max_side', 'max_bytes']);
+
+function isImageSettingRefused(error: unknown): boolean {
 	if (!(error instanceof NodeApiError)) return false;
-	const response = error.errorResponse as { error?: { code?: string } } | undefined;
-	return response?.error?.code === 'media_kind_mismatch';
+	const response = error.errorResponse as { error?: { param?: string; code?: string } } | undefined;
+	return IMAGE_ONLY_FIELDS.has(response?.error?.param ?? '') && response?.error?.code === 'field_not_supported';
 }
 
 async function readHead(input: BinaryInput): Promise<Uint8Array> {

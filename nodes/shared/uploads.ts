@@ -16,13 +16,41 @@ export interface HostedMedia {
 	mediaType: 'image' | 'video';
 	url: string;
 	expiresAt: string;
+	id: string;
+	mimeType?: string;
+	sizeBytes?: number;
 }
 
 export type UploadFormat = 'webp' | 'png' | 'jpg';
 
+/** How the service stores an upload; every field is optional and sent only when set. */
+export interface UploadSettings {
+	outputFormat?: UploadFormat;
+	/** Seconds the file stays online. */
+	expiresIn?: number;
+	maxSide?: number;
+	maxBytes?: number;
+}
+
+/** The fields that apply to images only: the service refuses them with a video. */
+export const IMAGE_ONLY_SETTINGS = ['outputFormat', 'maxSide', 'maxBytes'] as const;
+
+/** The last path segment of a file URL without its extension: the id the service gives a file. */
+export function fileIdFromUrl(url: string): string {
+	const name = new URL(url).pathname.split('/').pop() ?? '';
+	return decodeURIComponent(name.replace(/\.[^.]*$/, ''));
+}
+
 export function toHostedMedia(response: UploadResponse): HostedMedia {
-	if ('videoUrl' in response) return { mediaType: 'video', url: response.videoUrl, expiresAt: response.expiresAt };
-	return { mediaType: 'image', url: response.imageUrl, expiresAt: response.expiresAt };
+	const url = 'videoUrl' in response ? response.videoUrl : response.imageUrl;
+	return {
+		mediaType: 'videoUrl' in response ? 'video' : 'image',
+		url,
+		expiresAt: response.expiresAt,
+		id: response.id ?? fileIdFromUrl(url),
+		...(response.mimeType !== undefined ? { mimeType: response.mimeType } : {}),
+		...(response.sizeBytes !== undefined ? { sizeBytes: response.sizeBytes } : {}),
+	};
 }
 
 /** Where an API call comes from: the node run, the item it is for, and that item's settings. */
@@ -32,22 +60,46 @@ export interface ItemCall {
 	settings: RequestSettings;
 }
 
-async function postUpload(call: ItemCall, body: ApiCall['body']): Promise<HostedMedia> {
-	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, itemIndex: call.itemIndex, ...call.settings });
+/** Headers for one upload, e.g. an `Idempotency-Key`. */
+export interface UploadRequestOptions {
+	idempotencyKey?: string;
+}
+
+function apiFields(settings: UploadSettings): Record<string, string | number> {
+	const fields: Record<string, string | number | undefined> = {
+		output_format: settings.outputFormat,
+		expires_in: settings.expiresIn,
+		max_side: settings.maxSide,
+		max_bytes: settings.maxBytes,
+	};
+	return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Record<string, string | number>;
+}
+
+async function postUpload(call: ItemCall, body: ApiCall['body'], options: UploadRequestOptions): Promise<HostedMedia> {
+	const headers = options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined;
+	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, headers, itemIndex: call.itemIndex, ...call.settings });
 	return toHostedMedia(response);
 }
 
-/** Streams a binary property as multipart: the file part is read from n8n's store as it is sent. */
-export async function uploadBinary(call: ItemCall, input: BinaryInput, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
-	return await postUpload(call, async () =>
-		new StreamedMultipartBody(
-			{ field: 'file', fileName: input.fileName, contentType: input.mimeType, size: input.size, content: await input.open() },
-			outputFormat ? [{ field: 'output_format', value: outputFormat }] : [],
-		),
+/**
+ * Streams a binary property as multipart: the file part is read from n8n's store as it is sent.
+ * With an idempotency key the boundary comes from the key, so a repeat sends the very same bytes.
+ */
+export async function uploadBinary(call: ItemCall, input: BinaryInput, settings: UploadSettings, options: UploadRequestOptions = {}): Promise<HostedMedia> {
+	const fields = Object.entries(apiFields(settings)).map(([field, value]) => ({ field, value: String(value) }));
+	return await postUpload(
+		call,
+		async () =>
+			new StreamedMultipartBody(
+				{ field: 'file', fileName: input.fileName, contentType: input.mimeType, size: input.size, content: await input.open() },
+				fields,
+				options.idempotencyKey ? `----imagegen-${options.idempotencyKey.slice(0, 40)}` : undefined,
+			),
+		options,
 	);
 }
 
-/** A URL the service fetches, or base64 / a data URI, sent as JSON. */
-export async function uploadReference(call: ItemCall, field: 'image' | 'video', value: string, outputFormat: UploadFormat | undefined): Promise<HostedMedia> {
-	return await postUpload(call, () => ({ [field]: value, ...(outputFormat ? { output_format: outputFormat } : {}) }));
+/** A URL the service fetches, or base64 / a data URI, sent as JSON; with `file` the bytes decide the kind. */
+export async function uploadReference(call: ItemCall, field: 'file' | 'image' | 'video', value: string, settings: UploadSettings): Promise<HostedMedia> {
+	return await postUpload(call, () => ({ [field]: value, ...apiFields(settings) }), {});
 }

@@ -184,12 +184,17 @@ describe('parseGenerationRequest', () => {
 });
 
 describe('parseUploadJson', () => {
-	it('takes exactly one of image or video', () => {
+	it('takes exactly one of file, image or video', () => {
 		expect(parseUploadJson({ image: 'https://example.com/a.png' })).toMatchObject({ field: 'image' });
 		expect(parseUploadJson({ video: PNG_BASE64 })).toMatchObject({ field: 'video', input: { kind: 'bytes' } });
-		expect(() => parseUploadJson({})).toThrow(expect.objectContaining({ param: 'image', code: 'missing_field' }));
+		expect(parseUploadJson({ file: 'https://example.com/clip' })).toMatchObject({ field: 'file', input: { kind: 'url' } });
+		expect(parseUploadJson({ file: PNG_BASE64, output_format: 'png' })).toMatchObject({ field: 'file', outputFormat: 'png' });
+		expect(() => parseUploadJson({})).toThrow(expect.objectContaining({ param: 'file', code: 'missing_field' }));
 		expect(() => parseUploadJson({ image: PNG_BASE64, video: PNG_BASE64 })).toThrow(
-			expect.objectContaining({ code: 'conflicting_fields' }),
+			expect.objectContaining({ param: 'video', code: 'conflicting_fields' }),
+		);
+		expect(() => parseUploadJson({ file: PNG_BASE64, image: PNG_BASE64 })).toThrow(
+			expect.objectContaining({ param: 'image', code: 'conflicting_fields' }),
 		);
 	});
 
@@ -206,7 +211,8 @@ describe('parseUploadJson', () => {
 	});
 
 	it('refuses unknown fields and non-string inputs', () => {
-		expect(() => parseUploadJson({ image: PNG_BASE64, file: 'x' })).toThrow(expect.objectContaining({ param: 'file' }));
+		expect(() => parseUploadJson({ image: PNG_BASE64, files: 'x' })).toThrow(expect.objectContaining({ param: 'files', code: 'unknown_field' }));
+		expect(() => parseUploadJson({ file: 12 })).toThrow(expect.objectContaining({ param: 'file' }));
 		expect(() => parseUploadJson({ image: 12 })).toThrow(expect.objectContaining({ param: 'image' }));
 		expect(() => parseUploadOutputFormat(3)).toThrow(/must be a string/);
 	});

@@ -77,18 +77,51 @@ test('input images: one source per entry, up to 10, each showing only its own fi
 
 describe('ImageGen Upload', () => {
 	test.each([
-		[{ inputType: 'binary', mediaType: 'auto' }, ['inputType', 'binaryPropertyName', 'mediaType', 'outputFormat', 'options']],
-		[{ inputType: 'url', mediaType: 'image' }, ['inputType', 'url', 'mediaType', 'outputFormat', 'options']],
-		[{ inputType: 'base64', mediaType: 'auto' }, ['inputType', 'base64', 'mediaType', 'outputFormat', 'options']],
-		[{ inputType: 'binary', mediaType: 'video' }, ['inputType', 'binaryPropertyName', 'mediaType', 'options']],
-		[{ inputType: 'url', mediaType: 'video' }, ['inputType', 'url', 'mediaType', 'options']],
+		[{ inputType: 'binary', mediaType: 'auto' }, ['operation', 'inputType', 'binaryPropertyName', 'mediaType', 'outputFormat', 'options']],
+		[{ operation: 'upload', inputType: 'url', mediaType: 'image' }, ['operation', 'inputType', 'url', 'mediaType', 'outputFormat', 'options']],
+		[{ inputType: 'base64', mediaType: 'auto' }, ['operation', 'inputType', 'base64', 'mediaType', 'outputFormat', 'options']],
+		[{ inputType: 'binary', mediaType: 'video' }, ['operation', 'inputType', 'binaryPropertyName', 'mediaType', 'options']],
+		[{ inputType: 'url', mediaType: 'video' }, ['operation', 'inputType', 'url', 'mediaType', 'options']],
+		[{ operation: 'getInfo', inputType: 'url' }, ['operation', 'fileId', 'options']],
+		[{ operation: 'delete' }, ['operation', 'fileId', 'options']],
 	])('%j shows %j', (values, expected) => {
 		expect(names(visible(upload, values))).toEqual(expected);
+	});
+
+	test('operations: upload (the default, so saved workflows without one upload), get info, delete', () => {
+		const operation = upload.properties.find((property) => property.name === 'operation')!;
+		expect(optionValues(operation)).toEqual(['upload', 'getInfo', 'delete']);
+		expect(operation.default).toBe('upload');
+	});
+
+	test.each([
+		[{ operation: 'upload' }, { fitFor: 'none' }, ['fitFor', 'expiresIn', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'upload' }, { fitFor: 'custom' }, ['fitFor', 'expiresIn', 'maxSide', 'maxSizeMb', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'getInfo' }, { fitFor: 'custom' }, ['concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'delete' }, {}, ['concurrency', 'maxRetries', 'timeout']],
+	])('options for %j with %j: %j', (root, options, expected) => {
+		const collection = upload.properties.find((property) => property.name === 'options')!;
+		const shown = (collection.options as INodeProperties[]).filter((option) =>
+			NodeHelpers.displayParameter(options, option, { typeVersion: 1 }, upload, { ...root, options }),
+		);
+		expect(names(shown)).toEqual(expected);
+	});
+
+	test('fit for: none, four platforms and X, custom; lifetimes from 1 to 24 hours in seconds', () => {
+		const collection = upload.properties.find((property) => property.name === 'options')!.options as INodeProperties[];
+		const option = (name: string) => collection.find((property) => property.name === name);
+		expect(optionValues(option('fitFor'))).toEqual(['none', 'instagramFeed', 'instagramStory', 'facebook', 'linkedIn', 'x', 'custom']);
+		expect(optionValues(option('expiresIn'))).toEqual([3600, 21600, 43200, 86400]);
 	});
 
 	test('output formats: original, webp, png, jpg', () => {
 		expect(optionValues(upload.properties.find((property) => property.name === 'outputFormat'))).toEqual(['original', 'webp', 'png', 'jpg']);
 	});
+});
+
+test('ImageGen options: a seed from 0 to 2147483647', () => {
+	const seed = (imageGen.properties.find((property) => property.name === 'options')!.options as INodeProperties[]).find((option) => option.name === 'seed')!;
+	expect(seed.typeOptions).toMatchObject({ minValue: 0, maxValue: 2147483647 });
 });
 
 test('both nodes: usable as tools, light and dark icons, the ImageGen API credential, a subtitle', () => {

@@ -33,7 +33,8 @@ describe('binary input (streamed as multipart from n8n’s binary store)', () =>
 		const { items, error } = await runUpload({ inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', outputFormat: 'original' }, binaryItem(png, 'in.png', 'image/png'));
 		expect(error).toBeUndefined();
 		const [item] = items;
-		expect(item!.json).toEqual({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
+		expect(item!.json).toMatchObject({ imageUrl: expect.stringMatching(/\.png$/), url: item!.json.imageUrl, mediaType: 'image', expiresAt: expect.any(String) });
+		expect(item!.json.id).toBe(String(item!.json.url).split('/').pop()!.replace(/\.png$/, ''));
 		expect(Date.parse(String(item!.json.expiresAt))).toBeGreaterThan(Date.now() + 23 * 3600_000);
 		expect((await fetchHosted(item!.json.url)).bytes.equals(png)).toBe(true);
 		expect(env.proxy.requests[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
@@ -110,21 +111,35 @@ describe('URL input (the service fetches it)', () => {
 		expect((await sharp(hosted.bytes).metadata()).width).toBe(64);
 	});
 
-	test('a video recognised by its extension', async () => {
-		const url = env.media.put('/clip.mp4', makeMp4(3000), { 'content-type': 'video/mp4' });
-		const { items } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
-		expect(items[0]!.json.mediaType).toBe('video');
-		expect(env.proxy.requests).toHaveLength(1);
-	});
-
-	test('a video behind a URL without extension: auto settles the kind with the service', async () => {
+	test('auto: a video behind a URL without extension takes one request and one fetch of the URL', async () => {
 		const bytes = makeWebm(3000);
 		const url = env.media.put('/stream', bytes);
+		const hitsBefore = env.media.hits();
 		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'original' });
 		expect(error).toBeUndefined();
 		expect(items[0]!.json.mediaType).toBe('video');
 		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
-		expect(env.proxy.requests).toHaveLength(2);
+		expect(env.proxy.requests).toHaveLength(1);
+		expect(env.media.hits() - hitsBefore).toBe(1);
+	});
+
+	test('auto: an image behind a URL named like a video is an image (the bytes decide)', async () => {
+		const url = env.media.put('/looks-like.mp4', await makeImage('png', 20, 10));
+		const hitsBefore = env.media.hits();
+		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
+		expect(error).toBeUndefined();
+		expect(String(items[0]!.json.imageUrl)).toMatch(/\.webp$/);
+		expect(env.proxy.requests).toHaveLength(1);
+		expect(env.media.hits() - hitsBefore).toBe(1);
+	});
+
+	test('auto with an output format: a video URL is still hosted as given', async () => {
+		const bytes = makeMp4(3000);
+		const url = env.media.put('/clip.mp4', bytes, { 'content-type': 'video/mp4' });
+		const { items, error } = await runUpload({ inputType: 'url', url, mediaType: 'auto', outputFormat: 'webp' });
+		expect(error).toBeUndefined();
+		expect(items[0]!.json.mediaType).toBe('video');
+		expect((await fetchHosted(items[0]!.json.videoUrl)).bytes.equals(bytes)).toBe(true);
 	});
 
 	test('mediaType image for a video URL: the service message surfaces', async () => {
@@ -171,6 +186,13 @@ describe('base64 input', () => {
 	});
 });
 
+test('an unknown input type fails with a clear error before any request', async () => {
+	const { error } = await runUpload({ inputType: 'file', url: 'https://example.com/a.png', base64: 'aGVsbG8=', mediaType: 'auto' });
+	expect(error?.name).toBe('NodeOperationError');
+	expect(error?.message).toMatch(/Parameter 'inputType' of item 0: unknown input type "file"; use one of binary, url, base64/);
+	expect(env.proxy.requests).toHaveLength(0);
+});
+
 test('continue on fail: the bad item becomes an error item, the good ones are hosted, order kept', async () => {
 	const good = (await makeImage('png')).toString('base64');
 	const seed = [{ json: { b64: good } }, { json: { b64: 'bad!' } }, { json: { b64: good } }];
@@ -180,4 +202,76 @@ test('continue on fail: the bad item becomes an error item, the good ones are ho
 	expect(items[0]!.json.imageUrl).toBeDefined();
 	expect(String(items[1]!.json.error)).toMatch(/Parameter 'base64' of item 1/);
 	expect(items[2]!.json.imageUrl).toBeDefined();
+});
+
+describe('Lifetime and Fit For: the fields sent with an upload', () => {
+	const sentBody = () => JSON.parse(env.proxy.requests[0]!.json!) as Record<string, unknown>;
+
+	test.each([
+		['instagramFeed', { max_side: 1440, max_bytes: 8_000_000, output_format: 'jpg' }],
+		['instagramStory', { max_side: 1920, max_bytes: 8_000_000, output_format: 'jpg' }],
+		['facebook', { max_side: 2048, max_bytes: 4_000_000, output_format: 'jpg' }],
+		['linkedIn', { max_side: 6000, max_bytes: 5_000_000, output_format: 'jpg' }],
+		['x', { max_side: 4096, max_bytes: 5_000_000, output_format: 'jpg' }],
+	])('%s overrides the output format and sets the platform’s limits', async (fitFor, fields) => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', outputFormat: 'png', options: { fitFor, expiresIn: 3600 } });
+		expect(sentBody()).toEqual({ image: png, expires_in: 3600, ...fields });
+	});
+
+	test('custom sends the given side and size (1 MB = 1,000,000 bytes) with the chosen output format', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'image', outputFormat: 'webp', options: { fitFor: 'custom', maxSide: 512, maxSizeMb: 1.5 } });
+		expect(sentBody()).toEqual({ image: png, output_format: 'webp', max_side: 512, max_bytes: 1_500_000 });
+	});
+
+	test('none, or no options at all: nothing but the file', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { fitFor: 'none' } });
+		expect(sentBody()).toEqual({ image: png });
+	});
+
+	test('a lifetime from an expression: seconds as text are sent as a number; anything else fails before sending', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { expiresIn: '={{ "7200" }}' } });
+		expect(sentBody()).toEqual({ image: png, expires_in: 7200 });
+		env.proxy.reset();
+		const { error } = await runUpload({ inputType: 'base64', base64: png, mediaType: 'auto', options: { expiresIn: '={{ "a day" }}' } });
+		expect(error?.message).toMatch(/Parameter 'expiresIn' of item 0: the lifetime must be a number of seconds; got "a day"/);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
+
+	test('a video keeps only its lifetime: Fit For applies to images', async () => {
+		const mov = makeMov(2000).toString('base64');
+		await runUpload({ inputType: 'base64', base64: mov, mediaType: 'auto', outputFormat: 'jpg', options: { fitFor: 'instagramFeed', expiresIn: 21600 } });
+		expect(sentBody()).toEqual({ video: mov, expires_in: 21600 });
+	});
+});
+
+describe('Get Info and Delete: the file named by id or URL', () => {
+	test.each([
+		['getInfo', 'AbC_123-xyz', 'GET', '/v1/files/AbC_123-xyz'],
+		['getInfo', 'https://cdn.example.com/files/AbC_123-xyz.png', 'GET', '/v1/files/AbC_123-xyz'],
+		['delete', 'http://127.0.0.1:8080/files/AbC_123-xyz.mp4', 'DELETE', '/v1/files/AbC_123-xyz'],
+	])('%s %s → %s %s', async (operation, fileId, method, path) => {
+		await runUpload({ operation, fileId });
+		expect(env.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`${method} ${path}`]);
+	});
+
+	test.each([
+		['={{ "" }}', /Parameter 'fileId' of item 0: 'fileId' is empty/],
+		['https://example.com/pictures/cat.png', /is not the URL of a hosted file/],
+		['../../v1/usage', /is not a file id/],
+		['abc.png', /is not a file id/],
+	])('%j fails before any request', async (fileId, message) => {
+		const { error } = await runUpload({ operation: 'delete', fileId });
+		expect(error?.message).toMatch(message);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
+
+	test('an unknown operation is refused by name', async () => {
+		const { error } = await runUpload({ operation: 'rename', fileId: 'abc' });
+		expect(error?.message).toMatch(/Parameter 'operation': unknown operation "rename"; use one of upload, getInfo, delete/);
+		expect(env.proxy.requests).toHaveLength(0);
+	});
 });

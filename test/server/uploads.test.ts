@@ -108,6 +108,60 @@ describe('video uploads: the three request forms', () => {
 	});
 });
 
+describe('JSON `file`: the bytes decide between image and video', () => {
+	type Encode = (bytes: Buffer, mime: string, name: string) => string;
+	const forms: Array<[string, Encode]> = [
+		['a URL', (bytes, mime, name) => media.put(`/any/${name}`, bytes, { 'content-type': mime })],
+		['a data URI', (bytes, mime) => dataUri(mime, bytes)],
+		['raw base64', (bytes) => bytes.toString('base64')],
+	];
+
+	it.each(forms)('an image and a video as %s', async (_form, encode) => {
+		const png = await makeImage('png');
+		const image = await postJson(server, '/v1/uploads', { file: encode(png, 'image/png', 'picture') });
+		expect(image.status).toBe(200);
+		expect(image.body.videoUrl).toBeUndefined();
+		await expectHosted(image.body.imageUrl, png, 'image/png');
+
+		const mp4 = makeMp4(4000);
+		const video = await postJson(server, '/v1/uploads', { file: encode(mp4, 'video/mp4', 'clip') });
+		expect(video.status).toBe(200);
+		expect(video.body.imageUrl).toBeUndefined();
+		await expectHosted(video.body.videoUrl, mp4, 'video/mp4');
+	});
+
+	it('fetches a video URL without extension exactly once', async () => {
+		const webm = makeWebm(5000);
+		const url = media.put('/stream-without-extension', webm);
+		const hitsBefore = media.hits();
+		const answer = await postJson(server, '/v1/uploads', { file: url });
+		expect(answer.status).toBe(200);
+		expect(media.hits() - hitsBefore).toBe(1);
+		await expectHosted(answer.body.videoUrl, webm, 'video/webm');
+	});
+
+	it('converts an image with output_format, and refuses output_format with a video (400, nothing hosted)', async () => {
+		const png = await makeImage('png', 30, 20);
+		const converted = await postJson(server, '/v1/uploads', { file: png.toString('base64'), output_format: 'webp' });
+		expect(converted.status).toBe(200);
+		expect((await sharp((await download(converted.body.imageUrl)).bytes).metadata()).format).toBe('webp');
+
+		const url = media.put('/clip-for-webp', makeMp4());
+		expectApiError(await postJson(server, '/v1/uploads', { file: url, output_format: 'webp' }), 400, 'output_format', /images only/);
+		expectApiError(await postJson(server, '/v1/uploads', { file: makeMov().toString('base64'), output_format: 'png' }), 400, 'output_format', /images only/);
+	});
+
+	it('400 when file comes with image or video; 415 for bytes that are neither; 400 for a bad value', async () => {
+		const png = (await makeImage('png')).toString('base64');
+		expectApiError(await postJson(server, '/v1/uploads', { file: png, image: png }), 400, 'image', /exactly one of 'file', 'image' or 'video', not 'file' and 'image'/);
+		expectApiError(await postJson(server, '/v1/uploads', { file: png, video: png }), 400, 'video', /not 'file' and 'video'/);
+		expectApiError(await postJson(server, '/v1/uploads', { file: makePdf().toString('base64') }), 415, 'file');
+		expectApiError(await postJson(server, '/v1/uploads', { file: media.put('/doc-by-file.pdf', makePdf()) }), 415, 'file');
+		expectApiError(await postJson(server, '/v1/uploads', { file: 42 }), 400, 'file', /must be a string/);
+		expectApiError(await postJson(server, '/v1/uploads', { file: 'ftp://example.com/a.png' }), 400, 'file', /scheme/);
+	});
+});
+
 describe('output_format conversion', () => {
 	it.each([
 		['png', 'webp', 'webp'],
@@ -190,9 +244,9 @@ describe('wrong and mismatched media', () => {
 
 	it('400 for missing, both, unknown and ill-typed fields', async () => {
 		const png = await makeImage('png');
-		expectApiError(await postJson(server, '/v1/uploads', {}), 400, 'image', /exactly one of 'image' or 'video'/);
-		expectApiError(await postJson(server, '/v1/uploads', { image: png.toString('base64'), video: makeMp4().toString('base64') }), 400, 'video', /not both/);
-		expectApiError(await postJson(server, '/v1/uploads', { file: png.toString('base64') }), 400, 'file', /Unknown field/);
+		expectApiError(await postJson(server, '/v1/uploads', {}), 400, 'file', /exactly one of 'file', 'image' or 'video'/);
+		expectApiError(await postJson(server, '/v1/uploads', { image: png.toString('base64'), video: makeMp4().toString('base64') }), 400, 'video', /not 'image' and 'video'/);
+		expectApiError(await postJson(server, '/v1/uploads', { files: png.toString('base64') }), 400, 'files', /Unknown field/);
 		expectApiError(await postJson(server, '/v1/uploads', { image: 42 }), 400, 'image', /must be a string/);
 		expectApiError(await postJson(server, '/v1/uploads', { image: '' }), 400, 'image');
 		expectApiError(await postJson(server, '/v1/uploads', { image: 'not base64 at all!' }), 400, 'image', /base64/);

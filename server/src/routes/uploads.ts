@@ -1,5 +1,5 @@
 /**
- * POST /v1/uploads: a multipart `file` (streamed to disk) or JSON `image` / `video` (URL fetched
+ * POST /v1/uploads: a multipart `file` (streamed to disk) or JSON `file` / `image` / `video` (URL fetched
  * through the SSRF-checked fetcher and streamed to disk, or data URI / base64 decoded). The bytes
  * decide what the file is; `output_format` converts images with sharp, otherwise the stored bytes
  * are exactly the bytes received.
@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia } from '../../../core/media';
-import { parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
+import { outputFormatForVideo, parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
 import type { UploadResponse } from '../../../core/api';
 import { convertImage } from '../media/convert';
 import type { OpenRemoteOptions } from '../net/safe-fetch';
@@ -92,7 +92,7 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 		if (body === undefined || body === null) {
 			throw new ImageGenError(
 				400,
-				"Send a multipart form with the part 'file', or a JSON body with 'image' or 'video' (Content-Type: application/json)",
+				"Send a multipart form with the part 'file', or a JSON body with 'file', 'image' or 'video' (Content-Type: application/json)",
 				{ code: 'missing_body' },
 			);
 		}
@@ -115,7 +115,9 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 			staged = await store.stageBuffer(bytes, media);
 		}
 		try {
-			if (staged.media.kind !== field) {
+			if (field === 'file') {
+				if (upload.outputFormat && staged.media.kind === 'video') throw outputFormatForVideo();
+			} else if (staged.media.kind !== field) {
 				throw invalidField(
 					field,
 					`'${field}' holds ${staged.media.kind === 'video' ? 'a video' : 'an image'} (${staged.media.type}); send it as '${staged.media.kind}'`,

@@ -3,6 +3,7 @@
  * real credential authentication (the credential's `authenticate` resolved by n8n's expression
  * engine) and real binary data handling (n8n's BinaryDataService in filesystem or in-memory mode).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -193,6 +194,10 @@ export interface WorkflowNode {
 	onError?: INode['onError'];
 	/** Connect this node's input to these nodes' main output (default: the previous node). */
 	after?: string;
+	/** Also connect this node's input to output `output` of `node`, e.g. to close a loop. */
+	alsoAfter?: { node: string; output: number };
+	/** n8n's "Retry On Fail" node setting. */
+	retry?: { maxTries: number; waitBetweenTries?: number };
 }
 
 export interface RunOptions {
@@ -200,6 +205,10 @@ export interface RunOptions {
 	seed?: SeedItem[];
 	nodes: WorkflowNode[];
 	binaryMode?: 'filesystem' | 'default';
+	/** The execution's id, as n8n gives every run one (default: a new one per run). */
+	executionId?: string;
+	/** Node classes to run instead of the ones built from source, by node type (e.g. a built copy). */
+	nodeTypes?: Record<string, INodeType>;
 }
 
 export interface RunResult {
@@ -218,6 +227,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		[SEED]: seedNodeType(seeds),
 		[IMAGE_GEN]: new ImageGen(),
 		[IMAGE_GEN_UPLOAD]: new ImageGenUpload(),
+		...options.nodeTypes,
 	});
 	const credentialsReference = { imageGenApi: { id: 'imageGen1', name: 'ImageGen' } };
 	const nodes: INode[] = [
@@ -231,6 +241,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 			parameters: (node.parameters ?? {}) as INode['parameters'],
 			credentials: node.type === SEED ? undefined : credentialsReference,
 			...(node.onError ? { onError: node.onError } : {}),
+			...(node.retry ? { retryOnFail: true, maxTries: node.retry.maxTries, waitBetweenTries: node.retry.waitBetweenTries ?? 0 } : {}),
 		})),
 	];
 	const connections: IConnections = {};
@@ -238,15 +249,22 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		const from = node.after ?? (index === 0 ? 'Seed' : options.nodes[index - 1]!.name);
 		const outputs = (connections[from] ??= { main: [[]] });
 		outputs.main![0]!.push({ node: node.name, type: 'main', index: 0 });
+		if (node.alsoAfter) {
+			const main = ((connections[node.alsoAfter.node] ??= { main: [] }).main ??= []);
+			while (main.length <= node.alsoAfter.output) main.push([]);
+			main[node.alsoAfter.output]!.push({ node: node.name, type: 'main', index: 0 });
+		}
 	});
 	const workflow = new Workflow({ id: 'test', nodes, connections, nodeTypes, active: false, settings: { executionOrder: 'v1' } });
 
-	const hooks = new ExecutionLifecycleHooks('manual', 'test-execution', { id: 'test', name: 'test', nodes, connections, active: false } as never);
+	const executionId = options.executionId ?? randomUUID();
+	const hooks = new ExecutionLifecycleHooks('manual', executionId, { id: 'test', name: 'test', nodes, connections, active: false } as never);
 	let finish: (run: IRun) => void = () => undefined;
 	const finished = new Promise<IRun>((resolve) => (finish = resolve));
 	hooks.addHandler('workflowExecuteAfter', (run) => finish(run));
 	const additionalData = {
 		hooks,
+		executionId,
 		credentialsHelper: new TestCredentialsHelper(options.credentials),
 		currentNodeExecutionIndex: 0,
 		restApiUrl: 'http://127.0.0.1/rest',

@@ -12,7 +12,15 @@ export interface RecordedRequest {
 	contentType: string;
 	/** Bytes of the body, counted while streaming it through. */
 	bodyBytes: number;
+	idempotencyKey?: string;
+	/** A JSON body as text (the first 64 KB); multipart bodies are only counted. */
+	json?: string;
+	/** The answer as it went back to the node, once it has. */
+	response?: { status: number; headers: http.IncomingHttpHeaders };
 }
+
+const JSON_CAPTURE_BYTES = 64 * 1024;
+const LOST_ANSWER = { error: { message: 'The answer was lost on the way', type: 'server_error', param: null, code: 'answer_lost' } };
 
 export interface Fault {
 	status: number;
@@ -27,6 +35,8 @@ export interface RecordingProxy {
 	maxInFlight(): number;
 	/** The next `count` requests are answered with `fault` and never reach the server. */
 	failNext(fault: Fault, count?: number): void;
+	/** The next `count` requests reach the server, but its answer is lost: the node gets a 503 instead. */
+	loseNextAnswers(count?: number): void;
 	reset(): void;
 	close(): Promise<void>;
 }
@@ -35,6 +45,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 	const target = new URL(targetOrigin);
 	const requests: RecordedRequest[] = [];
 	const faults: Fault[] = [];
+	let answersToLose = 0;
 	let inFlight = 0;
 	let maxInFlight = 0;
 
@@ -44,24 +55,38 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			path: request.url ?? '',
 			contentType: String(request.headers['content-type'] ?? ''),
 			bodyBytes: 0,
+			...(request.headers['idempotency-key'] ? { idempotencyKey: String(request.headers['idempotency-key']) } : {}),
 		};
 		requests.push(record);
 		inFlight++;
 		maxInFlight = Math.max(maxInFlight, inFlight);
 		response.on('close', () => inFlight--);
-		request.on('data', (chunk: Buffer) => (record.bodyBytes += chunk.length));
+		const isJson = record.contentType.includes('json');
+		request.on('data', (chunk: Buffer) => {
+			record.bodyBytes += chunk.length;
+			if (isJson && (record.json?.length ?? 0) < JSON_CAPTURE_BYTES) record.json = (record.json ?? '') + chunk.toString('utf8');
+		});
 
 		const fault = faults.shift();
 		if (fault) {
 			request.resume();
 			request.on('end', () => {
+				record.response = { status: fault.status, headers: { ...fault.headers } };
 				response.writeHead(fault.status, { 'content-type': 'application/json', ...fault.headers }).end(JSON.stringify(fault.body));
 			});
 			return;
 		}
+		const loseAnswer = answersToLose > 0;
+		if (loseAnswer) answersToLose--;
 		const upstream = http.request(
 			{ hostname: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
 			(answer) => {
+				record.response = { status: answer.statusCode ?? 502, headers: answer.headers };
+				if (loseAnswer) {
+					answer.resume();
+					answer.on('end', () => response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(LOST_ANSWER)));
+					return;
+				}
 				response.writeHead(answer.statusCode ?? 502, answer.headers);
 				answer.pipe(response);
 			},
@@ -78,9 +103,13 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 		failNext(fault, count = 1) {
 			for (let i = 0; i < count; i++) faults.push(fault);
 		},
+		loseNextAnswers(count = 1) {
+			answersToLose += count;
+		},
 		reset() {
 			requests.length = 0;
 			faults.length = 0;
+			answersToLose = 0;
 			maxInFlight = 0;
 		},
 		close: () =>
