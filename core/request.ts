@@ -15,6 +15,7 @@ export interface GenerationParameters {
 	aspectRatio?: string;
 	outputFormat?: string;
 	responseFormat?: string;
+	seed?: number;
 }
 
 export const PARAMETER_NAMES = {
@@ -27,6 +28,7 @@ export const PARAMETER_NAMES = {
 	aspect_ratio: 'aspectRatio',
 	output_format: 'outputFormat',
 	response_format: 'responseFormat',
+	seed: 'seed',
 } as const;
 
 /** The node parameter behind an API field path such as `images[2]` (→ `images`). */
@@ -43,6 +45,7 @@ export function toGenerationBody(parameters: GenerationParameters): Record<strin
 		aspect_ratio: parameters.aspectRatio,
 		output_format: parameters.outputFormat,
 		response_format: parameters.responseFormat,
+		seed: parameters.seed,
 	};
 	if (accepted.includes('images')) optional.images = parameters.images;
 	if (accepted.includes('negative_prompt') && parameters.negativePrompt) {

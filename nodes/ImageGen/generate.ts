@@ -39,6 +39,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		aspectRatio: parameter('aspectRatio') as string,
 		outputFormat: parameter('outputFormat') as string,
 		responseFormat: parameter('responseFormat') as string,
+		seed: options.seed,
 	};
 	if (accepted.includes('negative_prompt')) parameters.negativePrompt = parameter('negativePrompt') as string;
 	if (accepted.includes('style_type')) parameters.styleType = parameter('styleType') as string;
@@ -63,7 +64,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		throw toNodeError(context, error, itemIndex);
 	}
 
-	const body: IDataObject = { ...request, ...(options.seed !== undefined ? { seed: options.seed } : {}) };
+	const body: IDataObject = { ...request };
 	const response = await callApi<GenerationResponse>(context, {
 		method: 'POST',
 		path: '/images/generations',
