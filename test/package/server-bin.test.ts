@@ -33,6 +33,11 @@ test('the bin is a committed, executable node script and the package links it', 
 	expect(() => accessSync(BIN, constants.X_OK)).not.toThrow();
 });
 
+test("package-lock.json records the same bin: npm ci links bins from the lockfile, not from package.json", () => {
+	const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+	expect(lock.packages.server.bin).toEqual(manifest.bin);
+});
+
 test('run directly, it starts the built CLI (--help)', async () => {
 	const result = await exitOf(BIN, ['--help']);
 	expect(result.stderr).toBe('');
@@ -62,15 +67,32 @@ test('without a build next to it, it says to run the build and exits 1', async (
 	}
 });
 
-test('npm links the bin at install time, before anything is built (a workspace like this one, minus its dependencies)', async () => {
+test('`npm ci` links the bin before anything is built (this workspace and its lockfile, minus the dependencies)', async () => {
 	const folder = mkdtempSync(join(tmpdir(), 'imagegen-fresh-clone-'));
 	try {
 		const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-		writeFileSync(join(folder, 'package.json'), JSON.stringify({ name: root.name, version: root.version, private: true, workspaces: root.workspaces }));
+		const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+		const project = { name: root.name, version: root.version, private: true, workspaces: root.workspaces };
+		const server = { ...manifest, dependencies: {} };
+		writeFileSync(join(folder, 'package.json'), JSON.stringify(project));
+		writeFileSync(
+			join(folder, 'package-lock.json'),
+			JSON.stringify({
+				name: root.name,
+				version: root.version,
+				lockfileVersion: lock.lockfileVersion,
+				requires: true,
+				packages: {
+					'': project,
+					server: { ...lock.packages.server, dependencies: undefined },
+					'node_modules/imagegen-server': lock.packages['node_modules/imagegen-server'],
+				},
+			}),
+		);
 		mkdirSync(join(folder, 'server', 'bin'), { recursive: true });
-		writeFileSync(join(folder, 'server', 'package.json'), JSON.stringify({ ...manifest, dependencies: {} }));
+		writeFileSync(join(folder, 'server', 'package.json'), JSON.stringify(server));
 		copyFileSync(BIN, join(folder, 'server', 'bin', 'imagegen-server.js'));
-		await npm(['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], folder, 120_000);
+		await npm(['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], folder, 120_000);
 		const link = join(folder, 'node_modules', '.bin', 'imagegen-server');
 		expect(realpathSync(link)).toBe(realpathSync(join(folder, 'server', 'bin', 'imagegen-server.js')));
 		const result = await exitOf('npx', ['--no-install', 'imagegen-server', '--help'], folder);
