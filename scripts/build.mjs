@@ -1,7 +1,7 @@
 // Builds the n8n package (nodes, credentials, core → dist/, with their icons and codex files)
 // and the imagegen-server workspace. Type errors fail the build.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,6 +9,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const run = (project) => execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
 
+// A clean start: a file whose source is gone must not linger in dist/ (and so in a tarball).
+for (const output of ['dist', join('server', 'dist')]) rmSync(join(root, output), { recursive: true, force: true });
 run('tsconfig.json');
 const assets = ['icons', 'nodes', 'credentials'].filter((folder) => existsSync(join(root, folder))).flatMap((folder) =>
 	readdirSync(join(root, folder), { recursive: true })
@@ -21,5 +23,4 @@ for (const asset of assets) {
 	cpSync(join(root, asset), target);
 }
 run('server/tsconfig.json');
-// The CLI is linked as a bin (`npx imagegen-server`): tsc does not keep it executable.
-chmodSync(join(root, 'server', 'dist', 'server', 'src', 'cli.js'), 0o755);
+// `npx imagegen-server` runs the committed server/bin/imagegen-server.js, which loads the built CLI.

@@ -1,8 +1,10 @@
 /**
- * What a user sees in the n8n editor: Debian's Chromium opens the demo workflow's ImageGen node
- * and switches the model; the fields and aspect ratios must follow the model. One screenshot per
- * model goes to test-artifacts/. The browser may only talk to loopback.
+ * What a user sees in the n8n editor: Chromium (the build inside the npm package
+ * @sparticuz/chromium, so `npm ci` brings it) opens the demo workflow's ImageGen node and switches
+ * the model; the fields and aspect ratios must follow the model. One screenshot per model goes to
+ * test-artifacts/. The browser may only talk to loopback.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,16 @@ const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 const LOGIN = { email: 'editor-test@imagegen.example', password: 'Editor-test-password-1' };
 const LOOPBACK = /^(127(?:\.\d{1,3}){3}|localhost|\[::1\])$/;
 
+/**
+ * The Chromium build inside @sparticuz/chromium: `executablePath()` unpacks it (once) and `args`
+ * are the flags it needs. The package is an ES module, which jest's CommonJS runtime cannot load,
+ * so a plain node process asks it.
+ */
+function npmChromium(): { executablePath: string; args: string[] } {
+	const script = "import c from '@sparticuz/chromium'; process.stdout.write(JSON.stringify({ executablePath: await c.executablePath(), args: c.args }));";
+	return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: __dirname, encoding: 'utf8' }));
+}
+
 let session: Session;
 let editor: Editor;
 let context: BrowserContext;
@@ -29,15 +41,17 @@ beforeAll(async () => {
 	await session.importWorkflows([demo.demoWorkflow()]);
 	editor = await startEditor(session.n8n, { userFolder: session.userFolder, port: await freePort() });
 	await setUpOwner(editor.url, LOGIN);
+	const browser = npmChromium();
 	profile = mkdtempSync(join(tmpdir(), 'imagegen-chromium-'));
 	// A fresh profile every run (playwright passes it as --user-data-dir).
 	context = await chromium.launchPersistentContext(profile, {
-		executablePath: '/usr/bin/chromium',
+		executablePath: browser.executablePath,
+		headless: true,
 		viewport: { width: 1440, height: 1000 },
 		args: [
-			'--headless',
+			...browser.args,
+			// No sandbox for root; and nothing may leave the machine: no background updates, sync or QUIC.
 			'--no-sandbox',
-			'--disable-gpu',
 			'--disable-quic',
 			'--no-first-run',
 			'--disable-background-networking',

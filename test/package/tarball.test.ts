@@ -51,6 +51,23 @@ test('package.json: community-node keyword, n8n section pointing at files that e
 	for (const path of [...manifest.n8n.nodes, ...manifest.n8n.credentials]) expect(files).toContain(path);
 });
 
+test('repository, homepage and author agree, in both packages (n8n verifies a package against its GitHub repository and owner)', () => {
+	const manifest = JSON.parse(readFileSync(join(unpacked, 'package', 'package.json'), 'utf8'));
+	const match = /^git\+https:\/\/github\.com\/([\w.-]+)\/([\w.-]+?)\.git$/.exec(manifest.repository.url);
+	expect(match).not.toBeNull();
+	const [, owner, repository] = match!;
+	expect(manifest.repository.type).toBe('git');
+	expect(manifest.homepage.startsWith(`https://github.com/${owner}/${repository}`)).toBe(true);
+	expect(manifest.author.name.toLowerCase()).toBe(owner!.toLowerCase());
+	expect(manifest.author.email).toMatch(/^[^@\s]+@[^@\s]+$/);
+
+	const server = JSON.parse(readFileSync(join(__dirname, '..', '..', 'server', 'package.json'), 'utf8'));
+	expect(server.repository).toEqual({ ...manifest.repository, directory: 'server' });
+	expect(server.author).toEqual(manifest.author);
+	expect(server.homepage.startsWith(`https://github.com/${owner}/${repository}`)).toBe(true);
+	expect(server.bugs.url).toBe(`https://github.com/${owner}/${repository}/issues`);
+});
+
 function scan(packageDir: string): { passed: boolean; message: string; details: string } {
 	return JSON.parse(execFileSync(process.execPath, [join(__dirname, 'scan-package.mjs'), packageDir], { encoding: 'utf8' }));
 }

@@ -1,0 +1,112 @@
+/**
+ * `npx imagegen-server` on a fresh clone: npm links a workspace's bin when it installs, before
+ * anything is built, so the bin must be a committed file. It hands over to the built CLI, and
+ * says what to do when the build has not run yet.
+ */
+import { execFile } from 'node:child_process';
+import { accessSync, constants, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { npm, userEnvironment } from './support/npm';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '..', '..');
+const BIN = join(ROOT, 'server', 'bin', 'imagegen-server.js');
+const manifest = JSON.parse(readFileSync(join(ROOT, 'server', 'package.json'), 'utf8'));
+
+async function exitOf(file: string, args: string[], cwd = ROOT) {
+	try {
+		const { stdout, stderr } = await run(file, args, { cwd, env: userEnvironment(), timeout: 60_000 });
+		return { code: 0, stdout, stderr };
+	} catch (error) {
+		const failed = error as Error & { code?: number; stdout?: string; stderr?: string };
+		return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+	}
+}
+
+test('the bin is a committed, executable node script and the package links it', async () => {
+	expect(manifest.bin).toEqual({ 'imagegen-server': 'bin/imagegen-server.js' });
+	const { stdout } = await run('git', ['ls-files', '--error-unmatch', 'server/bin/imagegen-server.js'], { cwd: ROOT });
+	expect(stdout.trim()).toBe('server/bin/imagegen-server.js');
+	expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+	expect(() => accessSync(BIN, constants.X_OK)).not.toThrow();
+});
+
+test("package-lock.json records the same bin: npm ci links bins from the lockfile, not from package.json", () => {
+	const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+	expect(lock.packages.server.bin).toEqual(manifest.bin);
+});
+
+test('run directly, it starts the built CLI (--help)', async () => {
+	const result = await exitOf(BIN, ['--help']);
+	expect(result.stderr).toBe('');
+	expect(result.code).toBe(0);
+	expect(result.stdout).toMatch(/^Usage: imagegen-server \[options\]/);
+	expect(result.stdout).toContain('--data-dir');
+});
+
+test('the CLI exit codes come through the bin: an unknown flag is exit 2', async () => {
+	const result = await exitOf(BIN, ['--no-such-flag']);
+	expect(result.code).toBe(2);
+	expect(result.stderr).toContain("Unknown option '--no-such-flag'");
+});
+
+test('without a build next to it, it says to run the build and exits 1', async () => {
+	const folder = mkdtempSync(join(tmpdir(), 'imagegen-unbuilt-'));
+	try {
+		mkdirSync(join(folder, 'bin'));
+		const copy = join(folder, 'bin', 'imagegen-server.js');
+		copyFileSync(BIN, copy);
+		const result = await exitOf(process.execPath, [copy, '--help'], folder);
+		expect(result.code).toBe(1);
+		expect(result.stdout).toBe('');
+		expect(result.stderr).toContain('run npm run build first');
+	} finally {
+		rmSync(folder, { recursive: true, force: true });
+	}
+});
+
+test('`npm ci` links the bin before anything is built (this workspace and its lockfile, minus the dependencies)', async () => {
+	const folder = mkdtempSync(join(tmpdir(), 'imagegen-fresh-clone-'));
+	try {
+		const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+		const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+		const project = { name: root.name, version: root.version, private: true, workspaces: root.workspaces };
+		const server = { ...manifest, dependencies: {} };
+		writeFileSync(join(folder, 'package.json'), JSON.stringify(project));
+		writeFileSync(
+			join(folder, 'package-lock.json'),
+			JSON.stringify({
+				name: root.name,
+				version: root.version,
+				lockfileVersion: lock.lockfileVersion,
+				requires: true,
+				packages: {
+					'': project,
+					server: { ...lock.packages.server, dependencies: undefined },
+					'node_modules/imagegen-server': lock.packages['node_modules/imagegen-server'],
+				},
+			}),
+		);
+		mkdirSync(join(folder, 'server', 'bin'), { recursive: true });
+		writeFileSync(join(folder, 'server', 'package.json'), JSON.stringify(server));
+		copyFileSync(BIN, join(folder, 'server', 'bin', 'imagegen-server.js'));
+		await npm(['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], folder, 120_000);
+		const link = join(folder, 'node_modules', '.bin', 'imagegen-server');
+		expect(realpathSync(link)).toBe(realpathSync(join(folder, 'server', 'bin', 'imagegen-server.js')));
+		const result = await exitOf('npx', ['--no-install', 'imagegen-server', '--help'], folder);
+		expect(result.code).toBe(1);
+		expect(result.stderr).toContain('run npm run build first');
+	} finally {
+		rmSync(folder, { recursive: true, force: true });
+	}
+});
+
+test('`npm exec imagegen-server` from the repository root finds the link that npm ci made', async () => {
+	const link = join(ROOT, 'node_modules', '.bin', 'imagegen-server');
+	expect(realpathSync(link)).toBe(realpathSync(BIN));
+	const result = await exitOf('npm', ['exec', 'imagegen-server', '--', '--help']);
+	expect(result.code).toBe(0);
+	expect(result.stdout).toContain('Usage: imagegen-server [options]');
+});
