@@ -3,22 +3,24 @@
  * have run and request.apiKeyId is set. Validation and defaults come from core; the model's
  * provider draws; every image we answer with is re-hosted in our store under our retention.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS } from '../../../core/models';
 import { parseGenerationRequest, type GenerationRequest } from '../../../core/schemas';
-import type { ServiceContext } from '../context';
-import { inputImageLoader } from '../generation/input-images';
+import { inputImageLoader, type InputImageSource } from '../generation/input-images';
 import { normalizeOutput } from '../generation/normalize-output';
 import type { GenerationProvider, ProviderImage } from '../generation/provider';
-import { buildProviderTable } from '../generation/providers';
-import { parsePriceOverrides } from '../prices';
 
-export async function registerGenerationRoutes(v1: FastifyInstance, context: ServiceContext): Promise<void> {
-	const providers = buildProviderTable(context.generation.providers, context.generation.env);
-	const prices = parsePriceOverrides(context.generation.prices ?? '');
-	const timeoutMs = context.generation.timeoutMs;
+/** Input images of a generation request are held in memory while the provider works. */
+const MAX_INPUT_IMAGE_BYTES = 50 * 1024 * 1024;
+
+export default async function generationRoutes(v1: FastifyInstance): Promise<void> {
+	const { providers, hostedFiles, usageLedger, config } = v1;
+	const prices = config.priceOverrides;
+	const timeoutMs = config.generationTimeoutMs;
+	const context: InputImageSource = { fetchRemote: v1.fetchRemote, maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes) };
 
 	v1.post('/images/generations', async (request, reply) => {
 		const generation = parseGenerationRequest(request.body);
@@ -33,14 +35,18 @@ export async function registerGenerationRoutes(v1: FastifyInstance, context: Ser
 			if (generation.response_format === 'b64_json') {
 				data.push({ b64_json: image.bytes.toString('base64') });
 			} else {
-				const stored = await context.store.putBuffer(image.bytes, image.media);
-				data.push({ url: context.store.publicUrl(stored), expires_at: stored.expiresAt.toISOString() });
+				const stored = await hostedFiles.putBuffer(image.bytes, image.media, request.apiKeyId);
+				data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString() });
 			}
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
 		// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
 		const costUsd = Math.round(price * data.length * 1e6) / 1e6;
-		context.usage.record(request.apiKeyId, generation.model, data.length, costUsd);
+		// Counted at once; the ledger makes the line durable in the background and never drops it
+		// (a write failure is retried and reported by /healthz), so the answer does not wait for it.
+		usageLedger
+			.record({ apiKeyId: request.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID() })
+			.catch((error: unknown) => request.log.error({ err: error }, 'recording usage failed'));
 		const body: GenerationResponse = {
 			created: Math.floor(Date.now() / 1000),
 			model: generation.model,
@@ -64,7 +70,7 @@ function requestSignal(reply: FastifyReply, timeoutMs: number): AbortSignal {
 async function runProvider(
 	provider: GenerationProvider,
 	generation: GenerationRequest,
-	context: ServiceContext,
+	context: InputImageSource,
 	signal: AbortSignal,
 	timeoutMs: number,
 ): Promise<ProviderImage[]> {
@@ -97,7 +103,7 @@ function timeoutError(signal: AbortSignal, timeoutMs: number, provider: Generati
 		: new ImageGenError(502, 'The generation was cancelled because the client went away', { code: 'cancelled' });
 }
 
-async function providerBytes(output: ProviderImage, provider: GenerationProvider, context: ServiceContext, signal: AbortSignal): Promise<Buffer> {
+async function providerBytes(output: ProviderImage, provider: GenerationProvider, context: InputImageSource, signal: AbortSignal): Promise<Buffer> {
 	if ('bytes' in output) return output.bytes;
 	try {
 		return await context.fetchRemote(new URL(output.url), { field: 'output', maxBytes: context.maxInputImageBytes * 2, signal });
