@@ -294,7 +294,7 @@ function readFlags(argv: readonly string[]): RawValues | 'help' {
 	for (let i = 0; i < argv.length; i++) {
 		const argument = argv[i]!;
 		if (argument === '--help' || argument === '-h') return 'help';
-		const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(argument);
+		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
 		const option = match && OPTIONS.find((candidate) => candidate.flag === match[1]);
 		if (!match || !option) {
 			throw new ConfigError(`Unknown option '${argument}' (see --help)`);
