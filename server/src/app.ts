@@ -43,7 +43,13 @@ export interface ServiceParts {
 export async function createService(config: ServiceConfig, parts: ServiceParts = {}): Promise<Service> {
 	if (config.apiKeys.length === 0) throw new Error('createService needs at least one API key');
 	let publicBaseUrl = config.publicUrl ?? '';
+	let closing = false;
 	const app = createFastify(config);
+	// Answers sent while draining end their connection: a client's keep-alive must not hold the
+	// shutdown open until it times out.
+	app.addHook('onSend', async (_request, reply) => {
+		if (closing) reply.header('connection', 'close');
+	});
 	const backends = parts.backends ?? (await openBackends(config, app.log.child({ component: 'backends' })));
 	await registerService(app, config, {
 		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env),
@@ -66,7 +72,17 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 			publicBaseUrl = config.publicUrl ?? defaultPublicUrl(config.host, port);
 			return { address: originOf(address), publicUrl: publicBaseUrl };
 		},
-		close: () => app.close(),
+		async close() {
+			closing = true;
+			// Fastify closes the connections idle at this moment; these become idle later, after the
+			// answer to their last request.
+			const sweepIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+			try {
+				await app.close();
+			} finally {
+				clearInterval(sweepIdle);
+			}
+		},
 	};
 }
 

@@ -56,7 +56,10 @@ async function main(): Promise<void> {
 		// deadline would do it less gracefully (no ledger flush at all).
 		const forced = setTimeout(() => {
 			service.app.log.error(`requests still running after ${config.drainTimeoutMs / 1000} s; exiting anyway`);
-			process.exit(1);
+			// Usage lines already accepted still get their (short) chance to reach the ledger.
+			const exit = () => process.exit(1);
+			setTimeout(exit, 2_000).unref();
+			service.app.usageLedger.close().finally(exit);
 		}, config.drainTimeoutMs);
 		forced.unref();
 		service.close().then(
