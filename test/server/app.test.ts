@@ -1,11 +1,11 @@
 /** The service wired in process: auth scoped to /v1, the rate limit, the catalog, uploads and their files. */
 import { MODEL_IDS } from '../../core/models';
 import { buildTestApp, type InProcessApp } from './support/app';
-import { makeImage } from './support/media';
+import { makeImage, makeMp4 } from './support/media';
 
 let subject: InProcessApp;
 beforeAll(async () => {
-	subject = await buildTestApp(['--rate-limit-per-minute', '5']);
+	subject = await buildTestApp();
 });
 afterAll(async () => {
 	await subject?.close();
@@ -83,17 +83,43 @@ describe('routes on the decorated instance', () => {
 		expect((await jsonOf(refused)).error).toMatchObject({ param: 'image', code: 'undecodable_image' });
 	});
 
-	it('the rate limit of the key applies to /v1 and answers 429 with Retry-After, not to /healthz', async () => {
-		const statuses: number[] = [];
-		let retryAfter: string | null = null;
-		for (let i = 0; i < 6; i++) {
-			const answer = await subject.request('/v1/models', { headers: subject.auth });
-			statuses.push(answer.status);
-			if (answer.status === 429) retryAfter = answer.headers.get('retry-after');
-			await answer.arrayBuffer();
+	it('multipart output_format before the file converts as it streams in, after it from storage; never a video', async () => {
+		const png = await makeImage('png', 48, 32);
+		const send = async (order: 'format-first' | 'file-first', bytes: Buffer, name: string) => {
+			const form = new FormData();
+			if (order === 'format-first') form.append('output_format', 'jpg');
+			form.append('file', new Blob([bytes]), name);
+			if (order === 'file-first') form.append('output_format', 'jpg');
+			return subject.request('/v1/uploads', { method: 'POST', headers: subject.auth, body: form });
+		};
+		for (const order of ['format-first', 'file-first'] as const) {
+			const upload = await send(order, png, 'a.png');
+			expect(upload.status).toBe(200);
+			const file = await subject.request(((await jsonOf(upload)) as { imageUrl: string }).imageUrl);
+			expect(file.headers.get('content-type')).toBe('image/jpeg');
+			expect((await bytesOf(file)).subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff]))).toBe(true);
 		}
-		expect(statuses).toContain(429);
-		expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
-		expect((await subject.request('/healthz')).status).toBe(200);
+		const video = await send('format-first', makeMp4(4096), 'a.mp4');
+		expect(video.status).toBe(400);
+		expect((await jsonOf(video)).error).toMatchObject({ param: 'output_format', code: 'field_not_supported' });
+	});
+
+	it('the rate limit of the key applies to /v1 and answers 429 with Retry-After, not to /healthz', async () => {
+		const limited = await buildTestApp(['--rate-limit-per-minute', '2']);
+		try {
+			const statuses: number[] = [];
+			let retryAfter: string | null = null;
+			for (let i = 0; i < 3; i++) {
+				const answer = await limited.request('/v1/models', { headers: limited.auth });
+				statuses.push(answer.status);
+				if (answer.status === 429) retryAfter = answer.headers.get('retry-after');
+				await answer.arrayBuffer();
+			}
+			expect(statuses).toEqual([200, 200, 429]);
+			expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+			expect((await limited.request('/healthz')).status).toBe(200);
+		} finally {
+			await limited.close();
+		}
 	});
 });

@@ -4,6 +4,7 @@
  * decoded). The bytes decide what the file is; `output_format` converts images with sharp,
  * otherwise the stored bytes are exactly the bytes received.
  */
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { sniffMedia, type SniffedMedia } from '../../../core/media';
@@ -28,6 +29,8 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	const receiveMultipart = async (request: FastifyRequest): Promise<UploadResponse> => {
 		let staged: StagedFile | null = null;
 		let outputFormatText: string | undefined;
+		/** Set when output_format came before the file, so the file was converted as it streamed in. */
+		let convertedTo: UploadOutputFormat | undefined;
 		try {
 			for await (const part of request.parts()) {
 				if (part.type === 'file') {
@@ -35,13 +38,19 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 						part.file.resume();
 						throw invalidField(part.fieldname, `Unknown file part '${part.fieldname}': send the file in the part 'file'`, 'unknown_field');
 					}
+					const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
 					staged = await store.stage(part.file, {
 						ownerKeyId: request.apiKeyId,
 						maxBytes: maxUploadBytes,
 						field: 'file',
 						oversizeStatus: 413,
 						drainOnError: true,
+						accept: (media) => {
+							if (outputFormat && media.kind === 'video') throw videoNotConverted();
+						},
+						convertTo: outputFormat,
 					});
+					convertedTo = outputFormat;
 				} else if (part.fieldname === 'output_format') {
 					if (outputFormatText !== undefined) throw invalidField('output_format', "'output_format' was sent twice", 'duplicate_field');
 					outputFormatText = String(part.value);
@@ -64,10 +73,8 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		}
 		try {
 			const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
-			if (outputFormat && staged.media.kind === 'video') {
-				throw invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
-			}
-			return await publish(staged, 'file', outputFormat);
+			if (outputFormat && staged.media.kind === 'video') throw videoNotConverted();
+			return await publish(staged, 'file', convertedTo ? undefined : outputFormat);
 		} catch (error) {
 			await store.discard(staged);
 			throw error;
@@ -96,9 +103,11 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 			}
 		};
 		let staged: StagedFile;
+		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind };
 		if (upload.input.kind === 'url') {
 			const remote = await v1.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
-			staged = await store.stage(remote, { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413, accept: acceptKind });
+			// Converted as it streams in: the original never needs storing.
+			staged = await store.stage(remote, { ...stageOptions, convertTo: upload.outputFormat });
 		} else {
 			const { bytes } = upload.input;
 			if (bytes.length > maxUploadBytes) {
@@ -110,10 +119,13 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 			const media = sniffMedia(bytes);
 			if (!media) throw unsupportedMedia(field);
 			acceptKind(media);
-			staged = await store.stageBuffer(bytes, media, request.apiKeyId);
+			staged = upload.outputFormat
+				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo: upload.outputFormat })
+				: await store.stageBuffer(bytes, media, request.apiKeyId);
 		}
 		try {
-			return await publish(staged, field, upload.outputFormat);
+			// Already in its final format: converted on the way into storage.
+			return await publish(staged, field);
 		} catch (error) {
 			await store.discard(staged);
 			throw error;
@@ -121,6 +133,10 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	};
 
 	v1.post('/uploads', async (request) => (request.isMultipart() ? receiveMultipart(request) : receiveJson(request)));
+}
+
+function videoNotConverted(): ImageGenError {
+	return invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
 }
 
 /** The multipart parser reports broken bodies as plain errors; they are the caller's, not ours. */

@@ -5,9 +5,9 @@
  * sniffed from the bytes before the storage key `<id>.<ext>` is chosen.
  */
 import { randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import sharp from 'sharp';
-import { ImageGenError, invalidField } from '../../../core/errors';
+import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
@@ -37,6 +37,8 @@ export interface StageOptions {
 	drainOnError?: boolean;
 	/** Refuses a sniffed type before anything is written (e.g. a video sent as `image`). */
 	accept?: (media: SniffedMedia) => void;
+	/** Re-encodes an image to this format on its way into storage (videos are never converted). */
+	convertTo?: UploadOutputFormat;
 }
 
 export interface HostedFilesOptions {
@@ -99,6 +101,9 @@ export class HostedFiles {
 				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
 			}
 			options.accept?.(media);
+			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
+				return await this.writeConverted(inspector, options.convertTo, field, options.ownerKeyId);
+			}
 			return await this.writeStaged(inspector, media, options.ownerKeyId);
 		} catch (error) {
 			abandonSource();
@@ -126,24 +131,7 @@ export class HostedFiles {
 		try {
 			const input = await this.storage.read(staged.storageKey);
 			if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
-			const animated = format === 'webp';
-			let converter = sharp({ animated, failOn: 'error' });
-			if (!animated) converter = converter.rotate();
-			if (format === 'jpeg') converter = converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
-			else if (format === 'png') converter = converter.png();
-			else converter = converter.webp({ quality: 90 });
-			let decodeFailed = false;
-			converter.once('error', () => (decodeFailed = true));
-			input.once('error', (error) => converter.destroy(error));
-			input.pipe(converter);
-			try {
-				return await this.writeStaged(converter, MEDIA_DETAILS[format], staged.ownerKeyId);
-			} catch (error) {
-				if (decodeFailed && !(storageError(error) instanceof ImageGenError)) {
-					throw invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
-				}
-				throw storageError(error);
-			}
+			return await this.writeConverted(input, format, field, staged.ownerKeyId);
 		} finally {
 			await this.discard(staged);
 		}
@@ -234,6 +222,43 @@ export class HostedFiles {
 			{ now: new Date(this.now()), batchSize: SWEEP_BATCH },
 		);
 		return disposed + ((await this.options.removeLeftovers?.()) ?? 0);
+	}
+
+	/**
+	 * input → sharp → storage, streamed. A failure of sharp itself means the image is damaged (400
+	 * naming the field); the input's errors (size limit, client gone) and the storage's pass as they are.
+	 */
+	private async writeConverted(input: Readable, format: UploadOutputFormat, field: string, ownerKeyId: string): Promise<StagedFile> {
+		const animated = format === 'webp';
+		let converter = sharp({ animated, failOn: 'error' });
+		if (!animated) converter = converter.rotate();
+		if (format === 'jpeg') converter = converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
+		else if (format === 'png') converter = converter.png();
+		else converter = converter.webp({ quality: 90 });
+		// Between sharp and the storage, so a storage failure never reads as sharp's and vice versa.
+		const output = new PassThrough();
+		let inputError: unknown;
+		let decodeError: unknown;
+		input.once('error', (error) => {
+			inputError = error;
+			output.destroy(error);
+		});
+		converter.once('error', (error) => {
+			decodeError = error;
+			output.destroy(error);
+		});
+		input.pipe(converter).pipe(output);
+		try {
+			return await this.writeStaged(output, MEDIA_DETAILS[format], ownerKeyId);
+		} catch (error) {
+			if (error === decodeError && inputError === undefined) {
+				throw invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
+			}
+			throw storageError(error);
+		} finally {
+			input.unpipe(converter);
+			converter.destroy();
+		}
 	}
 
 	private async writeStaged(source: Readable, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
