@@ -1,72 +1,65 @@
 /**
- * Assembles the service: Fastify with JSON errors everywhere, the public file routes, and the
- * authenticated, rate-limited /v1 scope (models, uploads, generation). `createService` also owns
- * the sweeper, so closing the service stops every timer it started.
+ * Assembles the service: Fastify with JSON errors everywhere, the engines behind their interfaces
+ * (plugins/backends.ts), the public file and health routes, and the authenticated, rate-limited /v1
+ * scope (models, uploads, generation, usage). Closing the app (SIGTERM) lets in-flight requests
+ * finish, answers 503 to new ones, then stops the sweeper, flushes the usage ledger and closes
+ * every engine.
  */
-import { join } from 'node:path';
 import multipart from '@fastify/multipart';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { createAuthenticator } from './auth';
 import type { ServiceConfig } from './config';
-import type { ServiceContext } from './context';
 import { ImageGenError } from '../../core/errors';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
-import { createSafeFetcher } from './net/safe-fetch';
-import { createRateLimiter } from './rate-limit';
-import { registerFileRoutes } from './routes/files';
-import { registerUsageRoutes } from './routes/usage';
-import { UsageLedger } from './usage/ledger';
-import { registerGenerationRoutes } from './routes/generations';
-import { registerModelRoutes } from './routes/models';
-import { registerUploadRoutes } from './routes/uploads';
-import { DiskFileStore } from './storage/disk-file-store';
-import { startSweeper, sweepInterval, type Sweeper } from './storage/sweeper';
+import { buildProviderTable, type ProviderTable } from './generation/providers';
+import apiGuard from './plugins/api-guard';
+import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
+import configPlugin from './plugins/config';
+import hostedFilesPlugin from './plugins/hosted-files';
+import providersPlugin from './plugins/providers';
+import remoteFetch from './plugins/remote-fetch';
+import fileRoutes from './routes/files';
+import generationRoutes from './routes/generations';
+import healthRoutes from './routes/health';
+import modelRoutes from './routes/models';
+import uploadRoutes from './routes/uploads';
+import usageRoutes from './routes/usage';
 
-/** Input images of a generation request are held in memory while the provider works. */
-const MAX_INPUT_IMAGE_BYTES = 50 * 1024 * 1024;
 const MULTIPART_FIELD_BYTES = 1024;
 
 export interface Service {
 	app: FastifyInstance;
-	context: ServiceContext;
-	store: DiskFileStore;
 	/** Listens and answers the origin actually bound (the real port when 0 was asked for). */
 	listen(): Promise<{ address: string; publicUrl: string }>;
 	close(): Promise<void>;
 }
 
-export async function createService(config: ServiceConfig): Promise<Service> {
+export interface ServiceParts {
+	/** Built by the caller when it checks them itself at start (the CLI); otherwise from the config. */
+	providers?: ProviderTable;
+	/** Engines opened by the caller; otherwise chosen from the config (plugins/backends.ts). */
+	backends?: Backends;
+}
+
+export async function createService(config: ServiceConfig, parts: ServiceParts = {}): Promise<Service> {
 	if (config.apiKeys.length === 0) throw new Error('createService needs at least one API key');
 	let publicBaseUrl = config.publicUrl ?? '';
-	const store = new DiskFileStore({
-		directory: join(config.dataDir, 'files'),
-		retentionSeconds: config.retentionSeconds,
+	let closing = false;
+	const app = createFastify(config);
+	// Answers sent while draining end their connection: a client's keep-alive must not hold the
+	// shutdown open until it times out.
+	app.addHook('onSend', async (_request, reply) => {
+		if (closing) reply.header('connection', 'close');
+	});
+	const backends = parts.backends ?? (await openBackends(config, app.log.child({ component: 'backends' })));
+	await registerService(app, config, {
+		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env),
+		backends,
 		publicBaseUrl: () => publicBaseUrl,
 	});
-	await store.init();
-
-	const fetcher = createSafeFetcher({ allowPrivate: config.allowPrivateUrls, timeoutMs: config.fetchTimeoutMs });
-	const context: ServiceContext = {
-		store,
-		fetchRemote: fetcher.fetchRemote,
-		dataDir: config.dataDir,
-		maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes),
-		generation: {
-			providers: config.providers,
-			prices: config.prices,
-			env: process.env,
-			timeoutMs: config.generationTimeoutMs,
-		},
-		usage: await UsageLedger.open(config.dataDir),
-	};
-
-	const app = await buildApp(config, context, fetcher.openRemote);
-	let sweeper: Sweeper | null = null;
+	await app.ready();
 
 	return {
 		app,
-		context,
-		store,
 		async listen() {
 			const address = await app.listen({
 				host: config.host,
@@ -77,26 +70,29 @@ export async function createService(config: ServiceConfig): Promise<Service> {
 			const bound = app.server.address();
 			const port = typeof bound === 'object' && bound ? bound.port : config.port;
 			publicBaseUrl = config.publicUrl ?? defaultPublicUrl(config.host, port);
-			sweeper = startSweeper(store, sweepInterval(config.retentionSeconds), (error) =>
-				app.log.error({ err: error }, 'sweeping expired files failed'),
-			);
 			return { address: originOf(address), publicUrl: publicBaseUrl };
 		},
 		async close() {
-			await sweeper?.stop();
-			await app.close();
-			await context.usage.flushed();
+			closing = true;
+			// Fastify closes the connections idle at this moment; these become idle later, after the
+			// answer to their last request.
+			const sweepIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+			try {
+				await app.close();
+			} finally {
+				clearInterval(sweepIdle);
+			}
 		},
 	};
 }
 
-export async function buildApp(
-	config: ServiceConfig,
-	context: ServiceContext,
-	openRemote: ReturnType<typeof createSafeFetcher>['openRemote'],
-): Promise<FastifyInstance> {
-	const app = Fastify({
+function createFastify(config: ServiceConfig): FastifyInstance {
+	return Fastify({
 		bodyLimit: config.maxJsonBytes,
+		// SIGTERM: new requests get a 503 and idle keep-alive connections are closed at once, while
+		// requests in flight (uploads included) run to their end before close() resolves.
+		return503OnClosing: true,
+		forceCloseConnections: 'idle',
 		logController: new LogController({ disableRequestLogging: true }),
 		// Requests Fastify rejects before routing (a malformed URL) get our error shape too.
 		frameworkErrors: (error, _request, reply) => {
@@ -115,6 +111,13 @@ export async function buildApp(
 			},
 		},
 	});
+}
+
+async function registerService(
+	app: FastifyInstance,
+	config: ServiceConfig,
+	parts: { providers: ProviderTable; backends: Backends; publicBaseUrl: () => string },
+): Promise<void> {
 	app.decorateRequest('apiKeyId', '');
 	// Uploads are JSON or multipart; anything else (text/plain included) is a 415.
 	app.removeContentTypeParser('text/plain');
@@ -130,26 +133,25 @@ export async function buildApp(
 		},
 	});
 
-	app.get('/healthz', async () => ({ status: 'ok' }));
-	await registerFileRoutes(app, context.store as DiskFileStore);
+	await app.register(configPlugin, { config });
+	await app.register(backendsPlugin, { backends: parts.backends });
+	await app.register(providersPlugin, { providers: parts.providers });
+	await app.register(remoteFetch);
+	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 
-	const authenticate = createAuthenticator(config.apiKeys);
-	const rateLimit = createRateLimiter(config.rateLimitPerMinute);
+	await app.register(healthRoutes);
+	await app.register(fileRoutes);
 	await app.register(
 		async (v1) => {
-			v1.addHook('onRequest', async (request) => {
-				authenticate(request);
-				rateLimit(request.apiKeyId);
-			});
+			await v1.register(apiGuard);
 			installNotFoundHandler(v1);
-			await registerModelRoutes(v1, config.priceOverrides, context.generation);
-			await registerUploadRoutes(v1, { store: context.store as DiskFileStore, openRemote, maxUploadBytes: config.maxUploadBytes });
-			await registerGenerationRoutes(v1, context);
-			await registerUsageRoutes(v1, context.usage);
+			await v1.register(modelRoutes);
+			await v1.register(uploadRoutes);
+			await v1.register(generationRoutes);
+			await v1.register(usageRoutes);
 		},
 		{ prefix: '/v1' },
 	);
-	return app;
 }
 
 function defaultPublicUrl(host: string, port: number): string {

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './api-key-file';
 import { createService } from './app';
 import { ConfigError, helpText, parseConfig, type ServiceConfig } from './config';
-import { buildProviderTable } from './generation/providers';
+import { buildProviderTable, type ProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
 	let parsed: ServiceConfig | 'help';
@@ -25,9 +25,10 @@ async function main(): Promise<void> {
 		return;
 	}
 	const config = parsed;
+	let providers: ProviderTable;
 	try {
 		// Provider settings live in the environment (keys, base URLs): a gap fails here, not per request.
-		buildProviderTable(config.providers, process.env);
+		providers = buildProviderTable(config.providerSelection, process.env);
 	} catch (error) {
 		process.stderr.write(`imagegen-server: ${(error as Error).message}\n`);
 		process.exit(2);
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
 		lines.push(`API key: ${stored.key}`, `  (${stored.created ? 'created and stored' : 'read'} in ${stored.path}; set --api-keys to use your own)`);
 	}
 
-	const service = await createService(config);
+	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
 	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`, `  data dir: ${config.dataDir}`);
 	process.stdout.write(`${lines.join('\n')}\n`);
@@ -50,12 +51,23 @@ async function main(): Promise<void> {
 	const stop = (signal: NodeJS.Signals) => {
 		if (stopping) return;
 		stopping = true;
-		service.app.log.info(`received ${signal}, shutting down`);
-		const forced = setTimeout(() => process.exit(1), 10_000);
+		service.app.log.info(`received ${signal}: no new requests; waiting up to ${config.drainTimeoutMs / 1000} s for those in flight`);
+		// Requests still running when the drain time is up are cut off: the orchestrator's own kill
+		// deadline would do it less gracefully (no ledger flush at all).
+		const forced = setTimeout(() => {
+			service.app.log.error(`requests still running after ${config.drainTimeoutMs / 1000} s; exiting anyway`);
+			// Usage lines already accepted still get their (short) chance to reach the ledger.
+			const exit = () => process.exit(1);
+			setTimeout(exit, 2_000).unref();
+			service.app.usageLedger.close().finally(exit);
+		}, config.drainTimeoutMs);
 		forced.unref();
 		service.close().then(
 			() => process.exit(0),
-			() => process.exit(1),
+			(error: unknown) => {
+				service.app.log.error({ err: error }, 'shutting down failed');
+				process.exit(1);
+			},
 		);
 	};
 	process.on('SIGTERM', stop);

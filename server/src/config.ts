@@ -3,7 +3,9 @@
  * over the environment. A bad value is reported with the flag's name so the operator can fix it.
  */
 import { resolve } from 'node:path';
+import { parseProviderSelection, type ProviderSelection } from './generation/providers';
 import { parsePriceOverrides, type PriceOverrides } from './prices';
+import type { StorageDriverName } from './storage/object-storage';
 
 export interface ServiceConfig {
 	host: string;
@@ -19,15 +21,31 @@ export interface ServiceConfig {
 	maxJsonBytes: number;
 	rateLimitPerMinute: number;
 	generationTimeoutMs: number;
-	/** Raw `--providers` value, interpreted by the generation module. */
+	/** Raw `--providers` value; `providerSelection` is its parsed form. */
 	providers?: string;
+	providerSelection: ProviderSelection;
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
 	prices?: string;
 	priceOverrides: PriceOverrides;
 	logLevel: LogLevel;
 	/** Time limit for fetching one URL input. */
 	fetchTimeoutMs: number;
+	storage: StorageConfig;
+	/** PostgreSQL for metadata, usage and rate limits; undefined → the embedded files in the data dir. */
+	databaseUrl?: string;
+	fileDelivery: FileDelivery;
+	/** How long a SIGTERM waits for in-flight requests before giving up. */
+	drainTimeoutMs: number;
 }
+
+export type FileDelivery = 'proxy' | 'redirect';
+
+export type StorageConfig =
+	| { driver: 'disk' }
+	| { driver: 's3'; bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; prefix: string };
+
+const STORAGE_DRIVERS: readonly StorageDriverName[] = ['disk', 's3'];
+const FILE_DELIVERIES: readonly FileDelivery[] = ['proxy', 'redirect'];
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -66,6 +84,15 @@ export const OPTIONS = [
 	{ flag: 'providers', env: 'IMAGEGEN_PROVIDERS', kind: 'string', defaultText: '(sandbox for every model)', description: 'Provider per model, e.g. p-image=replicate,textimage-v2=ideogram' },
 	{ flag: 'prices', env: 'IMAGEGEN_PRICES', kind: 'string', defaultText: '(catalog prices)', description: 'Price per image overrides in USD, e.g. textimage-v2=0.08' },
 	{ flag: 'log-level', env: 'IMAGEGEN_LOG_LEVEL', kind: 'string', defaultText: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}` },
+	{ flag: 'storage', env: 'IMAGEGEN_STORAGE', kind: 'string', defaultText: 'disk', description: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' },
+	{ flag: 's3-bucket', env: 'IMAGEGEN_S3_BUCKET', kind: 'string', defaultText: '(required with --storage s3)', description: 'Bucket for --storage s3 (credentials from the AWS SDK default chain)' },
+	{ flag: 's3-endpoint', env: 'IMAGEGEN_S3_ENDPOINT', kind: 'string', defaultText: '(AWS)', description: 'S3-compatible endpoint URL (R2, MinIO, Ceph RGW, …)' },
+	{ flag: 's3-region', env: 'IMAGEGEN_S3_REGION', kind: 'string', defaultText: 'us-east-1', description: 'Region of the bucket' },
+	{ flag: 's3-force-path-style', env: 'IMAGEGEN_S3_FORCE_PATH_STYLE', kind: 'boolean', defaultText: 'false', description: 'Path-style bucket URLs (MinIO, Ceph and most self-hosted stores)' },
+	{ flag: 's3-prefix', env: 'IMAGEGEN_S3_PREFIX', kind: 'string', defaultText: '(none)', description: 'Key prefix inside the bucket, e.g. imagegen/' },
+	{ flag: 'database-url', env: 'IMAGEGEN_DATABASE_URL', kind: 'string', defaultText: '(embedded files in the data dir)', description: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)' },
+	{ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', kind: 'string', defaultText: 'proxy', description: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)' },
+	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -174,6 +201,59 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		}
 	}
 
+	const providers = text('providers');
+	let providerSelection: ProviderSelection = {};
+	if (providers !== undefined) {
+		try {
+			providerSelection = parseProviderSelection(providers);
+		} catch (error) {
+			throw new ConfigError(`${source('providers')}: ${(error as Error).message}`);
+		}
+	}
+
+	const oneOf = <T extends string>(flag: FlagName, allowed: readonly T[], fallback: T): T => {
+		const value = (text(flag) ?? fallback).toLowerCase();
+		if (!(allowed as readonly string[]).includes(value)) {
+			throw new ConfigError(`${source(flag)} must be one of ${allowed.join(', ')}; got '${value}'`);
+		}
+		return value as T;
+	};
+	const driver = oneOf('storage', STORAGE_DRIVERS, 'disk');
+	let storage: StorageConfig = { driver: 'disk' };
+	if (driver === 's3') {
+		const bucket = text('s3-bucket');
+		if (bucket === undefined) throw new ConfigError(`${source('s3-bucket')} is required with --storage s3`);
+		// Bucket naming rules shared by AWS, R2, MinIO and Ceph (3–63 characters, lower case, digits, dots, hyphens).
+		if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+			throw new ConfigError(`${source('s3-bucket')} must be a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens; got '${bucket}'`);
+		}
+		const endpoint = text('s3-endpoint');
+		if (endpoint !== undefined && !isHttpUrl(endpoint)) {
+			throw new ConfigError(`${source('s3-endpoint')} must be an http(s) URL; got '${endpoint}'`);
+		}
+		const region = text('s3-region') ?? 'us-east-1';
+		if (!/^[a-z0-9-]{2,40}$/i.test(region)) throw new ConfigError(`${source('s3-region')} must be a region name such as us-east-1; got '${region}'`);
+		const prefix = text('s3-prefix') ?? '';
+		if (prefix.startsWith('/') || /[\x00-\x1f\\]/.test(prefix) || prefix.length > 200) {
+			throw new ConfigError(`${source('s3-prefix')} must be a key prefix without a leading slash or control characters; got '${prefix}'`);
+		}
+		storage = { driver: 's3', bucket, endpoint, region, forcePathStyle: boolean('s3-force-path-style'), prefix };
+	} else {
+		for (const flag of ['s3-bucket', 's3-endpoint', 's3-region', 's3-prefix', 's3-force-path-style'] as const) {
+			if (raw[flag] !== undefined) throw new ConfigError(`${source(flag)} applies only with --storage s3`);
+		}
+	}
+
+	const databaseUrl = text('database-url');
+	if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/./.test(databaseUrl)) {
+		throw new ConfigError(`${source('database-url')} must be a postgres:// or postgresql:// URL`);
+	}
+
+	const fileDelivery = oneOf('file-delivery', FILE_DELIVERIES, 'proxy');
+	if (fileDelivery === 'redirect' && storage.driver !== 's3') {
+		throw new ConfigError(`${source('file-delivery')} redirect needs --storage s3 (a disk has no presigned URLs); use proxy`);
+	}
+
 	const host = text('host') ?? '127.0.0.1';
 	return {
 		host,
@@ -188,11 +268,25 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		rateLimitPerMinute: integer('rate-limit-per-minute', 600, 0),
 		generationTimeoutMs: Math.round(positive('generation-timeout-seconds', 120) * 1000),
 		fetchTimeoutMs: Math.round(positive('fetch-timeout-seconds', 30) * 1000),
-		providers: text('providers'),
+		providers,
+		providerSelection,
 		prices,
 		priceOverrides,
 		logLevel: logLevel as LogLevel,
+		storage,
+		databaseUrl,
+		fileDelivery,
+		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
 	};
+}
+
+function isHttpUrl(text: string): boolean {
+	try {
+		const url = new URL(text);
+		return url.protocol === 'http:' || url.protocol === 'https:';
+	} catch {
+		return false;
+	}
 }
 
 function readFlags(argv: readonly string[]): RawValues | 'help' {
@@ -200,7 +294,7 @@ function readFlags(argv: readonly string[]): RawValues | 'help' {
 	for (let i = 0; i < argv.length; i++) {
 		const argument = argv[i]!;
 		if (argument === '--help' || argument === '-h') return 'help';
-		const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(argument);
+		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
 		const option = match && OPTIONS.find((candidate) => candidate.flag === match[1]);
 		if (!match || !option) {
 			throw new ConfigError(`Unknown option '${argument}' (see --help)`);

@@ -1,7 +1,11 @@
 /** Programmatic entry points of imagegen-server (the CLI is the usual way in). */
-export { createService, buildApp, type Service } from './app';
+export { createService, type Service, type ServiceParts } from './app';
 export { parseConfig, helpText, ConfigError, type ServiceConfig } from './config';
 export { classifyAddress } from './net/address-policy';
-export { createSafeFetcher, type FetchPolicy, type HostResolver } from './net/safe-fetch';
-export { DiskFileStore } from './storage/disk-file-store';
-export type { ServiceContext, RemoteFetcher } from './context';
+export { createSafeFetcher, type FetchPolicy, type HostResolver, type RemoteFetcher } from './net/safe-fetch';
+export { openBackends, type Backends } from './plugins/backends';
+export { DiskObjectStorage } from './storage/disk-object-storage';
+export { EmbeddedFileMetadata } from './storage/embedded-file-metadata';
+export { HostedFiles } from './storage/hosted-files';
+export { JsonlUsageLedger } from './usage/jsonl-usage-ledger';
+export { MemoryRateLimiter } from './limits/memory-rate-limiter';

@@ -51,9 +51,42 @@ describe('parseConfig', () => {
 		[['--log-level', 'loud'], /--log-level/],
 		[['--port'], /--port needs a value/],
 		[['--colour', 'red'], /Unknown option '--colour'/],
+		[['--providers', 'p-image=dalle'], /--providers: unknown provider 'dalle' for p-image/],
+		[['--providers', 'p-image'], /--providers: 'p-image' is not of the form <model>=<provider>/],
+		[['--storage', 'ftp'], /--storage must be one of disk, s3; got 'ftp'/],
+		[['--storage', 's3'], /--s3-bucket \(IMAGEGEN_S3_BUCKET\) is required with --storage s3/],
+		[['--storage', 's3', '--s3-bucket', 'Bad_Bucket'], /--s3-bucket must be a bucket name/],
+		[['--storage', 's3', '--s3-bucket', 'b'], /--s3-bucket must be a bucket name/],
+		[['--storage', 's3', '--s3-bucket', 'media', '--s3-endpoint', 'localhost:9000'], /--s3-endpoint must be an http\(s\) URL/],
+		[['--storage', 's3', '--s3-bucket', 'media', '--s3-region', 'eu west'], /--s3-region must be a region name/],
+		[['--storage', 's3', '--s3-bucket', 'media', '--s3-force-path-style=perhaps'], /--s3-force-path-style must be true or false/],
+		[['--storage', 's3', '--s3-bucket', 'media', '--s3-prefix', '/abs/'], /--s3-prefix must be a key prefix/],
+		[['--s3-bucket', 'media'], /--s3-bucket applies only with --storage s3/],
+		[['--database-url', 'mysql://db/imagegen'], /--database-url must be a postgres:\/\/ or postgresql:\/\/ URL/],
+		[['--file-delivery', 'teleport'], /--file-delivery must be one of proxy, redirect/],
+		[['--file-delivery', 'redirect'], /--file-delivery redirect needs --storage s3/],
+		[['--drain-timeout-seconds', '0'], /--drain-timeout-seconds must be a positive number/],
+		[['--drain-timeout-seconds', 'soon'], /--drain-timeout-seconds must be a positive number/],
 	])('refuses %j naming the flag', (argv, message) => {
 		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
 		expect(() => parseConfig(argv as string[], {})).toThrow(message);
+	});
+
+	it('reads the storage, database, delivery and drain settings', () => {
+		expect(parseConfig([], {})).toMatchObject({ storage: { driver: 'disk' }, databaseUrl: undefined, fileDelivery: 'proxy', drainTimeoutMs: 30_000 });
+		const env = { IMAGEGEN_STORAGE: 's3', IMAGEGEN_S3_BUCKET: 'media', IMAGEGEN_S3_FORCE_PATH_STYLE: 'true', IMAGEGEN_DATABASE_URL: 'postgres://u@127.0.0.1:5432/imagegen' };
+		const config = parseConfig(['--s3-endpoint', 'http://127.0.0.1:9000', '--s3-prefix', 'imagegen/', '--file-delivery', 'redirect', '--drain-timeout-seconds', '2.5'], env);
+		expect(config).toMatchObject({
+			storage: { driver: 's3', bucket: 'media', endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true, prefix: 'imagegen/' },
+			databaseUrl: 'postgres://u@127.0.0.1:5432/imagegen',
+			fileDelivery: 'redirect',
+			drainTimeoutMs: 2500,
+		});
+	});
+
+	it('parses --providers once, into the selection the provider table is built from', () => {
+		const config = parseConfig(['--providers', 'p-image=replicate, textimage-v2=ideogram'], {});
+		expect(config !== 'help' && config.providerSelection).toEqual({ 'p-image': 'replicate', 'textimage-v2': 'ideogram' });
 	});
 
 	it('names the environment variable when the bad value came from it', () => {
@@ -69,10 +102,16 @@ describe('the CLI', () => {
 		expect(result.stderr).toMatch(/--max-upload-mb must be a positive number; got 'lots'/);
 	});
 
+	it('exits with 2 for redirect delivery without s3', () => {
+		const result = spawnSync(process.execPath, [SERVER_CLI, '--file-delivery', 'redirect'], { encoding: 'utf8' });
+		expect(result.status).toBe(2);
+		expect(result.stderr).toMatch(/--file-delivery redirect needs --storage s3/);
+	});
+
 	it('prints --help with every flag and exits 0', () => {
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--help'], { encoding: 'utf8' });
 		expect(result.status).toBe(0);
-		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds']) {
+		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds']) {
 			expect(result.stdout).toContain(flag);
 		}
 	});

@@ -7,8 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
 import { parseGenerationRequest } from '../../core/schemas';
-import type { ServiceContext } from '../../server/src/context';
-import { createGenerationRunner } from '../../server/src/generation/run-generation';
+import { buildProviderTable, parseProviderSelection } from '../../server/src/generation/providers';
+import { createGenerationRunner, type GenerationServices } from '../../server/src/generation/run-generation';
 import { createSafeFetcher } from '../../server/src/net/safe-fetch';
 import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
 import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
@@ -343,14 +343,15 @@ describe('each host’s documented limits, applied before any call to it', () =>
 describe('the run tells our time limit from a client that went away, also while downloading', () => {
 	const runner = (timeoutMs: number) =>
 		createGenerationRunner({
-			fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote,
-			maxInputImageBytes: 10 * 1_048_576,
-			dataDir: '',
-			generation: { providers: 'p-image=replicate', env: { ...FAST, REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }, timeoutMs },
+			providers: buildProviderTable(parseProviderSelection('p-image=replicate'), { ...FAST, REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }),
+			prices: {},
+			timeoutMs,
+			inputs: { fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote, maxInputImageBytes: 10 * 1_048_576 },
+			log: console,
 			// Neither is reached: both runs end before anything is stored or charged.
-			store: undefined,
-			usage: undefined,
-		} as unknown as ServiceContext);
+			hostedFiles: undefined,
+			usageLedger: undefined,
+		} as unknown as GenerationServices);
 	const dripping = () => fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r960', status: 'succeeded', output: [`${fake.origin}/drip/r960.png`], urls: {} } });
 
 	test('the client leaves mid-download: cancelled, not a time-out', async () => {

@@ -1,6 +1,7 @@
 /**
- * The disk store in process: a full disk (writes to /dev/full fail with ENOSPC) gives a 507 and no
- * leftovers, crash leftovers are swept, expiry is checked on read.
+ * The embedded engines in process (disk object storage + JSON metadata, composed as the service
+ * composes them): a full disk (writes to /dev/full fail with ENOSPC) gives a 507 and no leftovers,
+ * crash leftovers are swept, expiry is checked on read, a failed write leaves nothing behind.
  */
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,29 +9,54 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ImageGenError } from '../../core/errors';
 import { MEDIA_DETAILS } from '../../core/media';
-import { DiskFileStore } from '../../server/src/storage/disk-file-store';
+import { parseConfig, type ServiceConfig } from '../../server/src/config';
+import { openBackends } from '../../server/src/plugins/backends';
+import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
+import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
+import { HostedFiles } from '../../server/src/storage/hosted-files';
 import { makeMp4 } from './support/media';
 
+const OWNER = 'owner-key-id-0001';
+const quiet = { error: () => undefined, info: () => undefined };
+let dataDir: string;
 let directory: string;
 beforeEach(() => {
-	directory = mkdtempSync(join(tmpdir(), 'imagegen-store-'));
+	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-store-'));
+	directory = join(dataDir, 'files');
 });
-afterEach(() => rmSync(directory, { recursive: true, force: true }));
+afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
-function storeWith(options: Partial<ConstructorParameters<typeof DiskFileStore>[0]> = {}) {
-	return new DiskFileStore({ directory, retentionSeconds: 60, publicBaseUrl: () => 'http://127.0.0.1:1', ...options });
+function configFor(): ServiceConfig {
+	return parseConfig(['--data-dir', dataDir, '--retention-seconds', '60'], {}) as ServiceConfig;
 }
 
-describe('disk file store', () => {
+/** As the service builds it: the start-up cleanup has run, leftovers are swept with expired files. */
+async function embeddedFiles(now: () => number = Date.now): Promise<HostedFiles> {
+	const backends = await openBackends(configFor(), quiet);
+	return new HostedFiles({
+		storage: backends.storage,
+		metadata: backends.fileMetadata,
+		retentionSeconds: 60,
+		publicBaseUrl: () => 'http://127.0.0.1:1',
+		removeLeftovers: backends.removeStorageLeftovers,
+		now,
+	});
+}
+
+describe('embedded file storage', () => {
 	const fullDiskAvailable = existsSync('/dev/full');
 
 	(fullDiskAvailable ? it : it.skip)('a full disk while writing is a 507, the temp file is removed, other files still serve', async () => {
-		const healthy = storeWith();
-		await healthy.init();
-		const kept = await healthy.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4);
+		const healthy = await embeddedFiles();
+		const kept = await healthy.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
 
-		const full = storeWith({ openWriteStream: () => createWriteStream('/dev/full') });
-		const error = await full.putStream(Readable.from([makeMp4(70_000)])).catch((caught: unknown) => caught);
+		const full = new HostedFiles({
+			storage: new DiskObjectStorage({ directory, openWriteStream: () => createWriteStream('/dev/full') }),
+			metadata: new EmbeddedFileMetadata({ directory }),
+			retentionSeconds: 60,
+			publicBaseUrl: () => 'http://127.0.0.1:1',
+		});
+		const error = await full.putStream(Readable.from([makeMp4(70_000)]), { ownerKeyId: OWNER }).catch((caught: unknown) => caught);
 		expect(error).toBeInstanceOf(ImageGenError);
 		expect((error as ImageGenError).status).toBe(507);
 		expect((error as ImageGenError).toBody().error.code).toBe('insufficient_storage');
@@ -40,40 +66,68 @@ describe('disk file store', () => {
 
 	it('is expired the moment expiresAt passes, sweep or no sweep', async () => {
 		let now = Date.parse('2030-01-01T00:00:00Z');
-		const store = storeWith({ now: () => now });
-		await store.init();
-		const file = await store.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4);
+		const files = await embeddedFiles(() => now);
+		const file = await files.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
 		now += 59_999;
-		expect(await store.get(file.name)).not.toBeNull();
+		expect(await files.get(file.name)).not.toBeNull();
 		now += 1;
-		expect(await store.get(file.name)).toBeNull();
+		expect(await files.get(file.name)).toBeNull();
 		expect(readdirSync(directory)).toHaveLength(2);
-		expect(await store.sweep()).toBe(1);
+		expect(await files.sweep()).toBe(1);
 		expect(readdirSync(directory)).toEqual([]);
 	});
 
 	it('sweeps stale temp files and bytes whose metadata never arrived, but not fresh ones', async () => {
-		const store = storeWith({ staleAfterMs: 60_000 });
-		await store.init();
-		const live = await store.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4);
-		const old = new Date(Date.now() - 10 * 60_000);
+		const files = await embeddedFiles();
+		const live = await files.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
+		const old = new Date(Date.now() - 20 * 60_000);
 		for (const name of ['.tmp-old', 'AAAAAAAAAAAAAAAAAAAAAAAA.mp4', '.tmp-fresh', 'BBBBBBBBBBBBBBBBBBBBBBBB.png']) {
 			writeFileSync(join(directory, name), 'x');
 		}
 		utimesSync(join(directory, '.tmp-old'), old, old);
 		utimesSync(join(directory, 'AAAAAAAAAAAAAAAAAAAAAAAA.mp4'), old, old);
-		expect(await store.sweep()).toBe(2);
-		expect(readdirSync(directory).sort()).toEqual(
-			['.tmp-fresh', 'BBBBBBBBBBBBBBBBBBBBBBBB.png', live.name, `${live.id}.json`].sort(),
-		);
+		expect(await files.sweep()).toBe(2);
+		expect(readdirSync(directory).sort()).toEqual(['.tmp-fresh', 'BBBBBBBBBBBBBBBBBBBBBBBB.png', live.name, `${live.id}.json`].sort());
+	});
+
+	it('at start, everything a dead process left is removed at once, whatever its age', async () => {
+		const first = await embeddedFiles();
+		const live = await first.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
+		for (const name of ['.tmp-CCCCCCCCCCCCCCCCCCCCCCCC.mp4', 'DDDDDDDDDDDDDDDDDDDDDDDD.png', 'EEEEEEEEEEEEEEEEEEEEEEEE.json']) {
+			writeFileSync(join(directory, name), '{"half');
+		}
+		const second = await embeddedFiles();
+		expect(readdirSync(directory).sort()).toEqual([live.name, `${live.id}.json`].sort());
+		expect(await second.get(live.name)).toMatchObject({ id: live.id, ownerKeyId: OWNER, size: live.size });
+	});
+
+	it('a source that fails mid-write leaves neither bytes nor metadata, and the error is the source’s', async () => {
+		const files = await embeddedFiles();
+		const failing = new Readable({
+			read() {
+				this.push(makeMp4(8_192));
+				this.destroy(new Error('connection reset'));
+			},
+		});
+		await expect(files.putStream(failing, { ownerKeyId: OWNER })).rejects.toThrow('connection reset');
+		expect(readdirSync(directory)).toEqual([]);
+	});
+
+	it('only the owner removes a file, and then it is gone at once', async () => {
+		const files = await embeddedFiles();
+		const file = await files.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
+		expect(await files.remove(file.id, 'someone-else-0001')).toBe(false);
+		expect(await files.get(file.name)).not.toBeNull();
+		expect(await files.remove(file.id, OWNER)).toBe(true);
+		expect(await files.get(file.name)).toBeNull();
+		expect(readdirSync(directory)).toEqual([]);
 	});
 
 	it('ids carry at least 128 random bits and are URL-safe', async () => {
-		const store = storeWith();
-		await store.init();
-		const names = await Promise.all(Array.from({ length: 20 }, () => store.putBuffer(makeMp4(10), MEDIA_DETAILS.mp4)));
+		const files = await embeddedFiles();
+		const names = await Promise.all(Array.from({ length: 20 }, () => files.putBuffer(makeMp4(10), MEDIA_DETAILS.mp4, OWNER)));
 		for (const file of names) expect(file.id).toMatch(/^[A-Za-z0-9_-]{22,}$/);
 		expect(new Set(names.map((file) => file.id)).size).toBe(20);
-		expect(store.publicUrl(names[0]!)).toBe(`http://127.0.0.1:1/files/${names[0]!.name}`);
+		expect(files.publicUrl(names[0]!)).toBe(`http://127.0.0.1:1/files/${names[0]!.name}`);
 	});
 });

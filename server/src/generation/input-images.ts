@@ -5,11 +5,17 @@
 import { invalidField } from '../../../core/errors';
 import { parseMediaInput, sniffMedia } from '../../../core/media';
 import type { GenerationRequest } from '../../../core/schemas';
-import type { ServiceContext } from '../context';
+import type { RemoteFetcher } from '../net/safe-fetch';
+
+export interface InputImageSource {
+	fetchRemote: RemoteFetcher;
+	/** Largest accepted input image (bytes), for fetched URLs and decoded base64 alike. */
+	maxInputImageBytes: number;
+}
 
 export function inputImageLoader(
 	request: GenerationRequest,
-	context: Pick<ServiceContext, 'fetchRemote' | 'maxInputImageBytes'>,
+	context: InputImageSource,
 	signal: AbortSignal,
 ): (index: number) => Promise<Buffer> {
 	return async (index) => {

@@ -3,7 +3,6 @@
  * models not listed stay on `sandbox`. Checked at start-up so a typo fails loudly, not per request.
  */
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
-import type { GenerationSettings } from '../context';
 import type { GenerationProvider } from './provider';
 import { ideogramProvider } from './providers/ideogram';
 import { prunaProvider } from './providers/pruna';
@@ -24,31 +23,31 @@ export const PROVIDER_FACTORIES: Readonly<Record<string, ProviderFactory>> = {
 
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;
 
-/** Throws an Error that names the wrong entry and lists what is accepted. */
-export function buildProviderTable(selection: string | undefined, env: NodeJS.ProcessEnv): ProviderTable {
-	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandboxProvider])) as Record<ModelId, GenerationProvider>;
-	for (const entry of (selection ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+/** Which provider each listed model uses (by name); unlisted models use `sandbox`. */
+export type ProviderSelection = Partial<Record<ModelId, string>>;
+
+/** Parses `--providers`; throws an Error that names the wrong entry and lists what is accepted. */
+export function parseProviderSelection(text: string): ProviderSelection {
+	const selection: ProviderSelection = {};
+	for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
 		const match = /^([^=\s]+)\s*=\s*([^=\s]+)$/.exec(entry);
-		if (!match) throw new Error(`providers: '${entry}' is not of the form <model>=<provider>`);
+		if (!match) throw new Error(`'${entry}' is not of the form <model>=<provider>`);
 		const [, model, name] = match as unknown as [string, string, string];
-		if (!isModelId(model)) throw new Error(`providers: unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
-		const factory = PROVIDER_FACTORIES[name];
-		if (!factory) {
-			throw new Error(`providers: unknown provider '${name}' for ${model} (known: ${Object.keys(PROVIDER_FACTORIES).join(', ')})`);
+		if (!isModelId(model)) throw new Error(`unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
+		if (!PROVIDER_FACTORIES[name]) {
+			throw new Error(`unknown provider '${name}' for ${model} (known: ${Object.keys(PROVIDER_FACTORIES).join(', ')})`);
 		}
-		table[model] = factory(model, env);
+		selection[model] = name;
 	}
-	return table;
+	return selection;
 }
 
-const tables = new WeakMap<GenerationSettings, ProviderTable>();
-
-/** One table per configuration, so the catalog we describe and the providers we run never differ. */
-export function providerTableFor(settings: GenerationSettings): ProviderTable {
-	let table = tables.get(settings);
-	if (!table) {
-		table = buildProviderTable(settings.providers, settings.env);
-		tables.set(settings, table);
+/** Builds the providers once; throws when one's settings in `env` are incomplete (a start-up error). */
+export function buildProviderTable(selection: ProviderSelection, env: NodeJS.ProcessEnv): ProviderTable {
+	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandboxProvider])) as Record<ModelId, GenerationProvider>;
+	for (const model of MODEL_IDS) {
+		const name = selection[model];
+		if (name !== undefined) table[model] = PROVIDER_FACTORIES[name]!(model, env);
 	}
 	return table;
 }

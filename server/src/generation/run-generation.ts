@@ -3,18 +3,31 @@
  * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
  * The time limit and the client going away both stop the provider; they end in different errors.
  */
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
-import type { ServiceContext } from '../context';
-import { parsePriceOverrides } from '../prices';
-import { inputImageLoader } from './input-images';
+import type { PriceOverrides } from '../prices';
+import type { HostedFiles } from '../storage/hosted-files';
+import type { UsageLedger } from '../usage/usage-ledger';
+import { inputImageLoader, type InputImageSource } from './input-images';
 import { normalizeOutput } from './normalize-output';
 import type { GenerationProvider, ProviderImage } from './provider';
 import { checkProviderLimits } from './provider-limits';
-import { providerTableFor } from './providers';
+import type { ProviderTable } from './providers';
+
+/** What a generation needs from the service, each behind its interface. */
+export interface GenerationServices {
+	providers: ProviderTable;
+	prices: PriceOverrides;
+	timeoutMs: number;
+	inputs: InputImageSource;
+	hostedFiles: HostedFiles;
+	usageLedger: UsageLedger;
+	/** Where a usage line that could not be made durable is reported (it is retried meanwhile). */
+	log: { error(details: object, message: string): void };
+}
 
 export interface GenerationCaller {
 	apiKeyId: string;
@@ -24,11 +37,8 @@ export interface GenerationCaller {
 
 export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationResponse>;
 
-/** Reads the provider and price configuration once; throws at start-up when it is wrong. */
-export function createGenerationRunner(context: ServiceContext): GenerationRunner {
-	const providers = providerTableFor(context.generation);
-	const prices = parsePriceOverrides(context.generation.prices ?? '');
-	const timeoutMs = context.generation.timeoutMs;
+export function createGenerationRunner(services: GenerationServices): GenerationRunner {
+	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger } = services;
 
 	return async (request, caller) => {
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
@@ -38,23 +48,27 @@ export function createGenerationRunner(context: ServiceContext): GenerationRunne
 		checkProviderLimits(generation, provider);
 		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
-		const outputs = await runProvider(provider, generation, context, signal, stopped);
+		const outputs = await runProvider(provider, generation, inputs, signal, stopped);
 
 		const data: GeneratedImage[] = [];
 		for (const output of outputs) {
-			const bytes = await providerBytes(output, provider, context, signal, stopped);
+			const bytes = await providerBytes(output, provider, inputs, signal, stopped);
 			const image = await normalizeOutput(bytes, generation, provider.name);
 			if (generation.response_format === 'b64_json') {
 				data.push({ b64_json: image.bytes.toString('base64'), seed });
 			} else {
-				const stored = await context.store.putBuffer(image.bytes, image.media);
-				data.push({ url: context.store.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
+				const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
+				data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
 			}
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
 		// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
 		const costUsd = Math.round(price * data.length * 1e6) / 1e6;
-		context.usage.record(caller.apiKeyId, generation.model, data.length, costUsd);
+		// Counted at once; the ledger makes the line durable in the background and never drops it
+		// (a failed write is retried and reported by /healthz), so the answer does not wait for it.
+		usageLedger
+			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID() })
+			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 		return {
 			created: Math.floor(Date.now() / 1000),
 			model: generation.model,
@@ -68,7 +82,7 @@ export function createGenerationRunner(context: ServiceContext): GenerationRunne
 async function runProvider(
 	provider: GenerationProvider,
 	generation: GenerationRequest,
-	context: ServiceContext,
+	inputs: InputImageSource,
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 ): Promise<ProviderImage[]> {
@@ -78,7 +92,7 @@ async function runProvider(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, context, signal) });
+		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal) });
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });
@@ -105,13 +119,13 @@ function stoppedError(signal: AbortSignal, timeoutMs: number, provider: Generati
 async function providerBytes(
 	output: ProviderImage,
 	provider: GenerationProvider,
-	context: ServiceContext,
+	inputs: InputImageSource,
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 ): Promise<Buffer> {
 	if ('bytes' in output) return output.bytes;
 	try {
-		return await context.fetchRemote(new URL(output.url), { field: 'output', maxBytes: context.maxInputImageBytes * 2, signal });
+		return await inputs.fetchRemote(new URL(output.url), { field: 'output', maxBytes: inputs.maxInputImageBytes * 2, signal });
 	} catch (error) {
 		// A download cut short by our own limit is a time-out, not a broken output.
 		if (signal.aborted) throw stopped();

@@ -10,8 +10,24 @@ import https from 'node:https';
 import type { LookupFunction as NetLookupFunction } from 'node:net';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import type { RemoteFetchOptions, RemoteFetcher } from '../context';
 import { classifyAddress, isIpLiteral, unbracket, type AddressVerdict } from './address-policy';
+
+export interface RemoteFetchOptions {
+	/** Request field the URL came from (`image`, `images[3]`): named in every error. */
+	field: string;
+	maxBytes: number;
+	timeoutMs?: number;
+	signal?: AbortSignal;
+}
+
+/**
+ * Fetches an http(s) URL with the address policy applied to every resolved address and redirect.
+ * Failures (scheme, DNS, refused address, non-2xx, time or size limit) throw a 400 naming `field`.
+ */
+export type RemoteFetcher = (url: URL, options: RemoteFetchOptions) => Promise<Buffer>;
+
+/** As RemoteFetcher, but answers the body as a stream (uploads of any size). */
+export type RemoteOpener = (url: URL, options: OpenRemoteOptions) => Promise<Readable>;
 
 export interface ResolvedAddress {
 	address: string;
@@ -41,10 +57,7 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export const systemResolver: HostResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
-export function createSafeFetcher(policy: FetchPolicy): {
-	fetchRemote: RemoteFetcher;
-	openRemote: (url: URL, options: OpenRemoteOptions) => Promise<Readable>;
-} {
+export function createSafeFetcher(policy: FetchPolicy): { fetchRemote: RemoteFetcher; openRemote: RemoteOpener } {
 	const openRemote = (url: URL, options: OpenRemoteOptions) => openSafely(url, options, policy);
 	const fetchRemote: RemoteFetcher = async (url, options) => {
 		const stream = await openRemote(url, options);

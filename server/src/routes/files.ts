@@ -1,29 +1,41 @@
 /**
- * Public hosted files: GET/HEAD /files/<id>.<ext>, streamed from disk with validators and ranges.
- * No auth: the unguessable id is the capability, and n8n or a browser must be able to fetch it.
+ * Public hosted files: GET/HEAD /files/<id>.<ext>. No auth: the unguessable id is the capability,
+ * and n8n or a browser must be able to fetch it. `proxy` delivery streams the bytes with
+ * validators and ranges; `redirect` answers a 302 to a presigned URL of the bucket that stops
+ * working no later than the file expires.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
-import type { DiskFileStore } from '../storage/disk-file-store';
-import type { StoredFile } from '../storage/file-store';
+import type { FileRecord } from '../storage/hosted-files';
 import { parseRange } from './range';
 
 const notFound = () => new ImageGenError(404, 'File not found: it never existed or has expired', { code: 'file_not_found' });
 
-export async function registerFileRoutes(app: FastifyInstance, store: DiskFileStore): Promise<void> {
+export default async function fileRoutes(app: FastifyInstance): Promise<void> {
+	const files = app.hostedFiles;
+	const redirect = app.config.fileDelivery === 'redirect';
+
 	app.route({
 		method: ['GET', 'HEAD'],
 		url: '/files/:name',
 		exposeHeadRoute: false,
 		handler: async (request: FastifyRequest<{ Params: { name: string } }>, reply) => {
-			const file = await store.get(request.params.name);
+			const file = await files.get(request.params.name);
 			if (!file) throw notFound();
-			setCommonHeaders(reply, file);
 
+			if (redirect) {
+				const location = await files.presign(file);
+				if (location === null) throw new Error(`the ${files.storage.driver} storage cannot presign URLs`);
+				// The link itself expires; a cached redirect would outlive it.
+				return reply.status(302).header('location', location).header('cache-control', 'no-store').send();
+			}
+
+			setCommonHeaders(reply, file);
 			if (matchesEtag(request.headers['if-none-match'], file.etag)) return reply.status(304).send();
 
 			let start = 0;
 			let end = file.size - 1;
+			let ranged = false;
 			const rangeHeader = request.headers.range;
 			const ifRange = request.headers['if-range'];
 			if (rangeHeader !== undefined && (ifRange === undefined || ifRange === file.etag)) {
@@ -41,24 +53,22 @@ export async function registerFileRoutes(app: FastifyInstance, store: DiskFileSt
 				}
 				if (range) {
 					({ start, end } = range);
+					ranged = true;
 					reply.status(206).header('content-range', `bytes ${start}-${end}/${file.size}`);
 				}
 			}
 			reply.header('content-length', String(end - start + 1));
 			if (request.method === 'HEAD') return reply.send();
 
-			const handle = await store.openBytes(file);
-			if (!handle) throw notFound();
-			if (file.size === 0) {
-				await handle.close();
-				return reply.send('');
-			}
-			return reply.send(handle.createReadStream({ start, end, autoClose: true }));
+			if (file.size === 0) return reply.send('');
+			const bytes = await files.open(file, ranged ? { start, end } : undefined);
+			if (!bytes) throw notFound();
+			return reply.send(bytes);
 		},
 	});
 }
 
-function setCommonHeaders(reply: FastifyReply, file: StoredFile): void {
+function setCommonHeaders(reply: FastifyReply, file: FileRecord): void {
 	const secondsLeft = Math.max(0, Math.floor((file.expiresAt.getTime() - Date.now()) / 1000));
 	reply
 		.header('content-type', file.mimeType)

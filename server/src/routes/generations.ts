@@ -5,11 +5,22 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parseGenerationRequest } from '../../../core/schemas';
-import type { ServiceContext } from '../context';
 import { createGenerationRunner } from '../generation/run-generation';
 
-export async function registerGenerationRoutes(v1: FastifyInstance, context: ServiceContext): Promise<void> {
-	const runGeneration = createGenerationRunner(context);
+/** Input images of a generation request are held in memory while the provider works. */
+const MAX_INPUT_IMAGE_BYTES = 50 * 1024 * 1024;
+
+export default async function generationRoutes(v1: FastifyInstance): Promise<void> {
+	const { config } = v1;
+	const runGeneration = createGenerationRunner({
+		providers: v1.providers,
+		prices: config.priceOverrides,
+		timeoutMs: config.generationTimeoutMs,
+		inputs: { fetchRemote: v1.fetchRemote, maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes) },
+		hostedFiles: v1.hostedFiles,
+		usageLedger: v1.usageLedger,
+		log: v1.log,
+	});
 
 	v1.post('/images/generations', async (request, reply) => {
 		const generation = parseGenerationRequest(request.body);
@@ -18,7 +29,7 @@ export async function registerGenerationRoutes(v1: FastifyInstance, context: Ser
 	});
 }
 
-/** Aborts when our client goes away before the answer is written. */
+/** Aborted when our client goes away, so providers stop working for nobody. */
 function clientGoneSignal(reply: FastifyReply): AbortSignal {
 	const client = new AbortController();
 	reply.raw.once('close', () => {

@@ -1,45 +1,26 @@
 /**
- * POST /v1/uploads: a multipart `file` (streamed to disk) or JSON `file` / `image` / `video` (URL fetched
- * through the SSRF-checked fetcher and streamed to disk, or data URI / base64 decoded). The bytes
- * decide what the file is; `output_format` converts images with sharp, otherwise the stored bytes
- * are exactly the bytes received.
+ * POST /v1/uploads: a multipart `file` (streamed into storage) or JSON `file` / `image` / `video` (URL
+ * fetched through the SSRF-checked fetcher and streamed into storage, or data URI / base64
+ * decoded). The bytes decide what the file is; `output_format` converts images with sharp,
+ * otherwise the stored bytes are exactly the bytes received.
  */
-import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Readable } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import { MEDIA_DETAILS, sniffMedia } from '../../../core/media';
+import { sniffMedia, type SniffedMedia } from '../../../core/media';
 import { outputFormatForVideo, parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
 import type { UploadResponse } from '../../../core/api';
-import { convertImage } from '../media/convert';
-import type { OpenRemoteOptions } from '../net/safe-fetch';
 import { formatBytes } from '../net/safe-fetch';
-import { unsupportedMedia, type DiskFileStore, type StagedFile } from '../storage/disk-file-store';
+import type { StagedFile } from '../storage/hosted-files';
+import { unsupportedMedia } from '../storage/media-inspector';
 
-export interface UploadRouteOptions {
-	store: DiskFileStore;
-	openRemote: (url: URL, options: OpenRemoteOptions) => Promise<Readable>;
-	maxUploadBytes: number;
-}
-
-export async function registerUploadRoutes(v1: FastifyInstance, options: UploadRouteOptions): Promise<void> {
-	const { store, maxUploadBytes } = options;
+export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
+	const store = v1.hostedFiles;
+	const { maxUploadBytes } = v1.config;
 
 	const publish = async (staged: StagedFile, field: string, outputFormat?: UploadOutputFormat): Promise<UploadResponse> => {
-		let final = staged;
-		if (outputFormat && outputFormat !== staged.media.type) {
-			const target = store.tempPath();
-			try {
-				await convertImage(staged.path, target, outputFormat, field);
-				final = { path: target, media: MEDIA_DETAILS[outputFormat], size: (await stat(target)).size };
-			} catch (error) {
-				await store.discard({ path: target });
-				throw error;
-			} finally {
-				await store.discard(staged);
-			}
-		}
-		const file = await store.commit(final);
+		const final = outputFormat && outputFormat !== staged.media.type ? await store.convert(staged, outputFormat, field) : staged;
+		const file = await store.publish(final);
 		const url = store.publicUrl(file);
 		const expiresAt = file.expiresAt.toISOString();
 		return file.kind === 'video' ? { videoUrl: url, expiresAt } : { imageUrl: url, expiresAt };
@@ -48,6 +29,8 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 	const receiveMultipart = async (request: FastifyRequest): Promise<UploadResponse> => {
 		let staged: StagedFile | null = null;
 		let outputFormatText: string | undefined;
+		/** Set when output_format came before the file, so the file was converted as it streamed in. */
+		let convertedTo: UploadOutputFormat | undefined;
 		try {
 			for await (const part of request.parts()) {
 				if (part.type === 'file') {
@@ -55,7 +38,19 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 						part.file.resume();
 						throw invalidField(part.fieldname, `Unknown file part '${part.fieldname}': send the file in the part 'file'`, 'unknown_field');
 					}
-					staged = await store.stage(part.file, { maxBytes: maxUploadBytes, field: 'file', oversizeStatus: 413, drainOnError: true });
+					const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
+					staged = await store.stage(part.file, {
+						ownerKeyId: request.apiKeyId,
+						maxBytes: maxUploadBytes,
+						field: 'file',
+						oversizeStatus: 413,
+						drainOnError: true,
+						accept: (media) => {
+							if (outputFormat && media.kind === 'video') throw outputFormatForVideo();
+						},
+						convertTo: outputFormat,
+					});
+					convertedTo = outputFormat;
 				} else if (part.fieldname === 'output_format') {
 					if (outputFormatText !== undefined) throw invalidField('output_format', "'output_format' was sent twice", 'duplicate_field');
 					outputFormatText = String(part.value);
@@ -78,17 +73,16 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 		}
 		try {
 			const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
-			if (outputFormat && staged.media.kind === 'video') {
-				throw invalidField('output_format', "'output_format' applies to images only; videos are stored as sent", 'field_not_supported');
-			}
-			return await publish(staged, 'file', outputFormat);
+			if (outputFormat && staged.media.kind === 'video') throw outputFormatForVideo();
+			return await publish(staged, 'file', convertedTo ? undefined : outputFormat);
 		} catch (error) {
 			await store.discard(staged);
 			throw error;
 		}
 	};
 
-	const receiveJson = async (body: unknown): Promise<UploadResponse> => {
+	const receiveJson = async (request: FastifyRequest): Promise<UploadResponse> => {
+		const { body } = request;
 		if (body === undefined || body === null) {
 			throw new ImageGenError(
 				400,
@@ -98,10 +92,25 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 		}
 		const upload = parseUploadJson(body);
 		const { field } = upload;
+		// Refused as soon as the leading bytes are sniffed, before the rest is downloaded or stored.
+		const acceptKind = (media: SniffedMedia) => {
+			// `file` lets the bytes decide the kind; only a conversion makes no sense for a video.
+			if (field === 'file') {
+				if (upload.outputFormat && media.kind === 'video') throw outputFormatForVideo();
+			} else if (media.kind !== field) {
+				throw invalidField(
+					field,
+					`'${field}' holds ${media.kind === 'video' ? 'a video' : 'an image'} (${media.type}); send it as '${media.kind}'`,
+					'media_kind_mismatch',
+				);
+			}
+		};
 		let staged: StagedFile;
+		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind };
 		if (upload.input.kind === 'url') {
-			const remote = await options.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
-			staged = await store.stage(remote, { maxBytes: maxUploadBytes, field, oversizeStatus: 413 });
+			const remote = await v1.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
+			// Converted as it streams in: the original never needs storing.
+			staged = await store.stage(remote, { ...stageOptions, convertTo: upload.outputFormat });
 		} else {
 			const { bytes } = upload.input;
 			if (bytes.length > maxUploadBytes) {
@@ -112,26 +121,21 @@ export async function registerUploadRoutes(v1: FastifyInstance, options: UploadR
 			}
 			const media = sniffMedia(bytes);
 			if (!media) throw unsupportedMedia(field);
-			staged = await store.stageBuffer(bytes, media);
+			acceptKind(media);
+			staged = upload.outputFormat
+				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo: upload.outputFormat })
+				: await store.stageBuffer(bytes, media, request.apiKeyId);
 		}
 		try {
-			if (field === 'file') {
-				if (upload.outputFormat && staged.media.kind === 'video') throw outputFormatForVideo();
-			} else if (staged.media.kind !== field) {
-				throw invalidField(
-					field,
-					`'${field}' holds ${staged.media.kind === 'video' ? 'a video' : 'an image'} (${staged.media.type}); send it as '${staged.media.kind}'`,
-					'media_kind_mismatch',
-				);
-			}
-			return await publish(staged, field, upload.outputFormat);
+			// Already in its final format: converted on the way into storage.
+			return await publish(staged, field);
 		} catch (error) {
 			await store.discard(staged);
 			throw error;
 		}
 	};
 
-	v1.post('/uploads', async (request) => (request.isMultipart() ? receiveMultipart(request) : receiveJson(request.body)));
+	v1.post('/uploads', async (request) => (request.isMultipart() ? receiveMultipart(request) : receiveJson(request)));
 }
 
 /** The multipart parser reports broken bodies as plain errors; they are the caller's, not ours. */

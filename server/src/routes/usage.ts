@@ -1,7 +1,6 @@
 /** GET /v1/usage: the calling key's images and cost per model and UTC day, optionally between dates. */
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
-import type { UsageLedger } from '../usage/ledger';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -13,7 +12,8 @@ function dateParameter(value: unknown, name: 'from' | 'to'): string | undefined 
 	return value;
 }
 
-export async function registerUsageRoutes(v1: FastifyInstance, ledger: UsageLedger): Promise<void> {
+export default async function usageRoutes(v1: FastifyInstance): Promise<void> {
+	const ledger = v1.usageLedger;
 	v1.get('/usage', async (request) => {
 		const query = request.query as Record<string, unknown>;
 		for (const key of Object.keys(query)) {
@@ -22,7 +22,7 @@ export async function registerUsageRoutes(v1: FastifyInstance, ledger: UsageLedg
 		const from = dateParameter(query.from, 'from');
 		const to = dateParameter(query.to, 'to');
 		if (from && to && from > to) throw invalidField('from', `'from' (${from}) is after 'to' (${to})`);
-		const data = ledger.rows(request.apiKeyId, from, to);
+		const data = await ledger.rows(request.apiKeyId, from, to);
 		const total = data.reduce((sum, row) => ({ images: sum.images + row.images, cost_usd: sum.cost_usd + row.cost_usd }), { images: 0, cost_usd: 0 });
 		return { object: 'usage', from: from ?? null, to: to ?? null, data, total: { images: total.images, cost_usd: Math.round(total.cost_usd * 1e6) / 1e6 } };
 	});

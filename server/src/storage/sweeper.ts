@@ -1,8 +1,10 @@
 /**
  * Periodic deletion of expired files. Reads never depend on it (expiry is checked on every read);
- * it exists so that bytes actually leave the disk.
+ * it exists so that bytes actually leave the storage.
  */
-import type { DiskFileStore } from './disk-file-store';
+export interface Sweepable {
+	sweep(): Promise<unknown>;
+}
 
 export interface Sweeper {
 	stop(): Promise<void>;
@@ -12,13 +14,13 @@ export function sweepInterval(retentionSeconds: number): number {
 	return Math.max(250, Math.min(60_000, (retentionSeconds * 1000) / 2));
 }
 
-export function startSweeper(store: DiskFileStore, intervalMs: number, onError: (error: unknown) => void): Sweeper {
+export function startSweeper(target: Sweepable, intervalMs: number, onError: (error: unknown) => void): Sweeper {
 	let current: Promise<void> | null = null;
 	let stopped = false;
 	const run = () => {
-		// A slow sweep (a huge directory) is never overlapped by the next one.
+		// A slow sweep (a huge directory, a slow bucket) is never overlapped by the next one.
 		if (current || stopped) return;
-		current = store
+		current = target
 			.sweep()
 			.then(() => undefined, onError)
 			.finally(() => {

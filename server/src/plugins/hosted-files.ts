@@ -1,0 +1,42 @@
+/**
+ * `fastify.hostedFiles`: the storage and metadata engines combined into hosted files, plus the
+ * sweeper (every min(60 s, retention / 2)), which runs from ready until close.
+ */
+import fp from 'fastify-plugin';
+import { HostedFiles } from '../storage/hosted-files';
+import { startSweeper, sweepInterval, type Sweeper } from '../storage/sweeper';
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		hostedFiles: HostedFiles;
+	}
+}
+
+export interface HostedFilesPluginOptions {
+	/** Base of public URLs; a function because the port is known only after listening. */
+	publicBaseUrl: () => string;
+}
+
+export default fp<HostedFilesPluginOptions>(
+	async (fastify, options) => {
+		const hostedFiles = new HostedFiles({
+			storage: fastify.storage,
+			metadata: fastify.fileMetadata,
+			retentionSeconds: fastify.config.retentionSeconds,
+			publicBaseUrl: options.publicBaseUrl,
+			removeLeftovers: fastify.removeStorageLeftovers,
+		});
+		fastify.decorate('hostedFiles', hostedFiles);
+
+		let sweeper: Sweeper | null = null;
+		fastify.addHook('onReady', async () => {
+			sweeper = startSweeper(hostedFiles, sweepInterval(fastify.config.retentionSeconds), (error) =>
+				fastify.log.error({ err: error }, 'sweeping expired files failed'),
+			);
+		});
+		fastify.addHook('onClose', async () => {
+			await sweeper?.stop();
+		});
+	},
+	{ name: 'hosted-files', dependencies: ['config', 'backends'] },
+);

@@ -1,0 +1,110 @@
+/**
+ * Object storage in a directory: `<key>` holds the bytes of a complete object. A write goes to
+ * `.tmp-<key>` in the same directory and is renamed into place when complete, so a reader never
+ * sees half an object and a crash leaves only a temp file, which `removeIncomplete` (or the
+ * start-up cleanup) deletes.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ByteRange, ObjectStorage, ObjectWriteOptions } from './object-storage';
+
+export interface DiskObjectStorageOptions {
+	directory: string;
+	/** Where bytes are written; replaceable so a full disk can be simulated in tests. */
+	openWriteStream?: (path: string) => Writable;
+}
+
+export const TEMP_PREFIX = '.tmp-';
+// Keys are our own `<id>.<ext>` names; anything else (a path, a dot file) is refused outright.
+const KEY = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,200}$/;
+
+export class DiskObjectStorage implements ObjectStorage {
+	readonly driver = 'disk' as const;
+	readonly directory: string;
+	private readonly openWriteStream: (path: string) => Writable;
+
+	constructor(options: DiskObjectStorageOptions) {
+		this.directory = options.directory;
+		this.openWriteStream = options.openWriteStream ?? ((path) => createWriteStream(path, { flags: 'wx', mode: 0o644 }));
+	}
+
+	async init(): Promise<void> {
+		await mkdir(this.directory, { recursive: true });
+	}
+
+	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
+		const temp = this.tempPath(key);
+		const counter = new ByteCounter();
+		try {
+			await pipeline(source, counter, this.openWriteStream(temp), options.signal ? { signal: options.signal } : {});
+			await rename(temp, this.path(key));
+		} catch (error) {
+			await removeQuietly(temp);
+			throw error;
+		}
+		return counter.bytes;
+	}
+
+	async read(key: string, range?: ByteRange): Promise<Readable | null> {
+		// The handle is opened first: a sweep that unlinks the file during a download cannot cut it short.
+		const handle = await open(this.path(key), 'r').catch(() => null);
+		if (!handle) return null;
+		return handle.createReadStream({ start: range?.start, end: range?.end, autoClose: true });
+	}
+
+	async delete(keys: readonly string[]): Promise<void> {
+		await Promise.all(keys.map((key) => removeQuietly(this.path(key))));
+	}
+
+	async removeIncomplete(key: string): Promise<void> {
+		await removeQuietly(this.tempPath(key));
+	}
+
+	/**
+	 * Deletes temp files and objects that `keep` does not claim, once older than `olderThanMs`
+	 * (-1: all of them, for the start-up cleanup of a process that owns the directory). Names that
+	 * `skip` matches (metadata files sharing the directory) are left alone. Answers the count.
+	 */
+	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number; skip?: (name: string) => boolean }): Promise<number> {
+		const entries = await readdir(this.directory).catch(() => [] as string[]);
+		let removed = 0;
+		for (const entry of entries) {
+			if (options.skip?.(entry)) continue;
+			const key = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length) : entry;
+			if (keep(key)) continue;
+			const path = join(this.directory, entry);
+			const info = await stat(path).catch(() => null);
+			if (!info || options.now - info.mtimeMs <= options.olderThanMs) continue;
+			removed += await unlink(path).then(
+				() => 1,
+				() => 0,
+			);
+		}
+		return removed;
+	}
+
+	private path(key: string): string {
+		if (!KEY.test(key)) throw new Error(`invalid storage key '${key}'`);
+		return join(this.directory, key);
+	}
+
+	private tempPath(key: string): string {
+		if (!KEY.test(key)) throw new Error(`invalid storage key '${key}'`);
+		return join(this.directory, `${TEMP_PREFIX}${key}`);
+	}
+}
+
+class ByteCounter extends Transform {
+	bytes = 0;
+	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+		this.bytes += chunk.length;
+		callback(null, chunk);
+	}
+}
+
+async function removeQuietly(path: string): Promise<void> {
+	await unlink(path).catch(() => undefined);
+}

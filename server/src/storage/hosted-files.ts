@@ -1,0 +1,277 @@
+/**
+ * Hosted files: object storage (bytes) + file metadata (what, whose, until when), whatever their
+ * drivers. A file is stored as reserve → write → publish, so a URL never resolves to half a file
+ * and a writer that dies leaves a reservation the sweeper can clean up after. The media type is
+ * sniffed from the bytes before the storage key `<id>.<ext>` is chosen.
+ */
+import { randomBytes } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
+import sharp from 'sharp';
+import { invalidField } from '../../../core/errors';
+import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
+import type { UploadOutputFormat } from '../../../core/schemas';
+import type { FileMetadataStore, FileRecord } from './file-metadata';
+import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
+import type { ByteRange, ObjectStorage } from './object-storage';
+
+export type { FileRecord } from './file-metadata';
+
+/** Bytes written under a reservation, sniffed, not yet visible under any URL. */
+export interface StagedFile {
+	id: string;
+	storageKey: string;
+	media: SniffedMedia;
+	size: number;
+	ownerKeyId: string;
+}
+
+export interface StageOptions {
+	/** Non-secret id of the API key storing the file. */
+	ownerKeyId: string;
+	maxBytes?: number;
+	/** Request field the bytes came from, named in every error. */
+	field?: string;
+	/** Status for exceeding maxBytes (uploads: 413). */
+	oversizeStatus?: 400 | 413;
+	/** Keep reading the source after a failure (a request body), instead of destroying it. */
+	drainOnError?: boolean;
+	/** Refuses a sniffed type before anything is written (e.g. a video sent as `image`). */
+	accept?: (media: SniffedMedia) => void;
+	/** Re-encodes an image to this format on its way into storage (videos are never converted). */
+	convertTo?: UploadOutputFormat;
+}
+
+export interface HostedFilesOptions {
+	storage: ObjectStorage;
+	metadata: FileMetadataStore;
+	retentionSeconds: number;
+	/** Base of public URLs; a function because the port is known only after listening. */
+	publicBaseUrl: () => string;
+	/** Extra cleanup each sweep (the embedded store's crash leftovers); answers how many it removed. */
+	removeLeftovers?: () => Promise<number>;
+	now?: () => number;
+}
+
+const NAME = /^([A-Za-z0-9_-]{16,64})\.([a-z0-9]{2,5})$/;
+const ID_BYTES = 18; // 144 random bits → 24 base64url characters
+const SWEEP_BATCH = 100;
+
+// Converting is one-shot work: caching decoded images only costs memory.
+sharp.cache(false);
+
+export class HostedFiles {
+	readonly storage: ObjectStorage;
+	readonly metadata: FileMetadataStore;
+	private readonly retentionMs: number;
+	private readonly now: () => number;
+
+	constructor(private readonly options: HostedFilesOptions) {
+		this.storage = options.storage;
+		this.metadata = options.metadata;
+		this.retentionMs = options.retentionSeconds * 1000;
+		this.now = options.now ?? Date.now;
+	}
+
+	/** Streams `source` into storage under a reservation, sniffing and counting on the way. */
+	async stage(source: Readable, options: StageOptions): Promise<StagedFile> {
+		const field = options.field ?? 'file';
+		const inspector = new InspectingStream(field, options.maxBytes ?? Number.POSITIVE_INFINITY, options.oversizeStatus ?? 413);
+		const forwardError = (error: Error) => inspector.destroy(error);
+		// A source destroyed without an error (a client that went away) never ends: treat it as one.
+		const forwardClose = () => {
+			if (!source.readableEnded) {
+				inspector.destroy(invalidField(field, `'${field}' ended before all of it arrived (the connection was closed)`, 'incomplete_upload'));
+			}
+		};
+		source.once('error', forwardError);
+		source.once('close', forwardClose);
+		source.pipe(inspector);
+		const abandonSource = () => {
+			source.unpipe(inspector);
+			source.on('error', () => undefined);
+			inspector.destroy();
+			// A request body must be read to its end before the client sees our answer; a remote
+			// download is simply cut off.
+			if (options.drainOnError) source.resume();
+			else source.destroy();
+		};
+		try {
+			const media = await inspector.sniffed;
+			if (!media) {
+				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
+			}
+			options.accept?.(media);
+			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
+				return await this.writeConverted(inspector, options.convertTo, field, options.ownerKeyId);
+			}
+			return await this.writeStaged(inspector, media, options.ownerKeyId);
+		} catch (error) {
+			abandonSource();
+			throw storageError(error);
+		} finally {
+			source.off('error', forwardError);
+			source.off('close', forwardClose);
+		}
+	}
+
+	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+		try {
+			return await this.writeStaged(Readable.from([bytes]), media, ownerKeyId);
+		} catch (error) {
+			throw storageError(error);
+		}
+	}
+
+	/**
+	 * Re-encodes a staged image to `format`, streamed from storage through sharp into storage again
+	 * (works the same on every driver), and discards the original. Animated GIF/WebP stay animated
+	 * when the target is WebP.
+	 */
+	async convert(staged: StagedFile, format: UploadOutputFormat, field: string): Promise<StagedFile> {
+		try {
+			const input = await this.storage.read(staged.storageKey);
+			if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
+			return await this.writeConverted(input, format, field, staged.ownerKeyId);
+		} finally {
+			await this.discard(staged);
+		}
+	}
+
+	/** Makes staged bytes a served file; its retention starts now. */
+	async publish(staged: StagedFile): Promise<FileRecord> {
+		const createdAt = new Date(this.now());
+		const file: FileRecord = {
+			id: staged.id,
+			name: staged.storageKey,
+			storageKey: staged.storageKey,
+			kind: staged.media.kind,
+			mimeType: staged.media.mimeType,
+			extension: staged.media.extension,
+			size: staged.size,
+			etag: `"${staged.id}"`,
+			ownerKeyId: staged.ownerKeyId,
+			createdAt,
+			expiresAt: new Date(createdAt.getTime() + this.retentionMs),
+		};
+		try {
+			await this.metadata.publish(file);
+		} catch (error) {
+			await this.discard(staged);
+			throw storageError(error);
+		}
+		return file;
+	}
+
+	async discard(staged: StagedFile): Promise<void> {
+		await this.storage.delete([staged.storageKey]);
+		await this.metadata.release(staged.id);
+	}
+
+	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<FileRecord> {
+		return this.publish(await this.stageBuffer(bytes, media, ownerKeyId));
+	}
+
+	async putStream(source: Readable, options: StageOptions): Promise<FileRecord> {
+		return this.publish(await this.stage(source, options));
+	}
+
+	/** The file behind a public name, or null when unknown or expired (whether swept or not). */
+	async get(name: string): Promise<FileRecord | null> {
+		const match = NAME.exec(name);
+		if (!match) return null;
+		const file = await this.metadata.get(match[1]!, new Date(this.now()));
+		return file && file.name === name ? file : null;
+	}
+
+	/** The bytes (or a range); null when they are gone (swept or deleted meanwhile). */
+	async open(file: FileRecord, range?: ByteRange): Promise<Readable | null> {
+		return this.storage.read(file.storageKey, range);
+	}
+
+	/** A direct link for redirect delivery that stops working no later than the file expires. */
+	async presign(file: FileRecord): Promise<string | null> {
+		if (!this.storage.presignGet) return null;
+		return this.storage.presignGet(file.storageKey, { expiresAt: file.expiresAt, contentType: file.mimeType, fileName: file.name });
+	}
+
+	publicUrl(file: FileRecord): string {
+		return `${this.options.publicBaseUrl()}/files/${file.name}`;
+	}
+
+	/** Deletes the file now if `ownerKeyId` stored it; false for unknown, expired or others' files. */
+	async remove(id: string, ownerKeyId: string): Promise<boolean> {
+		const file = await this.metadata.remove(id, ownerKeyId, new Date(this.now()));
+		if (!file) return false;
+		await this.storage.delete([file.storageKey]);
+		await this.metadata.release(file.id);
+		return true;
+	}
+
+	/** Deletes expired files and what dead writers left; answers how many entries went. */
+	async sweep(): Promise<number> {
+		const disposed = await this.metadata.sweepExpired(
+			async (batch) => {
+				const published = batch.filter((entry) => entry.published).map((entry) => entry.storageKey);
+				if (published.length > 0) await this.storage.delete(published);
+				for (const entry of batch.filter((candidate) => !candidate.published)) {
+					await this.storage.removeIncomplete(entry.storageKey);
+					// The write may have completed just before its writer died.
+					await this.storage.delete([entry.storageKey]);
+				}
+			},
+			{ now: new Date(this.now()), batchSize: SWEEP_BATCH },
+		);
+		return disposed + ((await this.options.removeLeftovers?.()) ?? 0);
+	}
+
+	/**
+	 * input → sharp → storage, streamed. A failure of sharp itself means the image is damaged (400
+	 * naming the field); the input's errors (size limit, client gone) and the storage's pass as they are.
+	 */
+	private async writeConverted(input: Readable, format: UploadOutputFormat, field: string, ownerKeyId: string): Promise<StagedFile> {
+		const animated = format === 'webp';
+		let converter = sharp({ animated, failOn: 'error' });
+		if (!animated) converter = converter.rotate();
+		if (format === 'jpeg') converter = converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
+		else if (format === 'png') converter = converter.png();
+		else converter = converter.webp({ quality: 90 });
+		// Between sharp and the storage, so a storage failure never reads as sharp's and vice versa.
+		const output = new PassThrough();
+		let inputError: unknown;
+		let decodeError: unknown;
+		input.once('error', (error) => {
+			inputError = error;
+			output.destroy(error);
+		});
+		converter.once('error', (error) => {
+			decodeError = error;
+			output.destroy(error);
+		});
+		input.pipe(converter).pipe(output);
+		try {
+			return await this.writeStaged(output, MEDIA_DETAILS[format], ownerKeyId);
+		} catch (error) {
+			if (error === decodeError && inputError === undefined) {
+				throw invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
+			}
+			throw storageError(error);
+		} finally {
+			input.unpipe(converter);
+			converter.destroy();
+		}
+	}
+
+	private async writeStaged(source: Readable, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+		const id = randomBytes(ID_BYTES).toString('base64url');
+		const storageKey = `${id}.${media.extension}`;
+		await this.metadata.reserve({ id, storageKey, ownerKeyId, expiresAt: new Date(this.now() + this.retentionMs) });
+		try {
+			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType });
+			return { id, storageKey, media, size, ownerKeyId };
+		} catch (error) {
+			await this.storage.removeIncomplete(storageKey).catch(() => undefined);
+			await this.metadata.release(id);
+			throw error;
+		}
+	}
+}
