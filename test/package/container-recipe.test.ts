@@ -18,20 +18,8 @@ const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { N8N_VERSION } = require('../../scripts/n8n/install.cjs') as { N8N_VERSION: string };
 
-/**
- * Scale-out settings (DESIGN.md, "Scale-out") that the compose example uses before they are in
- * server/src/config.ts OPTIONS. PENDING: once OPTIONS has them, delete this list; the test then
- * holds every name to OPTIONS alone.
- */
-const PENDING_SCALE_OUT_ENV = [
-	'IMAGEGEN_STORAGE',
-	'IMAGEGEN_S3_BUCKET',
-	'IMAGEGEN_S3_ENDPOINT',
-	'IMAGEGEN_S3_REGION',
-	'IMAGEGEN_S3_FORCE_PATH_STYLE',
-	'IMAGEGEN_DATABASE_URL',
-];
-const KNOWN_ENV = new Set<string>([...OPTIONS.map((option) => option.env), ...PENDING_SCALE_OUT_ENV]);
+/** Every setting the service reads from the environment: the compose file may use no other. */
+const KNOWN_ENV = new Set<string>(OPTIONS.map((option) => option.env));
 
 interface Instruction {
 	keyword: string;
@@ -162,7 +150,7 @@ function composeBlock(compose: string, name: string, indent: string): string {
 describe('docker-compose.yml', () => {
 	const compose = read('docker-compose.yml');
 
-	test('every IMAGEGEN_* variable it sets is one the service reads (scale-out names: see PENDING_SCALE_OUT_ENV)', () => {
+	test('every IMAGEGEN_* variable it sets is one the service reads', () => {
 		const names = [...compose.matchAll(/^\s+(IMAGEGEN_[A-Z0-9_]+):/gm)].map((match) => match[1]!);
 		expect(names.length).toBeGreaterThan(5);
 		expect(names.filter((name) => !KNOWN_ENV.has(name))).toEqual([]);
