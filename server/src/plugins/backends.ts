@@ -1,18 +1,27 @@
 /**
  * Chooses the engines behind the interfaces from the configuration: bytes on disk or in S3,
- * metadata / usage / rate limits in the data dir or in PostgreSQL, and decorates the instance with
- * them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`). Routes only ever see the
- * interfaces. Closing the instance flushes the ledger and closes every engine.
+ * metadata / usage / rate limits / idempotency keys in the data dir or in PostgreSQL, and decorates
+ * the instance with them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`,
+ * `idempotencyStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
+ * and closes every engine.
  */
 import { join } from 'node:path';
 import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
+import { openDatabase } from '../db/postgres';
+import { PgFileMetadataStore } from '../db/pg-file-metadata';
+import { PgIdempotencyStore } from '../db/pg-idempotency-store';
+import { PgRateLimiter } from '../db/pg-rate-limiter';
+import { PgUsageLedger } from '../db/pg-usage-ledger';
+import type { IdempotencyStore } from '../idempotency/idempotency-store';
+import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import { EmbeddedFileMetadata } from '../storage/embedded-file-metadata';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
+import { S3ObjectStorage } from '../storage/s3-object-storage';
 import { JsonlUsageLedger, type LedgerLogger } from '../usage/jsonl-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
@@ -22,6 +31,7 @@ declare module 'fastify' {
 		fileMetadata: FileMetadataStore;
 		usageLedger: UsageLedger;
 		rateLimiter: RateLimiter;
+		idempotencyStore: IdempotencyStore;
 		/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
 		removeStorageLeftovers?: () => Promise<number>;
 	}
@@ -32,7 +42,10 @@ export interface Backends {
 	fileMetadata: FileMetadataStore;
 	usageLedger: UsageLedger;
 	rateLimiter: RateLimiter;
+	idempotencyStore: IdempotencyStore;
 	removeStorageLeftovers?: () => Promise<number>;
+	/** Closed last, after every engine that uses it. */
+	close?: () => Promise<void>;
 }
 
 /** Temp files and bytes without metadata older than this are leftovers of a crash or an abort. */
@@ -57,25 +70,52 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		removeStorageLeftovers = () => removeOrphans(LEFTOVERS_AFTER_MS);
 	}
 	const usageLedger = await JsonlUsageLedger.open({ dataDir: config.dataDir, log });
-	return { storage, fileMetadata, usageLedger, rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute), removeStorageLeftovers };
+	return {
+		storage,
+		fileMetadata,
+		usageLedger,
+		rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
+		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
+		removeStorageLeftovers,
+	};
 }
 
-/**
- * S3-compatible storage. Wired in where S3ObjectStorage (storage/s3-object-storage.ts) is part of
- * the build: `new S3ObjectStorage({ bucket, endpoint, region, forcePathStyle, prefix })`.
- */
+/** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
 export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
-	throw new Error(`--storage s3 (bucket ${storage.bucket}) is not available in this build`);
+	const { bucket, endpoint, region, forcePathStyle, prefix } = storage;
+	return S3ObjectStorage.open({ bucket, endpoint, region, forcePathStyle, prefix });
 }
 
 /**
- * PostgreSQL-backed metadata, usage ledger and rate limiter, wired in where db/ (openDatabase with
- * its migrations) is part of the build; bytes still come from `config.storage`.
+ * Everything but the bytes in PostgreSQL, so replicas share it; bytes still come from
+ * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
-	void config;
-	void log;
-	throw new Error('--database-url (PostgreSQL) is not available in this build');
+	const database = await openDatabase(config.databaseUrl!, { log });
+	try {
+		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
+		return {
+			storage,
+			fileMetadata: new PgFileMetadataStore(database.pool),
+			usageLedger: new PgUsageLedger(database.pool, { log }),
+			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
+			idempotencyStore: new PgIdempotencyStore(database.pool),
+			close: () => database.close(),
+		};
+	} catch (error) {
+		await database.close();
+		throw error;
+	}
+}
+
+/**
+ * Disk storage with shared metadata (replicas on one network file system): leftovers are found
+ * through the reservations in the database, never by scanning a directory others write to.
+ */
+async function openSharedDisk(config: ServiceConfig): Promise<ObjectStorage> {
+	const storage = new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
+	await storage.init();
+	return storage;
 }
 
 export default fp<{ backends: Backends }>(
@@ -84,11 +124,18 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('fileMetadata', backends.fileMetadata);
 		fastify.decorate('usageLedger', backends.usageLedger);
 		fastify.decorate('rateLimiter', backends.rateLimiter);
+		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		if (backends.removeStorageLeftovers) fastify.decorate('removeStorageLeftovers', backends.removeStorageLeftovers);
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
 			await backends.usageLedger.close();
-			await Promise.all([backends.fileMetadata.close?.(), backends.rateLimiter.close?.(), backends.storage.close?.()]);
+			await Promise.all([
+				backends.fileMetadata.close?.(),
+				backends.rateLimiter.close?.(),
+				backends.idempotencyStore.close?.(),
+				backends.storage.close?.(),
+			]);
+			await backends.close?.();
 		});
 	},
 	{ name: 'backends', dependencies: ['config'] },
