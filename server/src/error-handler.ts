@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../core/errors';
-import { formatBytes } from './net/safe-fetch';
+import { formatBytes } from '../../core/units';
 
 export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUploadBytes: number }): ImageGenError {
 	if (error instanceof ImageGenError) return error;

@@ -3,6 +3,7 @@
  * through the SSRF-checked fetcher. Whatever the form, the bytes must really be an image.
  */
 import { invalidField } from '../../../core/errors';
+import { formatBytes } from '../../../core/units';
 import { parseMediaInput, sniffMedia } from '../../../core/media';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { RemoteFetcher } from '../net/safe-fetch';
@@ -28,7 +29,7 @@ export function inputImageLoader(
 				? await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })
 				: input.bytes;
 		if (bytes.length > context.maxInputImageBytes) {
-			throw invalidField(field, `'${field}' is larger than the ${Math.round(context.maxInputImageBytes / 1_048_576)} MB allowed for an input image`, 'too_large');
+			throw invalidField(field, `'${field}' is larger than the ${formatBytes(context.maxInputImageBytes)} allowed for an input image`, 'too_large');
 		}
 		const media = sniffMedia(bytes);
 		if (!media || media.kind !== 'image') {

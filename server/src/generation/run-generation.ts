@@ -5,6 +5,7 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
+import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
@@ -62,8 +63,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			}
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
-		// Rounded so that 3 × 0.0035 reads 0.0105, not 0.010499999999999999.
-		const costUsd = Math.round(price * data.length * 1e6) / 1e6;
+		const costUsd = roundUsd(price * data.length);
 		// Counted at once; the ledger makes the line durable in the background and never drops it
 		// (a failed write is retried and reported by /healthz), so the answer does not wait for it.
 		usageLedger

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import sharp, { type Sharp } from 'sharp';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type ImageType, type SniffedMedia } from '../../../core/media';
-import { formatBytes } from '../net/safe-fetch';
+import { formatBytes } from '../../../core/units';
 
 // One-shot work: caching decoded images only costs memory.
 sharp.cache(false);

@@ -10,6 +10,7 @@ import https from 'node:https';
 import type { LookupFunction as NetLookupFunction } from 'node:net';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
+import { formatBytes } from '../../../core/units';
 import { classifyAddress, isIpLiteral, unbracket, type AddressVerdict } from './address-policy';
 
 export interface RemoteFetchOptions {
@@ -214,9 +215,4 @@ function limitStream(
 	limited.on('close', () => response.destroy());
 	response.pipe(limited);
 	return limited;
-}
-
-export function formatBytes(bytes: number): string {
-	const mib = bytes / (1024 * 1024);
-	return mib >= 1 ? `${Number.isInteger(mib) ? mib : mib.toFixed(1)} MiB` : `${bytes} bytes`;
 }

@@ -10,7 +10,7 @@ import { ImageGenError, invalidField } from '../../../core/errors';
 import { sniffMedia, type SniffedMedia } from '../../../core/media';
 import { outputFormatForVideo, parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
 import type { UploadResponse } from '../../../core/api';
-import { formatBytes } from '../net/safe-fetch';
+import { formatBytes } from '../../../core/units';
 import type { StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
 

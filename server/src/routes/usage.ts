@@ -1,6 +1,7 @@
 /** GET /v1/usage: the calling key's images and cost per model and UTC day, optionally between dates. */
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
+import { roundUsd } from '../../../core/units';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -24,6 +25,6 @@ export default async function usageRoutes(v1: FastifyInstance): Promise<void> {
 		if (from && to && from > to) throw invalidField('from', `'from' (${from}) is after 'to' (${to})`);
 		const data = await ledger.rows(request.apiKeyId, from, to);
 		const total = data.reduce((sum, row) => ({ images: sum.images + row.images, cost_usd: sum.cost_usd + row.cost_usd }), { images: 0, cost_usd: 0 });
-		return { object: 'usage', from: from ?? null, to: to ?? null, data, total: { images: total.images, cost_usd: Math.round(total.cost_usd * 1e6) / 1e6 } };
+		return { object: 'usage', from: from ?? null, to: to ?? null, data, total: { images: total.images, cost_usd: roundUsd(total.cost_usd) } };
 	});
 }

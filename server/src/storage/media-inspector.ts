@@ -7,7 +7,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
-import { formatBytes } from '../net/safe-fetch';
+import { formatBytes } from '../../../core/units';
 
 export class InspectingStream extends Transform {
 	size = 0;

@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
+import { roundUsd } from '../../../core/units';
 
 // The callback form writes through a plain descriptor (see embedded-file-metadata.ts).
 const appendFile = promisify(appendFileCallback);
@@ -44,7 +45,6 @@ export interface JsonlUsageLedgerOptions {
 	maxRetryMs?: number;
 }
 
-const roundUsd = (value: number) => Math.round(value * 1e6) / 1e6;
 
 export class JsonlUsageLedger implements UsageLedger {
 	/** apiKeyId → "date model" → totals */
