@@ -136,6 +136,12 @@ describe('s3 driver on s3rver', () => {
 			await opened.close();
 		});
 
+		it('reads from a bucket that does not exist fail instead of answering "no such file"', async () => {
+			const missing = s3.storage({ bucket: 'no-such-bucket' });
+			await expect(missing.read('a.png')).rejects.toMatchObject({ name: 'NoSuchBucket' });
+			await missing.close();
+		});
+
 		it('names --s3-bucket when the bucket does not exist', async () => {
 			const error = await S3ObjectStorage.open(s3.options({ bucket: 'no-such-bucket' })).catch((caught: unknown) => caught);
 			expect(error).toBeInstanceOf(S3BucketUnreachableError);
