@@ -1,15 +1,16 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,generation,nodes,load` runs a subset.
+// `--only upload,s3,generation,nodes,load` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
+import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 'generation', 'nodes', 'load'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 'generation', 'nodes', 'load'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -26,6 +27,12 @@ if (only.includes('upload')) {
 		const growth = round(large.serverPeakRssMb - small.serverPeakRssMb, 1);
 		rows.push(['upload peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
 	}
+}
+
+if (only.includes('s3')) {
+	log('s3: 100 MiB and 1 GiB streams through the s3 driver vs a bare lib-storage Upload, same s3rver');
+	results.s3Upload = await s3UploadBench();
+	rows.push(...s3UploadRows(results.s3Upload));
 }
 
 if (only.includes('generation')) {

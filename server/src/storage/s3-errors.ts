@@ -21,9 +21,10 @@ export function httpStatusOf(error: unknown): number | undefined {
 	return typeof status === 'number' ? status : undefined;
 }
 
-/** No such object (GET, HEAD) or no such bucket. */
+/** No such object (HEAD answers carry no body, hence the bare 404). A missing bucket is not this. */
 export function isNotFound(error: unknown): boolean {
-	return ['NoSuchKey', 'NotFound', 'NoSuchBucket'].includes(errorName(error)) || httpStatusOf(error) === 404;
+	const name = errorName(error);
+	return name !== 'NoSuchBucket' && (name === 'NoSuchKey' || name === 'NotFound' || httpStatusOf(error) === 404);
 }
 
 export function isNoSuchUpload(error: unknown): boolean {

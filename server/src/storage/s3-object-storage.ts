@@ -3,10 +3,10 @@
  * number of replicas share them. Credentials come only from the AWS SDK's default chain
  * (environment, profiles, instance roles): nothing secret passes through our flags or our logs.
  *
- * Writes are streamed multipart uploads: at most QUEUE_SIZE parts of PART_SIZE bytes are in memory,
- * whatever the size of the file. S3 makes an object visible only when its upload completes, so a
- * half-written file is never readable; an upload that fails is aborted so its parts are not kept
- * (and billed) by the store, and `removeIncomplete` cleans up after a process that died mid-upload.
+ * Writes are streamed multipart uploads: a few parts of PART_SIZE bytes are in memory, whatever the
+ * size of the file. S3 makes an object visible only when its upload completes, so a half-written
+ * file is never readable; an upload that fails is aborted so its parts are not kept (and billed)
+ * by the store, and `removeIncomplete` cleans up after a process that died mid-upload.
  */
 import {
 	AbortMultipartUploadCommand,
@@ -37,10 +37,17 @@ export interface S3ObjectStorageOptions {
 	client?: S3Client;
 }
 
-/** S3's minimum part size is 5 MiB; 8 MiB allows objects up to 78 GiB within the 10 000-part limit. */
-export const PART_SIZE = 8 * 1024 * 1024;
-/** Parts uploaded at once. Peak buffered bytes per write ≈ (QUEUE_SIZE + 1) × PART_SIZE. */
-export const QUEUE_SIZE = 4;
+/**
+ * S3's minimum part size (objects up to 48.8 GiB within the 10 000-part limit). lib-storage copies
+ * each part out of the stream and keeps the last copy until the next one, so a write holds about
+ * (QUEUE_SIZE + 2) × PART_SIZE; bench/s3-upload.mjs measures what that costs in resident memory.
+ */
+export const PART_SIZE = 5 * 1024 * 1024;
+/**
+ * Parts uploaded at once: one can be on the wire while the next fills. Each more costs a part and
+ * its copies awaiting garbage collection: about 10 MB of peak RSS per step in bench/s3-upload.mjs.
+ */
+export const QUEUE_SIZE = 2;
 /** DeleteObjects takes at most this many keys per request. */
 const DELETE_BATCH = 1000;
 /** S3 refuses presigned URLs valid for longer than 7 days. */
@@ -89,6 +96,7 @@ export class S3ObjectStorage implements ObjectStorage {
 		}
 	}
 
+	/** On failure the source is unpiped, not destroyed: whether to drain or destroy it is the caller's call. */
 	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
 		options.signal?.throwIfAborted();
 		const counter = new ByteCounter();
@@ -127,6 +135,9 @@ export class S3ObjectStorage implements ObjectStorage {
 			// Upload has already aborted the multipart upload (or tried: the store may not implement
 			// it); this also stops any part lib-storage would still start.
 			await upload.abort();
+			// The source is left to the caller (to drain a request body, or destroy it), but an error
+			// it emits later, such as a client disconnecting, must not go unhandled and end the process.
+			source.on('error', ignore);
 			throw failure ?? error;
 		} finally {
 			options.signal?.removeEventListener('abort', onAbort);
@@ -309,6 +320,8 @@ async function* slice(source: Readable, skip: number, length: number): AsyncGene
 	}
 }
 
+function ignore(): void {}
+
 function abortError(): Error {
 	return Object.assign(new Error('The write was aborted'), { name: 'AbortError' });
 }
@@ -316,6 +329,11 @@ function abortError(): Error {
 /** Passes bytes through and counts them: the size is what was stored, not what a caller claims. */
 class ByteCounter extends Transform {
 	bytes = 0;
+
+	constructor() {
+		// Socket-sized chunks (16–64 KiB) pass without a backpressure round trip each.
+		super({ highWaterMark: 256 * 1024 });
+	}
 
 	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
 		this.bytes += chunk.length;

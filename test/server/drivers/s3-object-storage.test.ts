@@ -87,10 +87,11 @@ describe('s3 driver on s3rver', () => {
 
 		it('stop working once expired', async () => {
 			await storage.write('expiring.png', chunked(patterned(100)), { contentType: 'image/png' });
-			const url = await storage.presignGet('expiring.png', { expiresAt: new Date(Date.now() + 1_500), contentType: 'image/png', fileName: 'expiring.png' });
-			expect(new URL(url).searchParams.get('X-Amz-Expires')).toBe('1');
+			// Two seconds: the signing time is whole seconds, so the link is good for at least one more.
+			const url = await storage.presignGet('expiring.png', { expiresAt: new Date(Date.now() + 2_500), contentType: 'image/png', fileName: 'expiring.png' });
+			expect(new URL(url).searchParams.get('X-Amz-Expires')).toBe('2');
 			expect((await fetch(url)).status).toBe(200);
-			await new Promise((resolve) => setTimeout(resolve, 2_200));
+			await new Promise((resolve) => setTimeout(resolve, 3_100));
 			expect((await fetch(url)).status).toBe(403);
 		});
 	});
@@ -134,6 +135,12 @@ describe('s3 driver on s3rver', () => {
 		it('opens a bucket that exists', async () => {
 			const opened = await S3ObjectStorage.open(s3.options());
 			await opened.close();
+		});
+
+		it('reads from a bucket that does not exist fail instead of answering "no such file"', async () => {
+			const missing = s3.storage({ bucket: 'no-such-bucket' });
+			await expect(missing.read('a.png')).rejects.toMatchObject({ name: 'NoSuchBucket' });
+			await missing.close();
 		});
 
 		it('names --s3-bucket when the bucket does not exist', async () => {

@@ -155,6 +155,28 @@ export function describeObjectStorageContract(name: string, factory: () => Promi
 			expect(await storage.read(key)).toBeNull();
 		});
 
+		it('a source that errors after its write was aborted does not raise an unhandled error', async () => {
+			const key = freshKey();
+			const source = stallingAfter(patterned(100_000));
+			const controller = new AbortController();
+			const outcome = storage.write(key, source.stream, { contentType: 'image/png', signal: controller.signal }).catch((error: unknown) => error);
+			await source.drained;
+			controller.abort(new Error('client went away'));
+			await outcome;
+			const unhandled: unknown[] = [];
+			const record = (error: unknown) => unhandled.push(error);
+			process.on('uncaughtException', record);
+			try {
+				// What a request body does when its client disconnects after the answer.
+				source.stream.destroy(new Error('connection reset'));
+				await new Promise((resolve) => setTimeout(resolve, 50));
+			} finally {
+				process.off('uncaughtException', record);
+			}
+			expect(unhandled).toEqual([]);
+			expect(await storage.read(key)).toBeNull();
+		});
+
 		it('removeIncomplete on a key that holds nothing is not an error', async () => {
 			await storage.removeIncomplete(freshKey());
 		});
