@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from '../idempotency/idempotency';
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -13,18 +13,27 @@ declare module 'fastify' {
 	}
 }
 
+export interface IdempotentRun {
+	key: string | undefined;
+	fingerprint: () => string;
+	/** The request's work; what it answers is sent as JSON with status 200. */
+	run: () => Promise<unknown>;
+	/** Stops waiting for a running first request (the client left). */
+	signal?: AbortSignal;
+}
+
 export interface Idempotency {
 	/** The request's key, or undefined without the header; a malformed key is a 400. */
 	keyOf(request: FastifyRequest): string | undefined;
 	/**
-	 * Sends what `run` answers (as JSON, status 200). With `key`, a repeat of the same request
-	 * (same `fingerprint`) gets the first answer byte for byte instead of running again.
+	 * Runs the request, or with `key` answers what its first run answered (same `fingerprint`)
+	 * without running it again. Throws what the run throws, and the 422 / 409 of a key in use.
 	 */
-	send(
-		request: FastifyRequest,
-		reply: FastifyReply,
-		options: { key: string | undefined; fingerprint: () => string; run: () => Promise<unknown>; signal?: AbortSignal },
-	): Promise<FastifyReply>;
+	answer(request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer>;
+	/** Sends an answer of `answer` byte for byte, marked when it is a replay. */
+	reply(reply: FastifyReply, answer: IdempotentAnswer): FastifyReply;
+	/** `answer` then `reply`. */
+	send(request: FastifyRequest, reply: FastifyReply, options: IdempotentRun): Promise<FastifyReply>;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -40,25 +49,31 @@ export default fp(
 		// Never as long as a generation may take: a client that retried is better told to come back.
 		const waitMs = Math.min(MAX_WAIT_MS, config.generationTimeoutMs / 2);
 
+		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
+			const run = async () => ({ status: 200, contentType: JSON_TYPE, body: JSON.stringify(await options.run()) });
+			if (options.key === undefined) return { ...(await run()), replayed: false };
+			return runIdempotent({
+				store: fastify.idempotencyStore,
+				apiKeyId: request.apiKeyId,
+				key: options.key,
+				fingerprint: options.fingerprint(),
+				retentionSeconds: config.retentionSeconds,
+				leaseMs,
+				waitMs,
+				signal: options.signal,
+				run,
+				onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
+			});
+		};
+		const reply = (target: FastifyReply, sent: IdempotentAnswer): FastifyReply => {
+			if (sent.replayed) target.header(REPLAYED_HEADER, 'true');
+			return target.status(sent.status).type(sent.contentType).send(sent.body);
+		};
 		const idempotency: Idempotency = {
 			keyOf: (request) => parseIdempotencyKey(request.headers[IDEMPOTENCY_KEY_HEADER]),
-			async send(request, reply, options) {
-				if (options.key === undefined) return reply.type(JSON_TYPE).send(JSON.stringify(await options.run()));
-				const answer = await runIdempotent({
-					store: fastify.idempotencyStore,
-					apiKeyId: request.apiKeyId,
-					key: options.key,
-					fingerprint: options.fingerprint(),
-					retentionSeconds: config.retentionSeconds,
-					leaseMs,
-					waitMs,
-					signal: options.signal,
-					run: async () => ({ status: 200, contentType: JSON_TYPE, body: JSON.stringify(await options.run()) }),
-					onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
-				});
-				if (answer.replayed) reply.header(REPLAYED_HEADER, 'true');
-				return reply.status(answer.status).type(answer.contentType).send(answer.body);
-			},
+			answer,
+			reply,
+			send: async (request, target, options) => reply(target, await answer(request, options)),
 		};
 		fastify.decorate('idempotency', idempotency);
 	},

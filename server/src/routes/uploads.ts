@@ -20,7 +20,7 @@ import {
 	parseUploadOptions,
 	type UploadOptions,
 } from '../../../core/upload-options';
-import { FingerprintHasher, fingerprintJson } from '../idempotency/idempotency';
+import { FingerprintHasher, fingerprintJson, type IdempotentAnswer } from '../idempotency/idempotency';
 import { formatBytes } from '../net/safe-fetch';
 import type { FileRecord, StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
@@ -132,8 +132,9 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		const plan = planOf(fields, limits);
 		if (convertedTo) delete plan.outputFormat;
 		let finishing = false;
+		let answer: IdempotentAnswer;
 		try {
-			return await v1.idempotency.send(request, reply, {
+			answer = await v1.idempotency.answer(request, {
 				key,
 				fingerprint: () => hasher!.digest(),
 				run: () => {
@@ -142,9 +143,11 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 				},
 			});
 		} finally {
-			// A replay, a reused key or a repeat still running: the bytes received are not needed.
+			// A replay, a reused key or a repeat still running: the bytes received are not needed,
+			// and are gone before the client hears so.
 			if (!finishing) await store.discard(received);
 		}
+		return v1.idempotency.reply(reply, answer);
 	};
 
 	const receiveJson = async (request: FastifyRequest): Promise<UploadResponse> => {
