@@ -2,7 +2,8 @@
  * Public hosted files: GET/HEAD /files/<id>.<ext>. No auth: the unguessable id is the capability,
  * and n8n or a browser must be able to fetch it. `proxy` delivery streams the bytes with
  * validators and ranges; `redirect` answers a 302 to a presigned URL of the bucket that stops
- * working no later than the file expires.
+ * working no later than the file expires. Headers (noindex, CORS, a cache lifetime that never
+ * reaches past the expiry) are storage/cache-headers.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
@@ -68,7 +69,7 @@ export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 			if (!bytes) {
 				// Deleted or swept between the lookup and the read.
 				for (const name of [...Object.keys(hostedFileHeaders(file)), 'content-length', 'content-range']) reply.removeHeader(name);
-				reply.status(200).headers(missingFileHeaders());
+				reply.headers(missingFileHeaders());
 				throw notFound();
 			}
 			return reply.send(bytes);
