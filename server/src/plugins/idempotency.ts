@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { ImageGenError } from '../../../core/errors';
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
 
 declare module 'fastify' {
@@ -42,6 +43,14 @@ const MAX_WAIT_MS = 10_000;
 /** Beyond the slowest a request may take, before its claim counts as left by a dead process. */
 const LEASE_MARGIN_MS = 60_000;
 
+function stillRunning(): ImageGenError {
+	return new ImageGenError(409, 'The client went away while a request with this Idempotency-Key was still running', {
+		param: 'Idempotency-Key',
+		code: 'idempotency_in_progress',
+		retryAfterSeconds: 1,
+	});
+}
+
 export default fp(
 	async (fastify) => {
 		const { config } = fastify;
@@ -52,18 +61,24 @@ export default fp(
 		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
 			const run = async () => ({ status: 200, contentType: JSON_TYPE, body: JSON.stringify(await options.run()) });
 			if (options.key === undefined) return { ...(await run()), replayed: false };
-			return runIdempotent({
-				store: fastify.idempotencyStore,
-				apiKeyId: request.apiKeyId,
-				key: options.key,
-				fingerprint: options.fingerprint(),
-				retentionSeconds: config.retentionSeconds,
-				leaseMs,
-				waitMs,
-				signal: options.signal,
-				run,
-				onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
-			});
+			try {
+				return await runIdempotent({
+					store: fastify.idempotencyStore,
+					apiKeyId: request.apiKeyId,
+					key: options.key,
+					fingerprint: options.fingerprint(),
+					retentionSeconds: config.retentionSeconds,
+					leaseMs,
+					waitMs,
+					signal: options.signal,
+					run,
+					onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
+				});
+			} catch (error) {
+				// The client left while its repeat waited for the first run: nothing failed here.
+				if (options.signal?.aborted && !(error instanceof ImageGenError)) throw stillRunning();
+				throw error;
+			}
 		};
 		const reply = (target: FastifyReply, sent: IdempotentAnswer): FastifyReply => {
 			if (sent.replayed) target.header(REPLAYED_HEADER, 'true');

@@ -166,6 +166,30 @@ describe('a repeat that waited too long gets a 409', () => {
 		expect(later.body).toBe(done.body);
 		expect(upstream.calls - before).toBe(1);
 	});
+
+	test('a repeat whose client leaves while waiting ends quietly; the first run still completes and is replayed', async () => {
+		upstream.delayMs = 800;
+		const key = newKey();
+		const before = upstream.calls;
+		const send = (signal?: AbortSignal) =>
+			fetch(`${slow.baseUrl}/images/generations`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', authorization: `Bearer ${OWNER}`, 'idempotency-key': key },
+				body: '{"model":"p-image","prompt":"left"}',
+				signal,
+			});
+		const first = send();
+		await new Promise((resolve) => setTimeout(resolve, 150));
+		const leaving = new AbortController();
+		const repeat = send(leaving.signal).catch((error: unknown) => error);
+		await new Promise((resolve) => setTimeout(resolve, 200));
+		leaving.abort();
+		expect((await repeat as Error).name).toBe('AbortError');
+		expect((await first).status).toBe(200);
+		expect((await send()).headers.get('idempotent-replayed')).toBe('true');
+		expect(upstream.calls - before).toBe(1);
+		expect(slow.output()).not.toMatch(/request failed/);
+	});
 });
 
 describe('uploads', () => {
