@@ -1,16 +1,17 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,generation,nodes,load` runs a subset.
+// `--only upload,s3,generation,nodes,load,idempotency` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
+import { idempotencyBench } from './idempotency.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 'generation', 'nodes', 'load'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 'generation', 'nodes', 'load', 'idempotency'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -60,6 +61,13 @@ if (only.includes('load')) {
 	log('load: 2,000 mixed requests at concurrency 64');
 	const l = (results.load = await loadBench());
 	rows.push([`load ${l.requests} mixed requests, c=${l.connections}`, `p99 ${l.p99Ms} ms, ${l.rps} req/s`, '', '', '0 errors', l.errors === 0 ? 'yes' : 'NO']);
+}
+
+if (only.includes('idempotency')) {
+	log('idempotency: 50 generations with an Idempotency-Key each, then the same 50 again, via a counting upstream (200 ms)');
+	const r = (results.idempotency = await idempotencyBench());
+	rows.push([`idempotent replays, provider calls`, String(r.replayCalls), `${r.firstCalls} for the first calls`, '', '0', r.replayCalls === 0 && r.mismatched === 0 && r.errors === 0 ? 'yes' : 'NO']);
+	rows.push([`idempotent replay p50 latency`, `${r.replayP50Ms} ms`, `first call ${r.firstP50Ms} ms`, r.ratio, '', '']);
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -42,6 +42,20 @@ export function retryDelayMs(
 	return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
-export function shouldRetry(status: number, attempt: number, policy: RetryPolicy): boolean {
-	return attempt <= policy.maxRetries && RETRYABLE_STATUSES.has(status);
+/**
+ * A 409 is retried only for `idempotency_in_progress`: the same request is still running on the
+ * service, and repeating it after `Retry-After` gets its answer. Any other conflict stays an error.
+ */
+export const IDEMPOTENCY_IN_PROGRESS = 'idempotency_in_progress';
+
+/** `errorCode`: the `error.code` of the service's answer, when there is one. */
+export function shouldRetry(status: number, attempt: number, policy: RetryPolicy, errorCode?: string): boolean {
+	if (attempt > policy.maxRetries) return false;
+	return RETRYABLE_STATUSES.has(status) || (status === 409 && errorCode === IDEMPOTENCY_IN_PROGRESS);
+}
+
+/** `error.code` of an error answer in the service's shape, if it is one. */
+export function errorCodeOf(body: unknown): string | undefined {
+	const code = (body as { error?: { code?: unknown } } | null | undefined)?.error?.code;
+	return typeof code === 'string' ? code : undefined;
 }

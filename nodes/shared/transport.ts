@@ -14,7 +14,7 @@ import { NodeApiError, sleep } from 'n8n-workflow';
 
 import { isApiErrorBody } from '../../core/errors';
 import { parameterNameFor } from '../../core/request';
-import { parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../core/retry-policy';
+import { errorCodeOf, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../core/retry-policy';
 
 export const CREDENTIAL_TYPE = 'imageGenApi';
 
@@ -58,7 +58,7 @@ export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Pro
 			});
 		}
 		if (response.statusCode < 400) return response.body as T;
-		if (shouldRetry(response.statusCode, attempt, call.retry) && !context.getExecutionCancelSignal()?.aborted) {
+		if (shouldRetry(response.statusCode, attempt, call.retry, errorCodeOf(response.body)) && !context.getExecutionCancelSignal()?.aborted) {
 			const retryAfter = parseRetryAfter(response.headers['retry-after']);
 			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
 			continue;

@@ -1,7 +1,7 @@
 /**
  * Assembles the service: Fastify with JSON errors everywhere, the engines behind their interfaces
  * (plugins/backends.ts), the public file and health routes, and the authenticated, rate-limited /v1
- * scope (models, uploads, generation, usage). Closing the app (SIGTERM) lets in-flight requests
+ * scope (models, uploads, file info and delete, generation, usage). Closing the app (SIGTERM) lets in-flight requests
  * finish, answers 503 to new ones, then stops the sweeper, flushes the usage ledger and closes
  * every engine.
  */
@@ -15,8 +15,10 @@ import apiGuard from './plugins/api-guard';
 import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
 import configPlugin from './plugins/config';
 import hostedFilesPlugin from './plugins/hosted-files';
+import idempotencyPlugin from './plugins/idempotency';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
+import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import healthRoutes from './routes/health';
@@ -138,6 +140,7 @@ async function registerService(
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
+	await app.register(idempotencyPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
@@ -147,6 +150,7 @@ async function registerService(
 			installNotFoundHandler(v1);
 			await v1.register(modelRoutes);
 			await v1.register(uploadRoutes);
+			await v1.register(fileInfoRoutes);
 			await v1.register(generationRoutes);
 			await v1.register(usageRoutes);
 		},

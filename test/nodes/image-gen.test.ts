@@ -235,6 +235,24 @@ describe('retries', () => {
 		expect(env.proxy.requests.map((request) => request.path)).toEqual(['/v1/images/generations', '/v1/images/generations']);
 	});
 
+	test('409 idempotency_in_progress: the same request is still running, so it is repeated after Retry-After', async () => {
+		env.proxy.failNext({ status: 409, body: { error: { message: 'still running', type: 'invalid_request_error', param: 'Idempotency-Key', code: 'idempotency_in_progress' } }, headers: { 'retry-after': '1' } });
+		const started = Date.now();
+		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { download: false } })]);
+		expect(result.error()).toBeUndefined();
+		expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+		const [first, second] = env.proxy.requests;
+		expect(env.proxy.requests).toHaveLength(2);
+		expect(second!.idempotencyKey).toBe(first!.idempotencyKey);
+	});
+
+	test('any other 409 is not retried', async () => {
+		env.proxy.failNext({ status: 409, body: { error: { message: 'another conflict', type: 'invalid_request_error', param: 'Idempotency-Key', code: 'idempotency_key_reused' } }, headers: { 'retry-after': '0' } });
+		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { download: false } })]);
+		expect(result.error('ImageGen')?.message).toMatch(/another conflict/);
+		expect(env.proxy.requests).toHaveLength(1);
+	});
+
 	test('503 twice, then success', async () => {
 		env.proxy.failNext({ status: 503, body: { error: { message: 'busy', type: 'server_error', param: null, code: 'busy' } }, headers: { 'retry-after': '0' } }, 2);
 		const result = await run([generate({ model: 'p-image', prompt: 'x', options: { download: false } })]);

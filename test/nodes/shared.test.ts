@@ -1,7 +1,7 @@
 /** The pure parts the nodes share: ordered concurrency, retry timing and the streamed multipart body. */
 import { mapInOrder } from '../../nodes/shared/concurrency';
 import { StreamedMultipartBody } from '../../nodes/shared/multipart';
-import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry } from '../../core/retry-policy';
+import { DEFAULT_RETRY_POLICY, errorCodeOf, parseRetryAfter, retryDelayMs, shouldRetry } from '../../core/retry-policy';
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -69,6 +69,13 @@ describe('retry policy', () => {
 		expect(shouldRetry(429, 3, DEFAULT_RETRY_POLICY)).toBe(true);
 		expect(shouldRetry(429, 4, DEFAULT_RETRY_POLICY)).toBe(false);
 		expect(shouldRetry(503, 1, { ...DEFAULT_RETRY_POLICY, maxRetries: 0 })).toBe(false);
+		// A repeat still running on the service is worth waiting for; any other conflict is not.
+		expect(shouldRetry(409, 1, DEFAULT_RETRY_POLICY, 'idempotency_in_progress')).toBe(true);
+		expect(shouldRetry(409, 4, DEFAULT_RETRY_POLICY, 'idempotency_in_progress')).toBe(false);
+		expect(shouldRetry(409, 1, DEFAULT_RETRY_POLICY, 'idempotency_key_reused')).toBe(false);
+		expect(shouldRetry(409, 1, DEFAULT_RETRY_POLICY)).toBe(false);
+		expect(errorCodeOf({ error: { code: 'idempotency_in_progress' } })).toBe('idempotency_in_progress');
+		expect([null, 'text', { error: 'x' }, { error: { code: 3 } }].map(errorCodeOf)).toEqual([undefined, undefined, undefined, undefined]);
 	});
 });
 

@@ -1,6 +1,7 @@
 /**
  * `fastify.hostedFiles`: the storage and metadata engines combined into hosted files, plus the
- * sweeper (every min(60 s, retention / 2)), which runs from ready until close.
+ * sweeper of expired files and idempotency entries (every min(60 s, retention / 2)), which runs
+ * from ready until close.
  */
 import fp from 'fastify-plugin';
 import { HostedFiles } from '../storage/hosted-files';
@@ -30,8 +31,9 @@ export default fp<HostedFilesPluginOptions>(
 
 		let sweeper: Sweeper | null = null;
 		fastify.addHook('onReady', async () => {
-			sweeper = startSweeper(hostedFiles, sweepInterval(fastify.config.retentionSeconds), (error) =>
-				fastify.log.error({ err: error }, 'sweeping expired files failed'),
+			const idempotencyEntries = { sweep: () => fastify.idempotencyStore.sweep() };
+			sweeper = startSweeper([hostedFiles, idempotencyEntries], sweepInterval(fastify.config.retentionSeconds), (error) =>
+				fastify.log.error({ err: error }, 'sweeping expired files or idempotency entries failed'),
 			);
 		});
 		fastify.addHook('onClose', async () => {

@@ -2,14 +2,15 @@
  * Public hosted files: GET/HEAD /files/<id>.<ext>. No auth: the unguessable id is the capability,
  * and n8n or a browser must be able to fetch it. `proxy` delivery streams the bytes with
  * validators and ranges; `redirect` answers a 302 to a presigned URL of the bucket that stops
- * working no later than the file expires.
+ * working no later than the file expires. Headers (noindex, CORS, a cache lifetime that never
+ * reaches past the expiry) are storage/cache-headers.ts.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
-import type { FileRecord } from '../storage/hosted-files';
+import { hostedFileHeaders, missingFileHeaders } from '../storage/cache-headers';
 import { parseRange } from './range';
 
-const notFound = () => new ImageGenError(404, 'File not found: it never existed or has expired', { code: 'file_not_found' });
+const notFound = () => new ImageGenError(404, 'File not found: it never existed, has expired or was deleted', { code: 'file_not_found' });
 
 export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 	const files = app.hostedFiles;
@@ -21,16 +22,19 @@ export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 		exposeHeadRoute: false,
 		handler: async (request: FastifyRequest<{ Params: { name: string } }>, reply) => {
 			const file = await files.get(request.params.name);
-			if (!file) throw notFound();
+			if (!file) {
+				reply.headers(missingFileHeaders());
+				throw notFound();
+			}
 
 			if (redirect) {
 				const location = await files.presign(file);
 				if (location === null) throw new Error(`the ${files.storage.driver} storage cannot presign URLs`);
-				// The link itself expires; a cached redirect would outlive it.
-				return reply.status(302).header('location', location).header('cache-control', 'no-store').send();
+				// The link itself expires, and a cached redirect would outlive a delete.
+				return reply.status(302).headers(missingFileHeaders()).header('location', location).send();
 			}
 
-			setCommonHeaders(reply, file);
+			reply.headers(hostedFileHeaders(file));
 			if (matchesEtag(request.headers['if-none-match'], file.etag)) return reply.status(304).send();
 
 			let start = 0;
@@ -62,24 +66,15 @@ export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 
 			if (file.size === 0) return reply.send('');
 			const bytes = await files.open(file, ranged ? { start, end } : undefined);
-			if (!bytes) throw notFound();
+			if (!bytes) {
+				// Deleted or swept between the lookup and the read.
+				for (const name of [...Object.keys(hostedFileHeaders(file)), 'content-length', 'content-range']) reply.removeHeader(name);
+				reply.headers(missingFileHeaders());
+				throw notFound();
+			}
 			return reply.send(bytes);
 		},
 	});
-}
-
-function setCommonHeaders(reply: FastifyReply, file: FileRecord): void {
-	const secondsLeft = Math.max(0, Math.floor((file.expiresAt.getTime() - Date.now()) / 1000));
-	reply
-		.header('content-type', file.mimeType)
-		.header('etag', file.etag)
-		.header('last-modified', file.createdAt.toUTCString())
-		.header('expires', file.expiresAt.toUTCString())
-		// Caches must not keep a file beyond its expiry; it never changes before then.
-		.header('cache-control', `public, max-age=${secondsLeft}, immutable`)
-		.header('accept-ranges', 'bytes')
-		.header('x-content-type-options', 'nosniff')
-		.header('content-disposition', `inline; filename="${file.name}"`);
 }
 
 function matchesEtag(header: string | undefined, etag: string): boolean {

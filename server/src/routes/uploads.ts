@@ -1,34 +1,74 @@
 /**
  * POST /v1/uploads: a multipart `file` (streamed into storage) or JSON `file` / `image` / `video` (URL
  * fetched through the SSRF-checked fetcher and streamed into storage, or data URI / base64
- * decoded). The bytes decide what the file is; `output_format` converts images with sharp,
- * otherwise the stored bytes are exactly the bytes received.
+ * decoded). The bytes decide what the file is; `output_format` converts images with sharp and
+ * `max_side` / `max_bytes` fit them (media/fit-image.ts), otherwise the stored bytes are exactly
+ * the bytes received. `expires_in` shortens the file's lifetime. With an `Idempotency-Key` a
+ * repeat replays the first answer; a multipart body is staged (and hashed) first, because its
+ * fingerprint is known only once all of it has arrived.
  */
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import { sniffMedia, type SniffedMedia } from '../../../core/media';
+import { sniffMedia, type ImageType, type SniffedMedia } from '../../../core/media';
 import { outputFormatForVideo, parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
 import type { UploadResponse } from '../../../core/api';
+import {
+	checkUploadOptionsFor,
+	isUploadOptionField,
+	parseUploadOption,
+	parseUploadOptions,
+	type UploadOptions,
+} from '../../../core/upload-options';
+import { FingerprintHasher, fingerprintJson, type IdempotentAnswer } from '../idempotency/idempotency';
 import { formatBytes } from '../../../core/units';
-import type { StagedFile } from '../storage/hosted-files';
+import type { FileRecord, StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
+
+const ROUTE = '/v1/uploads';
+
+/** What to do with the received bytes before they are published. */
+interface UploadPlan {
+	/** `output_format` still to apply (not already applied while streaming in). */
+	outputFormat?: UploadOutputFormat;
+	options: UploadOptions;
+}
 
 export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	const store = v1.hostedFiles;
-	const { maxUploadBytes } = v1.config;
+	const { maxUploadBytes, retentionSeconds } = v1.config;
+	const limits = { retentionSeconds };
 
-	const publish = async (staged: StagedFile, field: string, outputFormat?: UploadOutputFormat): Promise<UploadResponse> => {
-		const final = outputFormat && outputFormat !== staged.media.type ? await store.convert(staged, outputFormat, field) : staged;
-		const file = await store.publish(final);
+	const describe = (file: FileRecord): UploadResponse => {
 		const url = store.publicUrl(file);
-		const expiresAt = file.expiresAt.toISOString();
-		return file.kind === 'video' ? { videoUrl: url, expiresAt } : { imageUrl: url, expiresAt };
+		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size };
+		return file.kind === 'video' ? { videoUrl: url, ...details } : { imageUrl: url, ...details };
 	};
 
-	const receiveMultipart = async (request: FastifyRequest): Promise<UploadResponse> => {
+	/** Converts or fits the staged file as planned, then publishes it; whatever fails leaves nothing stored. */
+	const finish = async (staged: StagedFile, field: string, plan: UploadPlan): Promise<UploadResponse> => {
+		let current = staged;
+		try {
+			refuseImageOptionsForVideo(current.media, plan);
+			const { maxSide, maxBytes, expiresIn } = plan.options;
+			if (current.media.kind === 'image' && (maxSide !== undefined || maxBytes !== undefined)) {
+				const format = plan.outputFormat ?? (current.media.type as ImageType);
+				current = await store.fit(current, { maxSide, maxBytes, format, field });
+			} else if (plan.outputFormat && plan.outputFormat !== current.media.type) {
+				current = await store.convert(current, plan.outputFormat, field);
+			}
+			return describe(await store.publish(current, { lifetimeSeconds: expiresIn }));
+		} catch (error) {
+			// Already gone when converting or publishing failed; a second discard finds nothing.
+			await store.discard(current).catch(() => undefined);
+			throw error;
+		}
+	};
+
+	const receiveMultipart = async (request: FastifyRequest, reply: FastifyReply, key: string | undefined): Promise<FastifyReply> => {
+		const hasher = key === undefined ? undefined : new FingerprintHasher(request.method, ROUTE);
 		let staged: StagedFile | null = null;
-		let outputFormatText: string | undefined;
+		const fields = new Map<string, string>();
 		/** Set when output_format came before the file, so the file was converted as it streamed in. */
 		let convertedTo: UploadOutputFormat | undefined;
 		try {
@@ -38,22 +78,35 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 						part.file.resume();
 						throw invalidField(part.fieldname, `Unknown file part '${part.fieldname}': send the file in the part 'file'`, 'unknown_field');
 					}
-					const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
-					staged = await store.stage(part.file, {
+					const plan = planOf(fields, limits);
+					// Fitting re-encodes anyway: converting first would only lose quality twice.
+					const convertTo = isFitting(plan.options) ? undefined : plan.outputFormat;
+					const staging = store.stage(part.file, {
 						ownerKeyId: request.apiKeyId,
 						maxBytes: maxUploadBytes,
 						field: 'file',
 						oversizeStatus: 413,
 						drainOnError: true,
-						accept: (media) => {
-							if (outputFormat && media.kind === 'video') throw outputFormatForVideo();
-						},
-						convertTo: outputFormat,
+						accept: (media) => refuseImageOptionsForVideo(media, plan),
+						convertTo,
 					});
-					convertedTo = outputFormat;
-				} else if (part.fieldname === 'output_format') {
-					if (outputFormatText !== undefined) throw invalidField('output_format', "'output_format' was sent twice", 'duplicate_field');
-					outputFormatText = String(part.value);
+					// stage() has piped the part by now (it does so before its first await), so this
+					// second reader sees the very same chunks.
+					if (hasher) {
+						hasher.file('file');
+						part.file.on('data', (chunk: Buffer) => hasher.update(chunk));
+					}
+					staged = await staging;
+					convertedTo = convertTo;
+				} else if (part.fieldname === 'output_format' || isUploadOptionField(part.fieldname)) {
+					const name = part.fieldname;
+					if (fields.has(name)) throw invalidField(name, `'${name}' was sent twice`, 'duplicate_field');
+					const value = String(part.value);
+					// Checked as it arrives, so a bad option never waits for the file.
+					if (name === 'output_format') parseUploadOutputFormat(value);
+					else parseUploadOption(name, value, limits);
+					fields.set(name, value);
+					hasher?.field(name, value);
 				} else if (part.fieldname === 'image' || part.fieldname === 'video') {
 					throw invalidField(
 						part.fieldname,
@@ -61,7 +114,11 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 						'unknown_field',
 					);
 				} else {
-					throw invalidField(part.fieldname, `Unknown field '${part.fieldname}': send 'file' and optionally 'output_format'`, 'unknown_field');
+					throw invalidField(
+						part.fieldname,
+						`Unknown field '${part.fieldname}': send 'file' and optionally 'output_format', 'expires_in', 'max_side', 'max_bytes'`,
+						'unknown_field',
+					);
 				}
 			}
 		} catch (error) {
@@ -71,14 +128,26 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		if (!staged) {
 			throw invalidField('file', "The multipart form has no part 'file' holding the image or video", 'missing_field');
 		}
+		const received = staged;
+		const plan = planOf(fields, limits);
+		if (convertedTo) delete plan.outputFormat;
+		let finishing = false;
+		let answer: IdempotentAnswer;
 		try {
-			const outputFormat = outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText);
-			if (outputFormat && staged.media.kind === 'video') throw outputFormatForVideo();
-			return await publish(staged, 'file', convertedTo ? undefined : outputFormat);
-		} catch (error) {
-			await store.discard(staged);
-			throw error;
+			answer = await v1.idempotency.answer(request, {
+				key,
+				fingerprint: () => hasher!.digest(),
+				run: () => {
+					finishing = true;
+					return finish(received, 'file', plan);
+				},
+			});
+		} finally {
+			// A replay, a reused key or a repeat still running: the bytes received are not needed,
+			// and are gone before the client hears so.
+			if (!finishing) await store.discard(received);
 		}
+		return v1.idempotency.reply(reply, answer);
 	};
 
 	const receiveJson = async (request: FastifyRequest): Promise<UploadResponse> => {
@@ -91,12 +160,15 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 			);
 		}
 		const upload = parseUploadJson(body);
+		const options = parseUploadOptions(body as Record<string, unknown>, limits);
 		const { field } = upload;
+		if (field === 'video') checkUploadOptionsFor('video', options);
+		const plan: UploadPlan = { outputFormat: upload.outputFormat, options };
 		// Refused as soon as the leading bytes are sniffed, before the rest is downloaded or stored.
 		const acceptKind = (media: SniffedMedia) => {
-			// `file` lets the bytes decide the kind; only a conversion makes no sense for a video.
+			// `file` lets the bytes decide the kind; only image options make no sense for a video.
 			if (field === 'file') {
-				if (upload.outputFormat && media.kind === 'video') throw outputFormatForVideo();
+				refuseImageOptionsForVideo(media, plan);
 			} else if (media.kind !== field) {
 				throw invalidField(
 					field,
@@ -105,12 +177,14 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 				);
 			}
 		};
+		// Fitting re-encodes anyway: converting first would only lose quality twice.
+		const convertTo = isFitting(options) ? undefined : upload.outputFormat;
 		let staged: StagedFile;
 		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind };
 		if (upload.input.kind === 'url') {
 			const remote = await v1.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
 			// Converted as it streams in: the original never needs storing.
-			staged = await store.stage(remote, { ...stageOptions, convertTo: upload.outputFormat });
+			staged = await store.stage(remote, { ...stageOptions, convertTo });
 		} else {
 			const { bytes } = upload.input;
 			if (bytes.length > maxUploadBytes) {
@@ -122,20 +196,43 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 			const media = sniffMedia(bytes);
 			if (!media) throw unsupportedMedia(field);
 			acceptKind(media);
-			staged = upload.outputFormat
-				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo: upload.outputFormat })
+			staged = convertTo
+				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo })
 				: await store.stageBuffer(bytes, media, request.apiKeyId);
 		}
-		try {
-			// Already in its final format: converted on the way into storage.
-			return await publish(staged, field);
-		} catch (error) {
-			await store.discard(staged);
-			throw error;
-		}
+		// Already in its final format when converted on the way into storage.
+		return finish(staged, field, convertTo ? { options } : plan);
 	};
 
-	v1.post('/uploads', async (request) => (request.isMultipart() ? receiveMultipart(request) : receiveJson(request)));
+	v1.post('/uploads', async (request, reply) => {
+		const key = v1.idempotency.keyOf(request);
+		if (request.isMultipart()) return receiveMultipart(request, reply, key);
+		return v1.idempotency.send(request, reply, {
+			key,
+			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
+			run: () => receiveJson(request),
+		});
+	});
+}
+
+function isFitting(options: UploadOptions): boolean {
+	return options.maxSide !== undefined || options.maxBytes !== undefined;
+}
+
+/** `output_format` and the upload options of a multipart form, from its text fields so far. */
+function planOf(fields: ReadonlyMap<string, string>, limits: { retentionSeconds: number }): UploadPlan {
+	const outputFormatText = fields.get('output_format');
+	return {
+		outputFormat: outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText),
+		options: parseUploadOptions(Object.fromEntries(fields), limits),
+	};
+}
+
+/** `output_format`, `max_side` and `max_bytes` change images; with a video each is a 400 naming it. */
+function refuseImageOptionsForVideo(media: SniffedMedia, plan: UploadPlan): void {
+	if (media.kind !== 'video') return;
+	if (plan.outputFormat) throw outputFormatForVideo();
+	checkUploadOptionsFor('video', plan.options);
 }
 
 /** The multipart parser reports broken bodies as plain errors; they are the caller's, not ours. */

@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
+import { fitImage, type FitImageOptions } from '../media/fit-image';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
@@ -137,9 +138,28 @@ export class HostedFiles {
 		}
 	}
 
-	/** Makes staged bytes a served file; its retention starts now. */
-	async publish(staged: StagedFile): Promise<FileRecord> {
+	/**
+	 * Scales and re-encodes a staged image until it fits (media/fit-image.ts), read back from storage
+	 * so it works the same on every driver; the original is discarded once replaced. Answers the
+	 * staged file as it is when it already fitted in the wanted format.
+	 */
+	async fit(staged: StagedFile, options: FitImageOptions): Promise<StagedFile> {
+		const input = await this.storage.read(staged.storageKey);
+		if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
+		const fitted = await fitImage(input, options);
+		if (!fitted.reencoded) return staged;
+		const replacement = await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId);
+		await this.discard(staged);
+		return replacement;
+	}
+
+	/**
+	 * Makes staged bytes a served file; its lifetime (the retention, or `lifetimeSeconds` when
+	 * shorter) starts now.
+	 */
+	async publish(staged: StagedFile, options: { lifetimeSeconds?: number } = {}): Promise<FileRecord> {
 		const createdAt = new Date(this.now());
+		const lifetimeMs = Math.min(this.retentionMs, (options.lifetimeSeconds ?? Number.POSITIVE_INFINITY) * 1000);
 		const file: FileRecord = {
 			id: staged.id,
 			name: staged.storageKey,
@@ -151,7 +171,7 @@ export class HostedFiles {
 			etag: `"${staged.id}"`,
 			ownerKeyId: staged.ownerKeyId,
 			createdAt,
-			expiresAt: new Date(createdAt.getTime() + this.retentionMs),
+			expiresAt: new Date(createdAt.getTime() + lifetimeMs),
 		};
 		try {
 			await this.metadata.publish(file);
@@ -173,6 +193,12 @@ export class HostedFiles {
 
 	async putStream(source: Readable, options: StageOptions): Promise<FileRecord> {
 		return this.publish(await this.stage(source, options));
+	}
+
+	/** The published, unexpired file `id` if `ownerKeyId` stored it; null for anyone else, as if it did not exist. */
+	async info(id: string, ownerKeyId: string): Promise<FileRecord | null> {
+		const file = await this.metadata.get(id, new Date(this.now()));
+		return file && file.ownerKeyId === ownerKeyId ? file : null;
 	}
 
 	/** The file behind a public name, or null when unknown or expired (whether swept or not). */
@@ -264,6 +290,8 @@ export class HostedFiles {
 	private async writeStaged(source: Readable, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		const id = randomBytes(ID_BYTES).toString('base64url');
 		const storageKey = `${id}.${media.extension}`;
+		// The full retention whatever the file's own lifetime: a slow write must never be swept
+		// from under its writer, and a dead writer's leftovers go at the latest then.
 		await this.metadata.reserve({ id, storageKey, ownerKeyId, expiresAt: new Date(this.now() + this.retentionMs) });
 		try {
 			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType });

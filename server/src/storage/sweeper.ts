@@ -1,6 +1,6 @@
 /**
- * Periodic deletion of expired files. Reads never depend on it (expiry is checked on every read);
- * it exists so that bytes actually leave the storage.
+ * Periodic deletion of expired files and idempotency entries. Reads never depend on it (expiry is
+ * checked on every read); it exists so that bytes and remembered answers actually go away.
  */
 export interface Sweepable {
 	sweep(): Promise<unknown>;
@@ -14,18 +14,19 @@ export function sweepInterval(retentionSeconds: number): number {
 	return Math.max(250, Math.min(60_000, (retentionSeconds * 1000) / 2));
 }
 
-export function startSweeper(target: Sweepable, intervalMs: number, onError: (error: unknown) => void): Sweeper {
+/** Sweeps every target in turn; one that fails is reported and does not stop the others. */
+export function startSweeper(targets: readonly Sweepable[], intervalMs: number, onError: (error: unknown) => void): Sweeper {
 	let current: Promise<void> | null = null;
 	let stopped = false;
+	const sweepAll = async () => {
+		for (const target of targets) await target.sweep().then(() => undefined, onError);
+	};
 	const run = () => {
 		// A slow sweep (a huge directory, a slow bucket) is never overlapped by the next one.
 		if (current || stopped) return;
-		current = target
-			.sweep()
-			.then(() => undefined, onError)
-			.finally(() => {
-				current = null;
-			});
+		current = sweepAll().finally(() => {
+			current = null;
+		});
 	};
 	run();
 	const timer = setInterval(run, intervalMs);

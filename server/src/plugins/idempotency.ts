@@ -1,0 +1,96 @@
+/**
+ * `fastify.idempotency`: runs a POST at most once per `Idempotency-Key` of an API key and sends its
+ * answer, through the configured IdempotencyStore (embedded or PostgreSQL, so a repeat on another
+ * replica replays too). Without the header the request simply runs.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ImageGenError } from '../../../core/errors';
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		idempotency: Idempotency;
+	}
+}
+
+export interface IdempotentRun {
+	key: string | undefined;
+	fingerprint: () => string;
+	/** The request's work; what it answers is sent as JSON with status 200. */
+	run: () => Promise<unknown>;
+	/** Stops waiting for a running first request (the client left). */
+	signal?: AbortSignal;
+}
+
+export interface Idempotency {
+	/** The request's key, or undefined without the header; a malformed key is a 400. */
+	keyOf(request: FastifyRequest): string | undefined;
+	/**
+	 * Runs the request, or with `key` answers what its first run answered (same `fingerprint`)
+	 * without running it again. Throws what the run throws, and the 422 / 409 of a key in use.
+	 */
+	answer(request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer>;
+	/** Sends an answer of `answer` byte for byte, marked when it is a replay. */
+	reply(reply: FastifyReply, answer: IdempotentAnswer): FastifyReply;
+	/** `answer` then `reply`. */
+	send(request: FastifyRequest, reply: FastifyReply, options: IdempotentRun): Promise<FastifyReply>;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** A repeat waits this long for a running first request before it is told to retry (409). */
+const MAX_WAIT_MS = 10_000;
+/** Beyond the slowest a request may take, before its claim counts as left by a dead process. */
+const LEASE_MARGIN_MS = 60_000;
+
+function stillRunning(): ImageGenError {
+	return new ImageGenError(409, 'The client went away while a request with this Idempotency-Key was still running', {
+		param: 'Idempotency-Key',
+		code: 'idempotency_in_progress',
+		retryAfterSeconds: 1,
+	});
+}
+
+export default fp(
+	async (fastify) => {
+		const { config } = fastify;
+		const leaseMs = config.generationTimeoutMs + config.fetchTimeoutMs + LEASE_MARGIN_MS;
+		// Never as long as a generation may take: a client that retried is better told to come back.
+		const waitMs = Math.min(MAX_WAIT_MS, config.generationTimeoutMs / 2);
+
+		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
+			const run = async () => ({ status: 200, contentType: JSON_TYPE, body: JSON.stringify(await options.run()) });
+			if (options.key === undefined) return { ...(await run()), replayed: false };
+			try {
+				return await runIdempotent({
+					store: fastify.idempotencyStore,
+					apiKeyId: request.apiKeyId,
+					key: options.key,
+					fingerprint: options.fingerprint(),
+					retentionSeconds: config.retentionSeconds,
+					leaseMs,
+					waitMs,
+					signal: options.signal,
+					run,
+					onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
+				});
+			} catch (error) {
+				// The client left while its repeat waited for the first run: nothing failed here.
+				if (options.signal?.aborted && !(error instanceof ImageGenError)) throw stillRunning();
+				throw error;
+			}
+		};
+		const reply = (target: FastifyReply, sent: IdempotentAnswer): FastifyReply => {
+			if (sent.replayed) target.header(REPLAYED_HEADER, 'true');
+			return target.status(sent.status).type(sent.contentType).send(sent.body);
+		};
+		const idempotency: Idempotency = {
+			keyOf: (request) => parseIdempotencyKey(request.headers[IDEMPOTENCY_KEY_HEADER]),
+			answer,
+			reply,
+			send: async (request, target, options) => reply(target, await answer(request, options)),
+		};
+		fastify.decorate('idempotency', idempotency);
+	},
+	{ name: 'idempotency', dependencies: ['config', 'backends'] },
+);
