@@ -64,6 +64,12 @@ function scenarioWorkflow(smallPngBase64: string) {
 				typeVersion: 4.2,
 			}),
 			uploadNode('fit for instagram feed', { operation: 'upload', inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', options: { fitFor: 'instagramFeed' } }, [480, 200]),
+			uploadNode(
+				'fit custom impossible',
+				{ operation: 'upload', inputType: 'binary', binaryPropertyName: 'data', mediaType: 'auto', options: { fitFor: 'custom', maxSide: 1440, maxSizeMb: 0.02 } },
+				[480, 300],
+				continueOnFail,
+			),
 			uploadNode('upload to delete by url', { operation: 'upload', inputType: 'base64', base64: smallPngBase64, mediaType: 'image' }, [240, 400]),
 			uploadNode('delete by url', { operation: 'delete', fileId: '={{ $json.url }}' }, [480, 400]),
 			imageGenNode('seed first', seeded(SEED), [240, 600]),
@@ -79,6 +85,7 @@ function scenarioWorkflow(smallPngBase64: string) {
 			['get info by id', 'delete by id'],
 			['Start', 'download large png'],
 			['download large png', 'fit for instagram feed'],
+			['download large png', 'fit custom impossible'],
 			['Start', 'upload to delete by url'],
 			['upload to delete by url', 'delete by url'],
 			['Start', 'seed first'],
@@ -232,6 +239,14 @@ test('Get Info with a malformed file id fails naming the parameter; continue on 
 	const item = only(scenarios, 'get info malformed id');
 	expect(String(item.json.error)).toMatch(/fileId/);
 	expect(String(item.json.error)).toContain('not an id!');
+	expect(item.json.url).toBeUndefined();
+});
+
+test('Fit For Custom that no PNG encoding can meet fails naming Max Size (MB); continue on fail carries the text', () => {
+	const item = only(scenarios, 'fit custom impossible');
+	expect(String(item.json.error)).toMatch(/cannot be made to fit/);
+	expect(String(item.json.description)).toContain("parameter 'maxSizeMb'");
+	expect(String(item.json.description)).toContain("field 'max_bytes'");
 	expect(item.json.url).toBeUndefined();
 });
 
