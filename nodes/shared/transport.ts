@@ -28,6 +28,8 @@ export interface ApiCall {
 	timeoutMs: number;
 	retry: RetryPolicy;
 	itemIndex: number;
+	/** The node parameter behind each field this call sends, where it differs from the generation parameters'. */
+	parameterNames?: Readonly<Record<string, string>>;
 }
 
 export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
@@ -63,12 +65,17 @@ export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Pro
 			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
 			continue;
 		}
-		throw apiError(context, response, call.itemIndex);
+		throw apiError(context, response, call.itemIndex, call.parameterNames);
 	}
 }
 
 /** The service's own message first; the field it names mapped back to the parameter users see. */
-export function apiError(context: IExecuteFunctions, response: IN8nHttpFullResponse, itemIndex: number): NodeApiError {
+export function apiError(
+	context: IExecuteFunctions,
+	response: IN8nHttpFullResponse,
+	itemIndex: number,
+	parameterNames: Readonly<Record<string, string>> = {},
+): NodeApiError {
 	const body = response.body;
 	const status = String(response.statusCode);
 	if (!isApiErrorBody(body)) {
@@ -79,7 +86,7 @@ export function apiError(context: IExecuteFunctions, response: IN8nHttpFullRespo
 		});
 	}
 	const { message, param, code } = body.error;
-	const parameter = parameterNameFor(param) ?? param;
+	const parameter = (param && Object.hasOwn(parameterNames, param) ? parameterNames[param] : undefined) ?? parameterNameFor(param) ?? param;
 	const details = [`HTTP ${status}`, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
 	return new NodeApiError(context.getNode(), body as unknown as JsonObject, {
 		message,

@@ -75,9 +75,16 @@ function apiFields(settings: UploadSettings): Record<string, string | number> {
 	return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Record<string, string | number>;
 }
 
+/** The upload node's parameter behind each upload field, so a refusal names what the user can change. */
+const UPLOAD_PARAMETER_NAMES: Readonly<Record<string, string>> = {
+	expires_in: 'expiresIn',
+	max_side: 'maxSide',
+	max_bytes: 'maxSizeMb',
+};
+
 async function postUpload(call: ItemCall, body: ApiCall['body'], options: UploadRequestOptions): Promise<HostedMedia> {
 	const headers = options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined;
-	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, headers, itemIndex: call.itemIndex, ...call.settings });
+	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, headers, itemIndex: call.itemIndex, parameterNames: UPLOAD_PARAMETER_NAMES, ...call.settings });
 	return toHostedMedia(response);
 }
 
