@@ -188,10 +188,16 @@ async function shrinkToFit(
 	throw cannotFit(options, `${last.bytes} bytes at ${last.width}×${last.height}, quality ${quality}`);
 }
 
+/** The exact byte count (what was asked for), and its MiB reading where that is shorter to read. */
+function describeLimit(maxBytes: number): string {
+	const readable = formatBytes(maxBytes);
+	return readable === `${maxBytes} bytes` ? readable : `${maxBytes} bytes, ${readable}`;
+}
+
 function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
 	return invalidField(
 		'max_bytes',
-		`The image cannot be made to fit 'max_bytes' (${options.maxBytes} bytes, ${formatBytes(options.maxBytes!)}): the best reached was ${reached}`,
+		`The image cannot be made to fit 'max_bytes' (${describeLimit(options.maxBytes!)}): the best reached was ${reached}`,
 		'cannot_fit',
 	);
 }
