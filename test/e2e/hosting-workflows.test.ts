@@ -3,11 +3,9 @@
  * and seeds, each a branch of one workflow, plus the README's upload-fit-and-manage example. Every
  * hosted URL is fetched back from the server, and deleted ones must answer 404.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import sharp from 'sharp';
 import { makeImage } from '../server/support/media';
-import { demo, INSTALL_TIMEOUT_MS, openSession, outputOf, type ExecutionRun, type Item, type Session, type WorkflowJson } from './support/n8n';
+import { demo, hostWithApi, INSTALL_TIMEOUT_MS, openSession, outputOf, readExample, type ExecutionRun, type Item, type Session } from './support/n8n';
 
 const SCENARIOS_ID = 'imageGenE2eHost1';
 const EXAMPLE_ID = 'imageGenExample3';
@@ -26,20 +24,6 @@ let exampleRun: Execution;
 let largePng: { url: string; width: number; height: number; sizeBytes: number };
 let uploadExampleParameters: Record<string, unknown>;
 let startedAt: number;
-
-function readExample(file: string): WorkflowJson {
-	return JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', file), 'utf8')) as WorkflowJson;
-}
-
-async function hostWithApi(body: Record<string, string>): Promise<Record<string, string>> {
-	const response = await fetch(`${session.server.baseUrl}/uploads`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${session.server.apiKey}`, 'content-type': 'application/json' },
-		body: JSON.stringify(body),
-	});
-	expect(response.status).toBe(200);
-	return (await response.json()) as Record<string, string>;
-}
 
 /** Noise does not compress: a PNG well above Instagram's 8 MB, so both limits have work to do. */
 async function makeLargeNoisePng(width: number, height: number): Promise<Buffer> {
@@ -100,7 +84,7 @@ function scenarioWorkflow(smallPngBase64: string) {
 beforeAll(async () => {
 	session = await openSession('hosting');
 	const largeBytes = await makeLargeNoisePng(2880, 1800);
-	largePng = { url: (await hostWithApi({ image: largeBytes.toString('base64') })).imageUrl!, width: 2880, height: 1800, sizeBytes: largeBytes.byteLength };
+	largePng = { url: (await hostWithApi(session, { image: largeBytes.toString('base64') })).imageUrl!, width: 2880, height: 1800, sizeBytes: largeBytes.byteLength };
 	const hostImage = readExample('imagegen-upload-video.json').nodes.find((candidate) => candidate.name === 'Host image as JPG')!;
 	uploadExampleParameters = hostImage.parameters;
 	const example = readExample('imagegen-upload-fit-and-manage.json');

@@ -3,19 +3,17 @@
  * imported with n8n's CLI, run with `n8n execute`, run data checked, and every hosted URL fetched
  * back from the server. All scenarios are branches of one workflow, so n8n starts only a few times.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import sharp from 'sharp';
 import { makeImage, makeMp4 } from '../server/support/media';
-import { demo, INSTALL_TIMEOUT_MS, openSession, outputOf, type ExecutionRun, type Item, type Session } from './support/n8n';
+import { demo, hostWithApi, INSTALL_TIMEOUT_MS, openSession, outputOf, readExample, type ExecutionRun, type Item, type Session, type WorkflowJson } from './support/n8n';
 
 const SCENARIOS_ID = 'imageGenE2eScen1';
 const EXAMPLE_EDIT_ID = 'imageGenExample1';
 const EXAMPLE_UPLOAD_ID = 'imageGenExample2';
 
 /** An example workflow from examples/, exactly as the README offers it for import. */
-function example(file: string, id: string, edit: (workflow: { nodes: Array<{ name: string; parameters: Record<string, unknown> }> }) => void = () => undefined) {
-	const workflow = JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', file), 'utf8'));
+function example(file: string, id: string, edit: (workflow: WorkflowJson) => void = () => undefined) {
+	const workflow = readExample(file);
 	edit(workflow);
 	return { ...workflow, id };
 }
@@ -27,16 +25,6 @@ let exampleEdit: { run: ExecutionRun; raw: string };
 let exampleUpload: { run: ExecutionRun; raw: string };
 let hostedPng: string;
 let hostedMp4: string;
-
-async function upload(body: Record<string, string>): Promise<Record<string, string>> {
-	const response = await fetch(`${session.server.baseUrl}/uploads`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${session.server.apiKey}`, 'content-type': 'application/json' },
-		body: JSON.stringify(body),
-	});
-	expect(response.status).toBe(200);
-	return (await response.json()) as Record<string, string>;
-}
 
 function scenarioWorkflow(smallPngBase64: string) {
 	const { imageGenNode, uploadNode, node } = demo;
@@ -106,8 +94,8 @@ function scenarioWorkflow(smallPngBase64: string) {
 
 beforeAll(async () => {
 	session = await openSession('workflows');
-	hostedPng = (await upload({ image: (await makeImage('png', 320, 200)).toString('base64') })).imageUrl!;
-	hostedMp4 = (await upload({ video: makeMp4(4096).toString('base64') })).videoUrl!;
+	hostedPng = (await hostWithApi(session, { image: (await makeImage('png', 320, 200)).toString('base64') })).imageUrl!;
+	hostedMp4 = (await hostWithApi(session, { video: makeMp4(4096).toString('base64') })).videoUrl!;
 	const smallPng = (await makeImage('png', 120, 80)).toString('base64');
 	// The upload example downloads a video from the web; here it downloads one from loopback.
 	const uploadExample = example('imagegen-upload-video.json', EXAMPLE_UPLOAD_ID, (workflow) => {

@@ -3,7 +3,7 @@
  * the session every e2e suite needs: a cached n8n, a running imagegen-server, a user folder with
  * the package installed and our credential imported.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../helpers/server';
@@ -119,6 +119,22 @@ export interface Session {
 }
 
 const progress = (line: string) => process.stderr.write(`[e2e] ${line}\n`);
+
+/** An example workflow from examples/, exactly as the README offers it for import. */
+export function readExample(file: string): WorkflowJson {
+	return JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'examples', file), 'utf8')) as WorkflowJson;
+}
+
+/** Hosts a file through the session's service directly (JSON upload), to give workflows inputs. */
+export async function hostWithApi(session: Session, body: Record<string, string>): Promise<Record<string, string>> {
+	const response = await fetch(`${session.server.baseUrl}/uploads`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${session.server.apiKey}`, 'content-type': 'application/json' },
+		body: JSON.stringify(body),
+	});
+	if (response.status !== 200) throw new Error(`hosting an input failed: ${response.status} ${await response.text()}`);
+	return (await response.json()) as Record<string, string>;
+}
 
 export async function openSession(name: string): Promise<Session> {
 	const n8n = await install.ensureN8n({ log: progress });
