@@ -72,6 +72,20 @@ describe('cross-replica reads', () => {
 		expect(image.bytes.subarray(1, 4).toString()).toBe('PNG');
 	});
 
+	it('answers 404 on every replica once the file has expired, before any sweep removed it', async () => {
+		const upload = await uploadFile(fleet.replicas[0]!, video, {}, { fileName: 'clip.mp4', mimeType: 'video/mp4' });
+		const id = /\/files\/([A-Za-z0-9_-]+)\./.exec(upload.body.videoUrl)![1];
+		// The default retention sweeps once a minute; moving the expiry into the past leaves the row
+		// and the bytes in place, so only the check on every read can answer 404.
+		await fleet.query("UPDATE files SET expires_at = now() - interval '1 second' WHERE id = $1", [id]);
+		for (const replica of fleet.replicas) {
+			const response = await fetch(onReplica(upload.body.videoUrl, replica));
+			expect(response.status).toBe(404);
+			await response.arrayBuffer();
+		}
+		expect(await fleet.query('SELECT id FROM files WHERE id = $1', [id])).toHaveLength(1);
+	});
+
 	it('answers 404 on every replica for an id that no replica issued', async () => {
 		for (const replica of fleet.replicas) {
 			expect((await fetch(`${replica.origin}/files/AAAAAAAAAAAAAAAAAAAAAA.mp4`)).status).toBe(404);

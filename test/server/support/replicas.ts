@@ -4,10 +4,15 @@
  * behind a load balancer runs them. Each test file starts its own PostgreSQL and s3rver.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
 import { startServer, type RunningServer } from '../../helpers/server';
+import { makeMp4 } from './media';
 import { startTestPostgres, type TestPostgres } from './postgres';
 import { startS3rver, type S3TestServer } from './s3';
 
@@ -94,4 +99,55 @@ export async function startFleet(infrastructure: FleetInfrastructure, options: F
 export function onReplica(fileUrl: string, replica: RunningServer): string {
 	const url = new URL(fileUrl);
 	return `${replica.origin}${url.pathname}`;
+}
+
+export interface StreamedUpload {
+	/** The server's answer; rejects if the connection breaks first. */
+	answer: Promise<{ status: number; body: any }>;
+	/** Bytes of the file handed to the socket so far. */
+	sent(): number;
+}
+
+/**
+ * A multipart POST /v1/uploads whose file part is an MP4 of `totalBytes` sent in `chunkBytes`
+ * pieces with `pauseMs` between them: an upload that is still running when a replica is stopped.
+ */
+export function streamUpload(replica: RunningServer, options: { totalBytes: number; chunkBytes?: number; pauseMs?: number }): StreamedUpload {
+	const chunkBytes = options.chunkBytes ?? 256 * 1024;
+	const boundary = `----replica-test-${Date.now()}`;
+	const head = Buffer.from(
+		`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.mp4"\r\nContent-Type: video/mp4\r\n\r\n`,
+	);
+	const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+	const mp4Header = makeMp4(0);
+	let sent = 0;
+	async function* body() {
+		yield head;
+		yield mp4Header;
+		sent += mp4Header.length;
+		const filler = Buffer.alloc(chunkBytes, 0x61);
+		while (sent < options.totalBytes) {
+			const piece = filler.subarray(0, Math.min(chunkBytes, options.totalBytes - sent));
+			yield piece;
+			sent += piece.length;
+			if (options.pauseMs) await delay(options.pauseMs);
+		}
+		yield tail;
+	}
+	const answer = new Promise<{ status: number; body: any }>((resolve, reject) => {
+		const request = httpRequest(`${replica.origin}/v1/uploads`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${replica.apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+		});
+		request.once('error', reject);
+		request.once('response', (response) => {
+			let text = '';
+			response.setEncoding('utf8');
+			response.on('data', (chunk: string) => (text += chunk));
+			response.once('error', reject);
+			response.once('end', () => resolve({ status: response.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text }));
+		});
+		pipeline(Readable.from(body()), request).catch(reject);
+	});
+	return { answer, sent: () => sent };
 }
