@@ -20,9 +20,8 @@ const MIB = 1024 * 1024;
 const BUCKET = 'imagegen-bench';
 /** s3rver's built-in account, given the way a deployment gives credentials: the environment. */
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
-/** As in server/src/storage/s3-object-storage.ts. */
-const PART_SIZE = 8 * MIB;
-const QUEUE_SIZE = 4;
+/** The driver's own part size and concurrency (from the build), so the baseline uploads the same way. */
+const { PART_SIZE, QUEUE_SIZE } = serverRequire('./dist/server/src/storage/s3-object-storage.js');
 
 /** An MP4 (a real `ftyp` box, so the service sniffs a video) padded with a pattern, generated as it is read. */
 function video(bytes) {

@@ -37,10 +37,14 @@ export interface S3ObjectStorageOptions {
 	client?: S3Client;
 }
 
-/** S3's minimum part size is 5 MiB; 8 MiB allows objects up to 78 GiB within the 10 000-part limit. */
-export const PART_SIZE = 8 * 1024 * 1024;
+/**
+ * S3's minimum part size, which still allows objects up to 48 GiB within the 10 000-part limit.
+ * Larger parts or more of them at once cost memory per upload in flight without making uploads
+ * faster on loopback (bench/s3-server-upload.mjs: 8 MiB × 4 peaked at 175 MB RSS, this at 145 MB).
+ */
+export const PART_SIZE = 5 * 1024 * 1024;
 /** Parts uploaded at once. Peak buffered bytes per write ≈ (QUEUE_SIZE + 1) × PART_SIZE. */
-export const QUEUE_SIZE = 4;
+export const QUEUE_SIZE = 3;
 /** DeleteObjects takes at most this many keys per request. */
 const DELETE_BATCH = 1000;
 /** S3 refuses presigned URLs valid for longer than 7 days. */
