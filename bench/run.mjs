@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,generation,nodes,load,idempotency` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,9 +9,10 @@ import { idempotencyBench } from './idempotency.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
+import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 'generation', 'nodes', 'load', 'idempotency'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -32,8 +33,22 @@ if (only.includes('upload')) {
 
 if (only.includes('s3')) {
 	log('s3: 100 MiB and 1 GiB streams through the s3 driver vs a bare lib-storage Upload, same s3rver');
-	results.s3Upload = await s3UploadBench();
-	rows.push(...s3UploadRows(results.s3Upload));
+	results.s3Driver = await s3UploadBench();
+	rows.push(...s3UploadRows(results.s3Driver));
+}
+
+if (only.includes('s3-upload')) {
+	log('s3-upload: 100 MiB and 1 GiB videos, imagegen-server --storage s3 --database-url vs a bare lib-storage Upload, both to s3rver');
+	results.s3Upload = await s3ServerUploadBench();
+	for (const r of results.s3Upload) {
+		rows.push([`s3 upload ${r.sizeMb} MiB throughput`, `${r.oursMiBps} MiB/s`, `${r.bareMiBps} MiB/s`, r.ratio, '≥ 0.8', r.ratio >= 0.8 ? 'yes' : 'NO']);
+		rows.push([`s3 upload ${r.sizeMb} MiB server peak RSS`, `${r.serverPeakRssMb} MB`, '', '', '< 150 MB', r.serverPeakRssMb < 150 ? 'yes' : 'NO']);
+	}
+	const [small, large] = results.s3Upload;
+	if (small && large) {
+		const growth = round(large.serverPeakRssMb - small.serverPeakRssMb, 1);
+		rows.push(['s3 upload peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
+	}
 }
 
 if (only.includes('generation')) {

@@ -4,23 +4,33 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
 import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
-import { describeFileMetadataStore, describeObjectStorage } from './support/storage-contracts';
+import { describeFileMetadataContract } from './support/file-metadata-contract';
+import { describeObjectStorageContract } from './support/object-storage-contract';
 
+const directories: string[] = [];
 const scratch = () => {
 	const directory = mkdtempSync(join(tmpdir(), 'imagegen-driver-'));
-	return { directory, close: async () => rmSync(directory, { recursive: true, force: true }) };
+	directories.push(directory);
+	return directory;
 };
+afterAll(() => {
+	for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+});
 
-describeObjectStorage('disk', async () => {
-	const { directory, close } = scratch();
-	const storage = new DiskObjectStorage({ directory });
+describeObjectStorageContract('disk', async () => {
+	const storage = new DiskObjectStorage({ directory: scratch() });
 	await storage.init();
-	return { storage, close };
+	return storage;
 });
 
-describeFileMetadataStore('embedded', async () => {
-	const { directory, close } = scratch();
-	const metadata = new EmbeddedFileMetadata({ directory });
-	await metadata.init();
-	return { metadata, close };
-});
+describeFileMetadataContract(
+	'embedded',
+	async () => {
+		const directory = scratch();
+		// One process owns a data dir: every open() answers the same store, as the contract allows.
+		const metadata = new EmbeddedFileMetadata({ directory });
+		await metadata.init();
+		return { open: async () => metadata, close: async () => undefined };
+	},
+	{ parallelSweepers: false, sweepsAbandonedWrites: false },
+);

@@ -3,6 +3,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonlUsageLedger } from '../../server/src/usage/jsonl-usage-ledger';
+import { describeUsageLedgerContract } from './support/usage-ledger-contract';
 
 let dataDir: string;
 const errors: string[] = [];
@@ -62,4 +63,12 @@ test('close waits for queued lines, and gives up (logged) when the store stays b
 	await ledger.close(300);
 	expect(Date.now() - started).toBeLessThan(2_000);
 	expect(errors).toContain('usage lines could not be written before shutdown');
+});
+
+describeUsageLedgerContract('JSON lines', async () => {
+	const directory = mkdtempSync(join(tmpdir(), 'imagegen-ledger-contract-'));
+	return {
+		open: () => JsonlUsageLedger.open({ dataDir: directory, log }),
+		cleanup: async () => rmSync(directory, { recursive: true, force: true }),
+	};
 });

@@ -110,6 +110,9 @@ export class PgUsageLedger implements UsageLedger {
 	private write(): Promise<void> {
 		this.writing = this.writeBatches().finally(() => {
 			this.writing = null;
+			// An entry queued after the last batch was taken but before this callback saw a writer
+			// still running and did not start one: without this it would wait for the next entry.
+			if (this.queue.length > 0 && !this.retryTimer && !this.closed) this.flushSoon();
 		});
 		return this.writing;
 	}

@@ -36,6 +36,8 @@ export class DiskObjectStorage implements ObjectStorage {
 	}
 
 	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
+		// The caller learns why it aborted (its own reason), as from every other driver.
+		options.signal?.throwIfAborted();
 		const temp = this.tempPath(key);
 		const counter = new ByteCounter();
 		try {
@@ -43,7 +45,7 @@ export class DiskObjectStorage implements ObjectStorage {
 			await rename(temp, this.path(key));
 		} catch (error) {
 			await removeQuietly(temp);
-			throw error;
+			throw options.signal?.aborted ? options.signal.reason : error;
 		}
 		return counter.bytes;
 	}

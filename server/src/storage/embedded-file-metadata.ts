@@ -55,6 +55,7 @@ export class EmbeddedFileMetadata implements FileMetadataStore {
 	 * and a half-written file left by a crash does not parse, which leaves the file unpublished.
 	 */
 	async publish(file: FileRecord): Promise<void> {
+		if (!this.reservations.has(file.id)) throw new Error(`file id ${file.id} has no open reservation to publish`);
 		await writeFile(this.path(file.id), JSON.stringify(file), { flag: 'wx' });
 		this.reservations.delete(file.id);
 	}
@@ -85,6 +86,7 @@ export class EmbeddedFileMetadata implements FileMetadataStore {
 	 * running (however slow), since a dead writer took the memory with it.
 	 */
 	async sweepExpired(dispose: (batch: ExpiredEntry[]) => Promise<void>, options: { now?: Date; batchSize: number }): Promise<number> {
+		if (!Number.isInteger(options.batchSize) || options.batchSize < 1) throw new RangeError(`batchSize must be a positive integer; got ${options.batchSize}`);
 		if (this.sweeping) return 0;
 		this.sweeping = true;
 		try {

@@ -57,6 +57,10 @@ export class JsonlUsageLedger implements UsageLedger {
 	private needsNewline = false;
 	private closed = false;
 	private wakeRetry: (() => void) | null = null;
+	/** Request ids counted so far: a retried request (or a repeated line on disk) counts once. */
+	private readonly counted = new Set<string>();
+	/** Lines of ids not yet on disk, so a repeat resolves when the first one is durable. */
+	private readonly unwritten = new Map<string, Promise<void>>();
 
 	private constructor(
 		readonly file: string,
@@ -70,11 +74,10 @@ export class JsonlUsageLedger implements UsageLedger {
 			throw error;
 		});
 		// A retried append may have repeated lines that had reached the disk: each request counts once.
-		const seen = new Set<string>();
 		for (const line of text.split('\n')) {
 			const entry = parseLine(line);
-			if (!entry || (entry.id !== undefined && seen.has(entry.id))) continue;
-			if (entry.id !== undefined) seen.add(entry.id);
+			if (!entry || (entry.id !== undefined && ledger.counted.has(entry.id))) continue;
+			if (entry.id !== undefined) ledger.counted.add(entry.id);
 			ledger.count(entry);
 		}
 		return ledger;
@@ -85,12 +88,22 @@ export class JsonlUsageLedger implements UsageLedger {
 	 * way go out together in the next one, so a busy service makes one append per batch.
 	 */
 	record(entry: UsageEntry): Promise<void> {
+		if (this.counted.has(entry.requestId)) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
 		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId };
+		this.counted.add(entry.requestId);
 		this.count(line);
-		return new Promise<void>((resolve) => {
-			this.queue.push({ text: `${JSON.stringify(line)}\n`, done: resolve });
+		const written = new Promise<void>((resolve) => {
+			this.queue.push({
+				text: `${JSON.stringify(line)}\n`,
+				done: () => {
+					this.unwritten.delete(entry.requestId);
+					resolve();
+				},
+			});
 			this.startWriting();
 		});
+		this.unwritten.set(entry.requestId, written);
+		return written;
 	}
 
 	private startWriting(): void {

@@ -5,6 +5,7 @@
 import { PgIdempotencyStore } from '../../../server/src/db/pg-idempotency-store';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
+import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
 let postgres: TestPostgres;
@@ -130,4 +131,21 @@ describe('PostgreSQL idempotency store', () => {
 		expect(await a!.claim(claimOf())).toEqual({ state: 'in_progress' });
 		expect(await a!.sweep()).toBe(0);
 	});
+});
+
+describeIdempotencyStoreContract('PgIdempotencyStore', async () => {
+	const databaseUrl = await postgres.createDatabase();
+	const pools: Database[] = [];
+	return {
+		// Each open() is its own pool on one database: a restart, or another replica.
+		open: async () => {
+			const database = await openDatabase(databaseUrl);
+			pools.push(database);
+			return new PgIdempotencyStore(database.pool);
+		},
+		shared: true,
+		cleanup: async () => {
+			await Promise.all(pools.map((database) => database.close()));
+		},
+	};
 });

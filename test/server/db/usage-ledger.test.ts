@@ -8,6 +8,7 @@ import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/db
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
 
 let postgres: TestPostgres;
 let url: string;
@@ -166,4 +167,19 @@ describe('PostgreSQL usage ledger', () => {
 		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
 		expect(await a.ledger.rows('key-a')).toEqual([]);
 	});
+});
+
+describeUsageLedgerContract('PostgreSQL', async () => {
+	const databaseUrl = await postgres.createDatabase();
+	const databases: Database[] = [];
+	return {
+		open: async () => {
+			const database = await openDatabase(databaseUrl);
+			databases.push(database);
+			return new PgUsageLedger(database.pool, { log: errorLog() });
+		},
+		cleanup: async () => {
+			await Promise.all(databases.map((database) => database.close()));
+		},
+	};
 });

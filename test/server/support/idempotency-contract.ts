@@ -169,7 +169,9 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				const short = { expiresAt: new Date(start.getTime() + 1000) };
 				await store.claim(claimOf(short, start), start);
 				await store.complete('key-a', key, answer());
-				await store.claim(claimOf({ ...short, apiKeyId: 'key-b' }, start), start);
+				// A running claim past its expiry and its lease (its process died); one whose lease still
+				// runs is kept by PostgreSQL but not by the memory store, so the contract leaves it out.
+				await store.claim(claimOf({ ...short, leaseUntil: short.expiresAt, apiKeyId: 'key-b' }, start), start);
 				await store.claim(claimOf({ apiKeyId: 'key-c' }, start), start);
 				await store.complete('key-c', key, answer('kept'));
 				const later = new Date(start.getTime() + 1001);
