@@ -1,6 +1,7 @@
 // Shared pieces of the benchmarks: processes started as a user would, peak memory from /proc,
 // percentiles and a printed table. Everything listens on 127.0.0.1 only.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,3 +60,32 @@ export function table(rows) {
 }
 
 export const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/**
+ * Streams `source` (a readable of `size` bytes) as a multipart form with part `file` to
+ * `url`, as a client uploading a video would; answers the seconds until the 200 arrived.
+ */
+export function postMultipartFile(url, source, size) {
+	const boundary = 'bench-boundary-7d3f';
+	const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="clip.mp4"\r\nContent-Type: video/mp4\r\n\r\n`);
+	const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+	return new Promise((resolve, reject) => {
+		const started = process.hrtime.bigint();
+		const request = http.request(url, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${API_KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length },
+		});
+		request.on('response', (response) => {
+			let body = '';
+			response.on('data', (chunk) => (body += chunk));
+			response.on('end', () => {
+				if (response.statusCode !== 200) return reject(new Error(`upload answered ${response.statusCode}: ${body}`));
+				resolve(Number(process.hrtime.bigint() - started) / 1e9);
+			});
+		});
+		request.on('error', reject);
+		request.write(head);
+		source.pipe(request, { end: false });
+		source.on('end', () => request.end(tail));
+	});
+}

@@ -4,12 +4,11 @@
 // same run; and the server's peak memory at 100 MiB and at 1 GiB.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createRequire } from 'node:module';
-import { API_KEY, ROOT, peakRssMb, round, startImagegenServer, startProcess } from './lib.mjs';
+import { ROOT, peakRssMb, postMultipartFile, round, startImagegenServer, startProcess } from './lib.mjs';
 
 // The SDK the server itself uses (its workspace's copies), so both sides run the same code.
 const serverRequire = createRequire(join(ROOT, 'server', 'package.json'));
@@ -35,33 +34,6 @@ function video(bytes) {
 			for (let written = ftyp.length; written < bytes; written += chunk.length) yield chunk.subarray(0, Math.min(chunk.length, bytes - written));
 		})(),
 	);
-}
-
-/** Streams a generated video as a multipart form with part `file`; answers seconds taken. */
-function uploadToServer(origin, bytes) {
-	const boundary = 'bench-boundary-5a1c';
-	const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="clip.mp4"\r\nContent-Type: video/mp4\r\n\r\n`);
-	const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-	return new Promise((resolve, reject) => {
-		const started = process.hrtime.bigint();
-		const request = http.request(`${origin}/v1/uploads`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${API_KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + bytes + tail.length },
-		});
-		request.on('response', (response) => {
-			let body = '';
-			response.on('data', (chunk) => (body += chunk));
-			response.on('end', () => {
-				if (response.statusCode !== 200) return reject(new Error(`upload answered ${response.statusCode}: ${body}`));
-				resolve(Number(process.hrtime.bigint() - started) / 1e9);
-			});
-		});
-		request.on('error', reject);
-		request.write(head);
-		const source = video(bytes);
-		source.pipe(request, { end: false });
-		source.on('end', () => request.end(tail));
-	});
 }
 
 async function uploadBare(client, key, bytes) {
@@ -106,7 +78,7 @@ export async function s3ServerUploadBench({ sizesMb = [100, 1024], repeats = 3 }
 			const times = { bare: [], ours: [] };
 			for (let i = 0; i < repeats; i++) {
 				times.bare.push(await uploadBare(client, `bare-${sizeMb}-${i}.mp4`, sizeMb * MIB));
-				times.ours.push(await uploadToServer(ours.origin, sizeMb * MIB));
+				times.ours.push(await postMultipartFile(`${ours.origin}/v1/uploads`, video(sizeMb * MIB), sizeMb * MIB));
 			}
 			// The machine is shared and its speed drifts: each pair runs back to back, and the median
 			// of the pair ratios is the figure.

@@ -3,10 +3,9 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_KEY, ROOT, peakRssMb, round, startImagegenServer, startProcess } from './lib.mjs';
+import { ROOT, peakRssMb, postMultipartFile, round, startImagegenServer, startProcess } from './lib.mjs';
 
 const MIB = 1024 * 1024;
 
@@ -23,34 +22,6 @@ async function makeVideo(path, bytes) {
 	}
 	out.end();
 	await once(out, 'close');
-}
-
-/** Streams the file as a multipart form with part `file`; answers seconds taken. */
-function uploadMultipart(origin, path, file) {
-	const boundary = 'bench-boundary-7d3f';
-	const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="clip.mp4"\r\nContent-Type: video/mp4\r\n\r\n`);
-	const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-	const size = statSync(file).size;
-	return new Promise((resolve, reject) => {
-		const started = process.hrtime.bigint();
-		const request = http.request(`${origin}${path}`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${API_KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length },
-		});
-		request.on('response', (response) => {
-			let body = '';
-			response.on('data', (chunk) => (body += chunk));
-			response.on('end', () => {
-				if (response.statusCode !== 200) return reject(new Error(`upload answered ${response.statusCode}: ${body}`));
-				resolve(Number(process.hrtime.bigint() - started) / 1e9);
-			});
-		});
-		request.on('error', reject);
-		request.write(head);
-		const source = createReadStream(file, { highWaterMark: MIB });
-		source.pipe(request, { end: false });
-		source.on('end', () => request.end(tail));
-	});
 }
 
 export async function uploadBench({ sizesMb = [100, 1024], repeats = 3 } = {}) {
@@ -70,9 +41,9 @@ export async function uploadBench({ sizesMb = [100, 1024], repeats = 3 } = {}) {
 			const settled = () => execFileSync('sync');
 			for (let i = 0; i < repeats; i++) {
 				settled();
-				times.bare.push(await uploadMultipart(bare.origin, '/upload', file));
+				times.bare.push(await postMultipartFile(`${bare.origin}/upload`, createReadStream(file, { highWaterMark: MIB }), statSync(file).size));
 				settled();
-				times.ours.push(await uploadMultipart(ours.origin, '/v1/uploads', file));
+				times.ours.push(await postMultipartFile(`${ours.origin}/v1/uploads`, createReadStream(file, { highWaterMark: MIB }), statSync(file).size));
 			}
 			// The machine is shared and its speed drifts between runs: each ours/bare pair runs back to
 			// back, and the median of the pair ratios is the figure.

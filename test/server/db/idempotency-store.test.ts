@@ -6,26 +6,12 @@ import { PgIdempotencyStore } from '../../../server/src/db/pg-idempotency-store'
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { useDatabasePerTest } from '../support/postgres';
 
-let postgres: TestPostgres;
-let url: string;
-const databases: Database[] = [];
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
-beforeEach(async () => {
-	url = await postgres.createDatabase();
-});
-afterEach(async () => {
-	await Promise.all(databases.splice(0).map((database) => database.close()));
-});
-afterAll(() => postgres?.stop());
+const database = useDatabasePerTest();
 
 async function replicas(count: number): Promise<PgIdempotencyStore[]> {
-	const opened = await Promise.all(Array.from({ length: count }, () => openDatabase(url)));
-	databases.push(...opened);
-	return opened.map((database) => new PgIdempotencyStore(database.pool));
+	return (await database.replicas(count)).map((replica) => new PgIdempotencyStore(replica.pool));
 }
 
 const T0 = new Date('2030-01-01T00:00:00Z');
@@ -118,7 +104,7 @@ describe('PostgreSQL idempotency store', () => {
 		expect(await a!.sweep(at(999))).toBe(0);
 		expect(await a!.sweep(at(2000))).toBe(2);
 		expect(await a!.sweep(at(2000))).toBe(0);
-		const { rows } = await databases[0]!.pool.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key');
+		const { rows } = await (await database.replicas(1))[0]!.pool.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key');
 		expect(rows.map((row) => row.key)).toEqual(['done-live', 'running-leased']);
 		expect(await a!.claim(claimOf({ key: 'done-live' }), at(2000))).toEqual({ state: 'replay', answer: ANSWER });
 	});
@@ -134,7 +120,7 @@ describe('PostgreSQL idempotency store', () => {
 });
 
 describeIdempotencyStoreContract('PgIdempotencyStore', async () => {
-	const databaseUrl = await postgres.createDatabase();
+	const databaseUrl = await database.postgres().createDatabase();
 	const pools: Database[] = [];
 	return {
 		// Each open() is its own pool on one database: a restart, or another replica.

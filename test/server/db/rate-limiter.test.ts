@@ -3,28 +3,13 @@
  * one database admit together at most the configured requests per minute per key.
  */
 import { PgRateLimiter } from '../../../server/src/db/pg-rate-limiter';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { useDatabasePerTest } from '../support/postgres';
 
-let postgres: TestPostgres;
-let url: string;
-const databases: Database[] = [];
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
-beforeEach(async () => {
-	url = await postgres.createDatabase();
-});
-afterEach(async () => {
-	await Promise.all(databases.splice(0).map((database) => database.close()));
-});
-afterAll(() => postgres?.stop());
+const database = useDatabasePerTest();
 
 async function fleet(replicas: number, perMinute: number, now?: () => Date): Promise<PgRateLimiter[]> {
-	const opened = await Promise.all(Array.from({ length: replicas }, () => openDatabase(url)));
-	databases.push(...opened);
-	return opened.map((database) => new PgRateLimiter(database.pool, perMinute, { now }));
+	return (await database.replicas(replicas)).map((replica) => new PgRateLimiter(replica.pool, perMinute, { now }));
 }
 
 /** `count` takes at once, spread over the replicas in turn. */
@@ -86,9 +71,10 @@ describe('PostgreSQL rate limiter', () => {
 	it('0 per minute means no limit; a negative or fractional limit is a programming error', async () => {
 		const limiters = await fleet(1, 0);
 		expect(allowed(await burst(limiters, 100))).toBe(100);
-		const { rows } = await databases[0]!.pool.query('SELECT * FROM rate_limit_buckets');
+		const [replica] = await database.replicas(1);
+		const { rows } = await replica!.pool.query('SELECT * FROM rate_limit_buckets');
 		expect(rows).toEqual([]);
-		expect(() => new PgRateLimiter(databases[0]!.pool, -1)).toThrow(RangeError);
-		expect(() => new PgRateLimiter(databases[0]!.pool, 1.5)).toThrow(RangeError);
+		expect(() => new PgRateLimiter(replica!.pool, -1)).toThrow(RangeError);
+		expect(() => new PgRateLimiter(replica!.pool, 1.5)).toThrow(RangeError);
 	});
 });

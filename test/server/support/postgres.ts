@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { openDatabase, type Database } from '../../../server/src/db/postgres';
 
 const RUNNER = join(__dirname, 'postgres-process.mjs');
 const START_TIMEOUT_MS = 60_000;
@@ -78,4 +79,39 @@ async function stopRunner(child: ChildProcess): Promise<void> {
 	const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 	child.stdin!.end();
 	await exited;
+}
+
+export interface DatabasePerTest {
+	/** The cluster of this test file (started in beforeAll). */
+	postgres(): TestPostgres;
+	/** Opens `count` pools on this test's database, as `count` replicas would; closed after the test. */
+	replicas(count: number): Promise<Database[]>;
+}
+
+/**
+ * One cluster per test file and an empty database per test, so no test sees another's rows;
+ * pools opened through `replicas()` are closed after each test.
+ */
+export function useDatabasePerTest(): DatabasePerTest {
+	let cluster: TestPostgres;
+	let url: string;
+	const open: Database[] = [];
+	beforeAll(async () => {
+		cluster = await startTestPostgres();
+	});
+	beforeEach(async () => {
+		url = await cluster.createDatabase();
+	});
+	afterEach(async () => {
+		await Promise.all(open.splice(0).map((database) => database.close()));
+	});
+	afterAll(() => cluster?.stop());
+	return {
+		postgres: () => cluster,
+		async replicas(count) {
+			const opened = await Promise.all(Array.from({ length: count }, () => openDatabase(url)));
+			open.push(...opened);
+			return opened;
+		},
+	};
 }
