@@ -38,6 +38,9 @@ export interface GenerationCaller {
 
 export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationResponse>;
 
+/** How long an answer waits for its usage line to be durable when the ledger is failing. */
+const USAGE_WAIT_MS = 2_000;
+
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
 	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger } = services;
 
@@ -64,11 +67,15 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
 		const costUsd = roundUsd(price * data.length);
-		// Counted at once; the ledger makes the line durable in the background and never drops it
-		// (a failed write is retried and reported by /healthz), so the answer does not wait for it.
-		usageLedger
+		const recorded = usageLedger
 			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID() })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
+		// The billing line is durable before the answer, so a crash right after it loses nothing and
+		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays
+		// queued (retried, reported by /healthz) and the answer does not wait longer than this.
+		let gaveUp: NodeJS.Timeout | undefined;
+		await Promise.race([recorded, new Promise((resolve) => (gaveUp = setTimeout(resolve, USAGE_WAIT_MS)))]);
+		clearTimeout(gaveUp);
 		return {
 			created: Math.floor(Date.now() / 1000),
 			model: generation.model,
