@@ -62,7 +62,7 @@ export class DiskObjectStorage implements ObjectStorage {
 	}
 
 	async removeIncomplete(key: string): Promise<void> {
-		await removeQuietly(this.tempPath(key));
+		await Promise.all([removeQuietly(this.tempPath(key)), removeQuietly(this.path(key))]);
 	}
 
 	/**

@@ -130,9 +130,7 @@ export class HostedFiles {
 	 */
 	async convert(staged: StagedFile, format: UploadOutputFormat, field: string): Promise<StagedFile> {
 		try {
-			const input = await this.storage.read(staged.storageKey);
-			if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
-			return await this.writeConverted(input, format, field, staged.ownerKeyId);
+			return await this.writeConverted(await this.readStaged(staged), format, field, staged.ownerKeyId);
 		} finally {
 			await this.discard(staged);
 		}
@@ -144,9 +142,7 @@ export class HostedFiles {
 	 * staged file as it is when it already fitted in the wanted format.
 	 */
 	async fit(staged: StagedFile, options: FitImageOptions): Promise<StagedFile> {
-		const input = await this.storage.read(staged.storageKey);
-		if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
-		const fitted = await fitImage(input, options);
+		const fitted = await fitImage(await this.readStaged(staged), options);
 		if (!fitted.reencoded) return staged;
 		const replacement = await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId);
 		await this.discard(staged);
@@ -241,8 +237,6 @@ export class HostedFiles {
 				if (published.length > 0) await this.storage.delete(published);
 				for (const entry of batch.filter((candidate) => !candidate.published)) {
 					await this.storage.removeIncomplete(entry.storageKey);
-					// The write may have completed just before its writer died.
-					await this.storage.delete([entry.storageKey]);
 				}
 			},
 			{ now: new Date(this.now()), batchSize: SWEEP_BATCH },
@@ -285,6 +279,12 @@ export class HostedFiles {
 			input.unpipe(converter);
 			converter.destroy();
 		}
+	}
+
+	private async readStaged(staged: StagedFile): Promise<Readable> {
+		const input = await this.storage.read(staged.storageKey);
+		if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
+		return input;
 	}
 
 	private async writeStaged(source: Readable, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {

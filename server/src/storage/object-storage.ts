@@ -40,8 +40,9 @@ export interface ObjectStorage {
 	/** Deletes objects; keys that do not exist are not an error. */
 	delete(keys: readonly string[]): Promise<void>;
 	/**
-	 * Removes what an interrupted `write(key)` may have left: a temp file, an incomplete multipart
-	 * upload. Used for reservations whose writer died. Must tolerate stores that cannot list them.
+	 * Removes everything a `write(key)` whose writer died may have left: a temp file, an incomplete
+	 * multipart upload, and the object itself when the write completed just before the writer died.
+	 * Used for reservations never published. Must tolerate stores that cannot list uploads.
 	 */
 	removeIncomplete(key: string): Promise<void>;
 	/** A direct, time-limited GET link (redirect delivery); undefined when the driver has none. */

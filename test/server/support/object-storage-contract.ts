@@ -177,6 +177,13 @@ export function describeObjectStorageContract(name: string, factory: () => Promi
 			expect(await storage.read(key)).toBeNull();
 		});
 
+		it('removeIncomplete also removes a write that completed before its writer died', async () => {
+			const key = freshKey();
+			await storage.write(key, Readable.from([Buffer.from('complete but never published')]), { contentType: 'image/png' });
+			await storage.removeIncomplete(key);
+			expect(await storage.read(key)).toBeNull();
+		});
+
 		it('removeIncomplete on a key that holds nothing is not an error', async () => {
 			await storage.removeIncomplete(freshKey());
 		});
