@@ -5,7 +5,6 @@
  * body is a 422; a repeat while the first still runs waits for it, or is a 409 after `waitMs`.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { pipeline, Transform, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import type { IdempotencyStore, StoredAnswer } from './idempotency-store';
@@ -68,7 +67,7 @@ export class FingerprintHasher {
 		return this;
 	}
 
-	/** Starts a file part; its bytes follow through `update` (or the stream from `tap`). */
+	/** Starts a file part; its bytes follow through `update`. */
 	file(name: string): this {
 		this.endFile();
 		this.filePart = { name, hash: createHash('sha256') };
@@ -79,25 +78,6 @@ export class FingerprintHasher {
 		if (!this.filePart) throw new Error('FingerprintHasher.update() needs a file() part first');
 		this.filePart.hash.update(chunk);
 		return this;
-	}
-
-	/** Starts a file part and answers a pass-through stream that hashes the bytes on their way. */
-	tap(name: string): Transform {
-		this.file(name);
-		return new Transform({
-			transform: (chunk: Buffer, _encoding, callback) => {
-				this.update(chunk);
-				callback(null, chunk);
-			},
-		});
-	}
-
-	/**
-	 * `source` as it passes through `tap(name)`: read the answer instead of `source` (e.g. hand it
-	 * to the store). An error of `source` reaches the reader.
-	 */
-	through(name: string, source: Readable): Readable {
-		return pipeline(source, this.tap(name), () => undefined);
 	}
 
 	digest(): string {
