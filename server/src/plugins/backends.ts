@@ -25,25 +25,23 @@ import { S3ObjectStorage } from '../storage/s3-object-storage';
 import { JsonlUsageLedger, type LedgerLogger } from '../usage/jsonl-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
-declare module 'fastify' {
-	interface FastifyInstance {
-		storage: ObjectStorage;
-		fileMetadata: FileMetadataStore;
-		usageLedger: UsageLedger;
-		rateLimiter: RateLimiter;
-		idempotencyStore: IdempotencyStore;
-		/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
-		removeStorageLeftovers?: () => Promise<number>;
-	}
-}
-
-export interface Backends {
+/** The engines as the routes see them: each instance decorator is one of these. */
+export interface Engines {
 	storage: ObjectStorage;
 	fileMetadata: FileMetadataStore;
 	usageLedger: UsageLedger;
 	rateLimiter: RateLimiter;
 	idempotencyStore: IdempotencyStore;
+	/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
 	removeStorageLeftovers?: () => Promise<number>;
+}
+
+declare module 'fastify' {
+	// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the decorators are the engines
+	interface FastifyInstance extends Engines {}
+}
+
+export interface Backends extends Engines {
 	/** Closed last, after every engine that uses it. */
 	close?: () => Promise<void>;
 }
