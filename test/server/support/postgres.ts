@@ -24,8 +24,15 @@ export interface TestPostgres {
 	stop(): Promise<void>;
 }
 
-export async function startTestPostgres(): Promise<TestPostgres> {
-	const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'pipe'] });
+export interface RunnerOptions {
+	/** Another copy of postgres-process.mjs (a clone elsewhere); this one by default. */
+	runner?: string;
+	/** Extra options for node before the runner's path. */
+	nodeOptions?: string[];
+}
+
+export async function startTestPostgres(options: RunnerOptions = {}): Promise<TestPostgres> {
+	const child = spawn(process.execPath, [...(options.nodeOptions ?? []), options.runner ?? RUNNER], { stdio: ['pipe', 'pipe', 'pipe'] });
 	const { port, password } = await readyLine(child);
 	const url = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
 	const admin = async (databaseUrl: string, sql: string) => {
