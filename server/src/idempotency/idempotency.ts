@@ -199,14 +199,41 @@ function frame(tag: string, value: string): Buffer {
 	return Buffer.concat([header, bytes]);
 }
 
-export function canonicalJson(value: unknown): string {
-	if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
-	if (typeof value === 'object' && value !== null) {
-		const entries = Object.keys(value)
-			.filter((name) => (value as Record<string, unknown>)[name] !== undefined)
-			.sort()
-			.map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`);
-		return `{${entries.join(',')}}`;
+export function canonicalJson(root: unknown): string {
+	// An explicit stack, not recursion: the client decides how deep a body is (50,000 nested arrays
+	// must not overflow the call stack). Items are popped in writing order.
+	const out: string[] = [];
+	const stack: Array<{ text: string } | { value: unknown }> = [{ value: root }];
+	const pushInOrder = (items: Array<{ text: string } | { value: unknown }>) => {
+		for (let index = items.length - 1; index >= 0; index -= 1) stack.push(items[index]!);
+	};
+	while (stack.length > 0) {
+		const item = stack.pop()!;
+		if ('text' in item) {
+			out.push(item.text);
+			continue;
+		}
+		const { value } = item;
+		if (Array.isArray(value)) {
+			const items: Array<{ text: string } | { value: unknown }> = [{ text: '[' }];
+			value.forEach((element: unknown, index) => {
+				if (index > 0) items.push({ text: ',' });
+				items.push({ value: element === undefined ? null : element });
+			});
+			items.push({ text: ']' });
+			pushInOrder(items);
+		} else if (typeof value === 'object' && value !== null) {
+			const record = value as Record<string, unknown>;
+			const names = Object.keys(record).filter((name) => record[name] !== undefined).sort();
+			const items: Array<{ text: string } | { value: unknown }> = [{ text: '{' }];
+			names.forEach((name, index) => {
+				items.push({ text: `${index > 0 ? ',' : ''}${JSON.stringify(name)}:` }, { value: record[name] });
+			});
+			items.push({ text: '}' });
+			pushInOrder(items);
+		} else {
+			out.push(JSON.stringify(value) ?? 'null');
+		}
 	}
-	return JSON.stringify(value) ?? 'null';
+	return out.join('');
 }
