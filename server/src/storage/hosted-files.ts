@@ -87,6 +87,10 @@ export class HostedFiles {
 		source.once('error', forwardError);
 		source.once('close', forwardClose);
 		source.pipe(inspector);
+		// The source may have failed before it got here (a body cut off while the rate limiter's
+		// database query ran): its 'error' and 'close' are gone, so nothing else would end the sniff.
+		if (source.errored) forwardError(source.errored);
+		else if (source.destroyed) forwardClose();
 		const abandonSource = () => {
 			source.unpipe(inspector);
 			source.on('error', () => undefined);
