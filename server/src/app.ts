@@ -9,6 +9,7 @@ import multipart from '@fastify/multipart';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config';
 import { ImageGenError } from '../../core/errors';
+import { answerClientError, installConnectionHandling } from './connections';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 import apiGuard from './plugins/api-guard';
@@ -47,6 +48,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	let publicBaseUrl = config.publicUrl ?? '';
 	let closing = false;
 	const app = createFastify(config);
+	installConnectionHandling(app);
 	// Answers sent while draining end their connection: a client's keep-alive must not hold the
 	// shutdown open until it times out.
 	app.addHook('onSend', async (_request, reply) => {
@@ -96,6 +98,11 @@ function createFastify(config: ServiceConfig): FastifyInstance {
 		return503OnClosing: true,
 		forceCloseConnections: 'idle',
 		logController: new LogController({ disableRequestLogging: true }),
+		// Idle, not total: a 512 MB upload on a slow link may take long, but a client that sends
+		// nothing while its request is incomplete is dropped (connections.ts keeps the server's own
+		// silence, such as a running generation, out of it).
+		connectionTimeout: config.idleTimeoutMs,
+		clientErrorHandler: answerClientError,
 		// Requests Fastify rejects before routing (a malformed URL) get our error shape too.
 		frameworkErrors: (error, _request, reply) => {
 			sendApiError(reply, new ImageGenError(400, `The request URL is malformed: ${error.message}`, { code: 'invalid_url' }));
