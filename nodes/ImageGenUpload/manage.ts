@@ -56,7 +56,12 @@ function readFileId(context: IExecuteFunctions, itemIndex: number): string {
 			throw fail(`${JSON.stringify(value)} is not a valid URL`);
 		}
 		if (!/\/files\/[^/]+$/.test(path)) throw fail(`${JSON.stringify(value)} is not the URL of a hosted file (…/files/<id>.<ext>)`);
-		id = fileIdFromUrl(value);
+		try {
+			id = fileIdFromUrl(value);
+		} catch {
+			// A malformed %-escape in the name.
+			throw fail(`${JSON.stringify(value)} is not the URL of a hosted file (…/files/<id>.<ext>)`);
+		}
 	}
 	if (!FILE_ID.test(id)) throw fail(`${JSON.stringify(id)} is not a file id (letters, digits, '-' and '_')`);
 	return id;

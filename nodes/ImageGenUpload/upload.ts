@@ -9,6 +9,7 @@ import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 import { invalidField } from '../../core/errors';
 import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedMedia } from '../../core/media';
 import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
+import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import {
@@ -92,7 +93,7 @@ async function uploadFromBinary(call: ItemCall, mediaType: MediaTypeParameter, s
 	const media = sniffMedia(await readHead(input));
 	const source = `the binary field '${propertyName}'`;
 	const kind = checkKind(context, itemIndex, media, mediaType, source, input.mimeType);
-	return await uploadBinary(call, input, settingsFor(kind, settings));
+	return await uploadBinary(call, input, settingsFor(kind, settings), keyFor(call, 'upload'));
 }
 
 async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
@@ -109,7 +110,7 @@ async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, s
 		'base64',
 	);
 	const kind = checkKind(context, itemIndex, media, mediaType, "the parameter 'base64'");
-	return await uploadReference(call, kind, value, settingsFor(kind, settings));
+	return await uploadReference(call, kind, value, settingsFor(kind, settings), keyFor(call, 'upload'));
 }
 
 async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
@@ -125,15 +126,21 @@ async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, sett
 		},
 		'url',
 	);
-	if (mediaType !== 'auto') return await uploadReference(call, mediaType, url, settingsFor(mediaType, settings));
+	if (mediaType !== 'auto') return await uploadReference(call, mediaType, url, settingsFor(mediaType, settings), keyFor(call, 'upload'));
 	// Only the service sees the bytes behind a URL: `file` lets it decide the kind from them, with one fetch.
-	const first = await uploadReference(call, 'file', url, settings).catch((error: unknown) => toNodeError(context, error, itemIndex));
+	const first = await uploadReference(call, 'file', url, settings, keyFor(call, 'upload')).catch((error: unknown) => toNodeError(context, error, itemIndex));
 	if (!(first instanceof Error)) return first;
 	// The service applies image settings to images only and refuses them with a video, while this
 	// node promises that videos are hosted as given: only then is the URL sent a second time.
 	const imageOnly = withoutImageSettings(settings);
 	if (Object.keys(imageOnly).length === Object.keys(settings).length || !isImageSettingRefused(first)) throw first;
-	return await uploadReference(call, 'file', url, imageOnly);
+	// Another body, so another key: the first one is bound to the refused request.
+	return await uploadReference(call, 'file', url, imageOnly, keyFor(call, 'upload-as-given'));
+}
+
+/** One key per item, node run and execution: the node's retries of a 5xx then store the file once. */
+function keyFor(call: ItemCall, purpose: string): { idempotencyKey: string } {
+	return { idempotencyKey: idempotencyKey(call.context, call.itemIndex, purpose) };
 }
 
 const IMAGE_ONLY_FIELDS = new Set(['output_format', 'max_side', 'max_bytes']);

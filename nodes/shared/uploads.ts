@@ -107,6 +107,12 @@ export async function uploadBinary(call: ItemCall, input: BinaryInput, settings:
 }
 
 /** A URL the service fetches, or base64 / a data URI, sent as JSON; with `file` the bytes decide the kind. */
-export async function uploadReference(call: ItemCall, field: 'file' | 'image' | 'video', value: string, settings: UploadSettings): Promise<HostedMedia> {
-	return await postUpload(call, () => ({ [field]: value, ...apiFields(settings) }), {});
+export async function uploadReference(
+	call: ItemCall,
+	field: 'file' | 'image' | 'video',
+	value: string,
+	settings: UploadSettings,
+	options: UploadRequestOptions = {},
+): Promise<HostedMedia> {
+	return await postUpload(call, () => ({ [field]: value, ...apiFields(settings) }), options);
 }

@@ -7,7 +7,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workflow';
 
 import { makeImage } from '../server/support/media';
-import { IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
+import { IMAGE_GEN, IMAGE_GEN_UPLOAD, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
 
 const env = useNodeTestEnvironment();
@@ -131,4 +131,35 @@ test('a node inside a loop: a new key for every round, while Retry On Fail keeps
 	const keys = keysOf(requests);
 	expect(keys[1]).toBe(keys[0]);
 	expect(new Set(keys).size).toBe(3);
+});
+
+describe('the Upload node', () => {
+	const uploadNode = (parameters: Record<string, unknown>): WorkflowNode => ({ name: 'Upload', type: IMAGE_GEN_UPLOAD, parameters });
+	const uploads = () => env.proxy.requests.filter((request) => request.path === '/v1/uploads');
+
+	test.each([
+		['a binary file', { inputType: 'binary', binaryPropertyName: 'data' }],
+		['base64', { inputType: 'base64' }],
+	])('retries of %s whose answer was lost carry the same key, and the service stores the file once', async (_name, input) => {
+		const png = await makeImage('png', 120, 80);
+		const parameters = { operation: 'upload', mediaType: 'auto', ...input, ...(input.inputType === 'base64' ? { base64: png.toString('base64') } : {}) };
+		env.proxy.loseNextAnswers(1);
+		const result = await run([uploadNode(parameters)], [{ binary: { data: { bytes: png, fileName: 'a.png', mimeType: 'image/png' } } }], { executionId: `execution-upload-${input.inputType}` });
+		expect(result.error()).toBeUndefined();
+		const sent = uploads();
+		expect(sent).toHaveLength(2);
+		expect(sent[0]!.idempotencyKey).toMatch(/^[0-9a-f]{64}$/);
+		expect(sent[1]!.idempotencyKey).toBe(sent[0]!.idempotencyKey);
+		// The retry is answered with the first upload's stored answer: one file.
+		expect(sent[1]!.response?.headers['idempotent-replayed']).toBe('true');
+	});
+
+	test('a different key for every item and execution', async () => {
+		const png = (await makeImage('png', 32, 32)).toString('base64');
+		const parameters = { operation: 'upload', inputType: 'base64', mediaType: 'auto', base64: png };
+		const items = [{ json: {} }, { json: {} }];
+		await run([uploadNode(parameters)], items, { executionId: 'execution-upload-a' });
+		await run([uploadNode(parameters)], items, { executionId: 'execution-upload-b' });
+		expect(new Set(keysOf(uploads())).size).toBe(4);
+	});
 });

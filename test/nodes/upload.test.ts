@@ -263,6 +263,8 @@ describe('Get Info and Delete: the file named by id or URL', () => {
 		['https://example.com/pictures/cat.png', /is not the URL of a hosted file/],
 		['../../v1/usage', /is not a file id/],
 		['abc.png', /is not a file id/],
+		['https://cdn.example.com/files/%E0%A4%A.png', /^Parameter 'fileId' of item 0: .*is not the URL of a hosted file/],
+		['https://cdn.example.com/files/abc%ZZ.png', /^Parameter 'fileId' of item 0: .*is not the URL of a hosted file/],
 	])('%j fails before any request', async (fileId, message) => {
 		const { error } = await runUpload({ operation: 'delete', fileId });
 		expect(error?.message).toMatch(message);
