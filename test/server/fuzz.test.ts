@@ -8,25 +8,49 @@
 import fc from 'fast-check';
 import { startServer, type RunningServer } from '../helpers/server';
 import { makeImage } from './support/media';
+import { startFleet, startInfrastructure } from './support/replicas';
 
 let server: RunningServer;
 let png: string;
 /** Status classes seen per endpoint: the fuzzing must reach the success path, not only the 400s. */
 const seen = new Map<string, Set<number>>();
+let sent = 0;
+
+/** Each configuration: how to start it, and how many runs per property (CI has two cores). */
+const CONFIGURATIONS: Array<[string, () => Promise<{ server: RunningServer; stop: () => Promise<void> }>, number]> = [
+	[
+		'embedded engines',
+		async () => {
+			const started = await startServer();
+			return { server: started, stop: () => started.stop({ removeData: true }) };
+		},
+		300,
+	],
+	[
+		'S3 + PostgreSQL',
+		async () => {
+			const infrastructure = await startInfrastructure();
+			const fleet = await startFleet(infrastructure, { count: 1 });
+			return {
+				server: fleet.replicas[0]!,
+				stop: async () => {
+					await fleet.stop();
+					await infrastructure.stop();
+				},
+			};
+		},
+		100,
+	],
+];
 
 beforeAll(async () => {
-	server = await startServer();
 	png = (await makeImage('png', 16, 12)).toString('base64');
-});
-
-afterAll(async () => {
-	await server?.stop({ removeData: true });
 });
 
 async function send(path: string, body: string | Uint8Array, contentType: string): Promise<{ status: number; text: string }> {
 	const response = await fetch(`${server.baseUrl}${path}`, {
 		method: 'POST',
-		headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': contentType },
+		headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': contentType, ...idempotencyHeader() },
 		body,
 		signal: AbortSignal.timeout(15_000),
 	});
@@ -34,6 +58,15 @@ async function send(path: string, body: string | Uint8Array, contentType: string
 	classes.add(Math.floor(response.status / 100));
 	seen.set(path, classes);
 	return { status: response.status, text: await response.text() };
+}
+
+/**
+ * Two requests in three carry an Idempotency-Key from a small pool, so bodies are fingerprinted,
+ * keys are reused with other bodies (422) and identical repeats are replayed.
+ */
+function idempotencyHeader(): Record<string, string> {
+	sent += 1;
+	return sent % 3 === 0 ? {} : { 'idempotency-key': `fuzz-${sent % 7}-${server.origin}` };
 }
 
 /** The property every answer must have. */
@@ -100,59 +133,68 @@ const mutatedUpload = fc
 	.map((parts) => Object.assign({}, ...parts) as Record<string, unknown>);
 const uploadBody = fc.oneof({ arbitrary: mutatedUpload, weight: 4 }, { arbitrary: validUpload as fc.Arbitrary<Record<string, unknown>>, weight: 1 });
 
-test('generation bodies: random and mutated', async () => {
-	await fc.assert(
-		fc.asyncProperty(generationBody, async (body) => expectWellFormed(await send('/images/generations', JSON.stringify(body), 'application/json'))),
-		{ numRuns: 300 },
-	);
-}, 120_000);
+describe.each(CONFIGURATIONS)('%s', (_name, start, runs) => {
+	let stop: () => Promise<void>;
+	beforeAll(async () => {
+		seen.clear();
+		({ server, stop } = await start());
+	}, 120_000);
+	afterAll(() => stop?.());
 
-test('upload JSON bodies: random and mutated', async () => {
-	await fc.assert(
-		fc.asyncProperty(uploadBody, async (body) => expectWellFormed(await send('/uploads', JSON.stringify(body), 'application/json'))),
-		{ numRuns: 300 },
-	);
-}, 120_000);
+	test('generation bodies: random and mutated', async () => {
+		await fc.assert(
+			fc.asyncProperty(generationBody, async (body) => expectWellFormed(await send('/images/generations', JSON.stringify(body), 'application/json'))),
+			{ numRuns: runs },
+		);
+	}, 120_000);
 
-test('raw bodies: garbage bytes, broken JSON, wrong content types', async () => {
-	const body = fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 200 }).map((s) => new TextEncoder().encode(s)), fc.constantFrom('{', '[]', 'null', '"x"', '{"model":', '{"__proto__":{"x":1}}').map((s) => new TextEncoder().encode(s)));
-	const contentType = fc.constantFrom('application/json', 'text/plain', 'application/octet-stream', 'multipart/form-data', 'application/json; charset=utf-16', 'image/png');
-	await fc.assert(
-		fc.asyncProperty(fc.constantFrom('/images/generations', '/uploads'), body, contentType, async (path, bytes, type) => expectWellFormed(await send(path, bytes, type))),
-		{ numRuns: 300 },
-	);
-}, 120_000);
+	test('upload JSON bodies: random and mutated', async () => {
+		await fc.assert(
+			fc.asyncProperty(uploadBody, async (body) => expectWellFormed(await send('/uploads', JSON.stringify(body), 'application/json'))),
+			{ numRuns: runs },
+		);
+	}, 120_000);
 
-test('multipart uploads: truncated, missing parts, wrong names, duplicate fields, random file bytes', async () => {
-	const part = fc.oneof(
-		fc.record({ name: fc.constantFrom('file', 'image', 'video', 'other', '__proto__'), bytes: fc.oneof(fc.constant(Buffer.from(png, 'base64')), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), fc.constant(Buffer.alloc(0))), file: fc.constant(true) }),
-		fc.record({ name: fc.constantFrom('output_format', 'file', 'x'), bytes: fc.constantFrom('webp', 'png', 'jpg', 'bmp', '').map((s) => Buffer.from(s)), file: fc.constant(false) }),
-	);
-	const form = fc.record({ parts: fc.array(part, { maxLength: 4 }), cut: fc.option(fc.nat(), { nil: undefined }), boundaryInHeader: fc.constantFrom('b0undary', 'other', '') });
-	await fc.assert(
-		fc.asyncProperty(form, async ({ parts, cut, boundaryInHeader }) => {
-			const chunks = parts.map((p) =>
-				Buffer.concat([
-					Buffer.from(`--b0undary\r\nContent-Disposition: form-data; name="${p.name}"${p.file ? '; filename="f.bin"\r\nContent-Type: application/octet-stream' : ''}\r\n\r\n`),
-					p.bytes,
-					Buffer.from('\r\n'),
-				]),
-			);
-			let bytes = Buffer.concat([...chunks, Buffer.from('--b0undary--\r\n')]);
-			if (cut !== undefined) bytes = bytes.subarray(0, cut % (bytes.length + 1));
-			const type = boundaryInHeader ? `multipart/form-data; boundary=${boundaryInHeader}` : 'multipart/form-data';
-			expectWellFormed(await send('/uploads', bytes, type));
-		}),
-		{ numRuns: 300 },
-	);
-}, 120_000);
+	test('raw bodies: garbage bytes, broken JSON, wrong content types', async () => {
+		const body = fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 200 }).map((s) => new TextEncoder().encode(s)), fc.constantFrom('{', '[]', 'null', '"x"', '{"model":', '{"__proto__":{"x":1}}').map((s) => new TextEncoder().encode(s)));
+		const contentType = fc.constantFrom('application/json', 'text/plain', 'application/octet-stream', 'multipart/form-data', 'application/json; charset=utf-16', 'image/png');
+		await fc.assert(
+			fc.asyncProperty(fc.constantFrom('/images/generations', '/uploads'), body, contentType, async (path, bytes, type) => expectWellFormed(await send(path, bytes, type))),
+			{ numRuns: runs },
+		);
+	}, 120_000);
 
-test('both endpoints answered successes as well as refusals', () => {
-	expect([...(seen.get('/images/generations') ?? [])].sort()).toEqual([2, 4]);
-	expect([...(seen.get('/uploads') ?? [])].sort()).toEqual([2, 4]);
-});
+	test('multipart uploads: truncated, missing parts, wrong names, duplicate fields, random file bytes', async () => {
+		const part = fc.oneof(
+			fc.record({ name: fc.constantFrom('file', 'image', 'video', 'other', '__proto__'), bytes: fc.oneof(fc.constant(Buffer.from(png, 'base64')), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), fc.constant(Buffer.alloc(0))), file: fc.constant(true) }),
+			fc.record({ name: fc.constantFrom('output_format', 'file', 'x'), bytes: fc.constantFrom('webp', 'png', 'jpg', 'bmp', '').map((s) => Buffer.from(s)), file: fc.constant(false) }),
+		);
+		const form = fc.record({ parts: fc.array(part, { maxLength: 4 }), cut: fc.option(fc.nat(), { nil: undefined }), boundaryInHeader: fc.constantFrom('b0undary', 'other', '') });
+		await fc.assert(
+			fc.asyncProperty(form, async ({ parts, cut, boundaryInHeader }) => {
+				const chunks = parts.map((p) =>
+					Buffer.concat([
+						Buffer.from(`--b0undary\r\nContent-Disposition: form-data; name="${p.name}"${p.file ? '; filename="f.bin"\r\nContent-Type: application/octet-stream' : ''}\r\n\r\n`),
+						p.bytes,
+						Buffer.from('\r\n'),
+					]),
+				);
+				let bytes = Buffer.concat([...chunks, Buffer.from('--b0undary--\r\n')]);
+				if (cut !== undefined) bytes = bytes.subarray(0, cut % (bytes.length + 1));
+				const type = boundaryInHeader ? `multipart/form-data; boundary=${boundaryInHeader}` : 'multipart/form-data';
+				expectWellFormed(await send('/uploads', bytes, type));
+			}),
+			{ numRuns: runs },
+		);
+	}, 120_000);
 
-test('after all of it the server is alive and healthy', async () => {
-	expect(server.process.exitCode).toBeNull();
-	expect((await fetch(`${server.origin}/healthz`)).status).toBe(200);
+	test('both endpoints answered successes as well as refusals', () => {
+		expect([...(seen.get('/images/generations') ?? [])].sort()).toEqual([2, 4]);
+		expect([...(seen.get('/uploads') ?? [])].sort()).toEqual([2, 4]);
+	});
+
+	test('after all of it the server is alive and healthy', async () => {
+		expect(server.process.exitCode).toBeNull();
+		expect((await fetch(`${server.origin}/healthz`)).status).toBe(200);
+	});
 });
