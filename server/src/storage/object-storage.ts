@@ -47,5 +47,7 @@ export interface ObjectStorage {
 	removeIncomplete(key: string): Promise<void>;
 	/** A direct, time-limited GET link (redirect delivery); undefined when the driver has none. */
 	presignGet?(key: string, options: PresignOptions): Promise<string>;
+	/** Resolves when the store answers (the health check); rejects while it cannot be reached. */
+	ping?(signal: AbortSignal): Promise<void>;
 	close?(): Promise<void>;
 }
