@@ -15,6 +15,7 @@ import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
 import { isEngineUnreachable, serviceUnavailable } from '../engine-unavailable';
+import { hostedFileHeaders } from './cache-headers';
 
 export type { FileRecord } from './file-metadata';
 
@@ -228,7 +229,12 @@ export class HostedFiles {
 	/** A direct link for redirect delivery that stops working no later than the file expires. */
 	async presign(file: FileRecord): Promise<string | null> {
 		if (!this.storage.presignGet) return null;
-		return this.storage.presignGet(file.storageKey, { expiresAt: file.expiresAt, contentType: file.mimeType, fileName: file.name });
+		return this.storage.presignGet(file.storageKey, {
+			expiresAt: file.expiresAt,
+			contentType: file.mimeType,
+			fileName: file.name,
+			cacheControl: hostedFileHeaders(file)['cache-control'],
+		});
 	}
 
 	publicUrl(file: FileRecord): string {

@@ -25,6 +25,12 @@ export interface PresignOptions {
 	contentType: string;
 	/** Suggested file name for Content-Disposition. */
 	fileName: string;
+	/**
+	 * Cache-Control the bucket answers with (S3's `response-cache-control`). Presigning can carry
+	 * only the response-* overrides S3 knows: noindex and CORS headers come from the bucket's own
+	 * configuration (README, "Redirect delivery").
+	 */
+	cacheControl?: string;
 }
 
 export interface ObjectStorage {

@@ -201,6 +201,7 @@ export class S3ObjectStorage implements ObjectStorage {
 			Key: this.objectKey(key),
 			ResponseContentType: options.contentType,
 			ResponseContentDisposition: inlineContentDisposition(options.fileName),
+			ResponseCacheControl: options.cacheControl,
 		});
 		return getSignedUrl(this.client, command, { expiresIn });
 	}
