@@ -36,6 +36,8 @@ export interface ServiceConfig {
 	fileDelivery: FileDelivery;
 	/** How long a SIGTERM waits for in-flight requests before giving up. */
 	drainTimeoutMs: number;
+	/** Longest a PostgreSQL statement (or an idle transaction) may take before it fails with a 503. */
+	databaseTimeoutMs: number;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -93,6 +95,7 @@ export const OPTIONS = [
 	{ flag: 'database-url', env: 'IMAGEGEN_DATABASE_URL', kind: 'string', defaultText: '(embedded files in the data dir)', description: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)' },
 	{ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', kind: 'string', defaultText: 'proxy', description: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)' },
 	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
+	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -277,6 +280,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		databaseUrl,
 		fileDelivery,
 		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
+		databaseTimeoutMs: Math.round(positive('database-timeout-seconds', 15) * 1000),
 	};
 }
 

@@ -5,6 +5,7 @@
  * /healthz says degraded with a 503; once it is back everything works again and no acknowledged
  * file was lost. A DELETE never orphans bytes.
  */
+import { Client } from 'pg';
 import { openDatabase } from '../../server/src/db/postgres';
 import { PgUsageLedger } from '../../server/src/db/pg-usage-ledger';
 import { startServer, type RunningServer } from '../helpers/server';
@@ -120,6 +121,28 @@ describe('PostgreSQL down (--database-url, S3 storage)', () => {
 		expect(await eventually(async () => (await health(server)).status === 200, 20_000)).toBe(true);
 		expect((await download(kept.body.imageUrl)).status).toBe(200);
 		expect((await uploadFile(server, await makeImage('png', 16, 16))).status).toBe(200);
+	});
+
+	it('a statement that hangs (a locked table) fails after --database-timeout-seconds with a 503, not never', async () => {
+		const databaseUrl = await postgres.createDatabase();
+		const quick = await startServer({
+			args: ['--database-url', databaseUrl, '--database-timeout-seconds', '1', '--storage', 's3', '--s3-bucket', s3.bucket, '--s3-endpoint', s3.endpoint, '--s3-force-path-style'],
+			env,
+		});
+		const locker = new Client({ connectionString: databaseUrl });
+		await locker.connect();
+		try {
+			await locker.query('BEGIN');
+			await locker.query('LOCK TABLE files IN ACCESS EXCLUSIVE MODE');
+			const started = Date.now();
+			expectUnavailable(await postJson(quick, '/v1/uploads', { file: (await makeImage('png', 16, 16)).toString('base64') }));
+			expect(Date.now() - started).toBeLessThan(10_000);
+			await locker.query('ROLLBACK');
+			expect((await postJson(quick, '/v1/uploads', { file: (await makeImage('png', 16, 16)).toString('base64') })).status).toBe(200);
+		} finally {
+			await locker.end();
+			await quick.stop({ removeData: true });
+		}
 	});
 
 	it('the usage ledger writes again within about a second of the database coming back, however long the outage', async () => {
