@@ -38,6 +38,8 @@ export interface ServiceConfig {
 	drainTimeoutMs: number;
 	/** How long a connection may stay silent while the server waits for the client's request. */
 	idleTimeoutMs: number;
+	/** Longest a PostgreSQL statement (or an idle transaction) may take before it fails with a 503. */
+	databaseTimeoutMs: number;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -96,6 +98,7 @@ export const OPTIONS = [
 	{ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', kind: 'string', defaultText: 'proxy', description: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)' },
 	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
 	{ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', kind: 'number', defaultText: '60', description: 'How long a client may send nothing while its request is incomplete (408)' },
+	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -281,6 +284,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		fileDelivery,
 		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
 		idleTimeoutMs: Math.round(positive('idle-timeout-seconds', 60) * 1000),
+		databaseTimeoutMs: Math.round(positive('database-timeout-seconds', 15) * 1000),
 	};
 }
 

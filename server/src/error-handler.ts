@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../core/errors';
 import { formatBytes } from '../../core/units';
+import { isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
 
 export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUploadBytes: number }): ImageGenError {
 	if (error instanceof ImageGenError) return error;
@@ -47,6 +48,8 @@ export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUp
 		const known = status === 404 || status === 413 || status === 415 || status === 429 ? status : 400;
 		return new ImageGenError(known, fastifyError.message || 'Bad request', { code: 'invalid_request' });
 	}
+	// PostgreSQL or the bucket down: retryable, and the driver's text (internal addresses) stays in the log.
+	if (isEngineUnreachable(error)) return serviceUnavailable(error);
 	return new ImageGenError(500, 'Internal server error', { code: 'internal_error', cause: error });
 }
 
@@ -62,7 +65,8 @@ export function installErrorHandling(
 	app.setErrorHandler((error, request, reply) => {
 		const apiError = toApiError(error, limits);
 		if (apiError.status >= 500 && apiError.status !== 507) {
-			request.log.error({ err: error, method: request.method, path: request.routeOptions.url }, 'request failed');
+			const logged = apiError.status === 503 && apiError.cause !== undefined ? apiError.cause : error;
+			request.log.error({ err: logged, method: request.method, path: request.routeOptions.url }, 'request failed');
 		}
 		return sendApiError(reply, apiError);
 	});

@@ -116,6 +116,22 @@ describe('Get Info and Delete', () => {
 		expect(gone.error('Info')?.httpCode).toBe('404');
 	});
 
+	test('Delete retries a 503 storage_unavailable after its Retry-After and then deletes', async () => {
+		const uploaded = await runUpload({ inputType: 'base64', base64: (await makeImage('png', 12, 12)).toString('base64'), mediaType: 'auto' });
+		env.proxy.reset();
+		const unavailable = {
+			error: { message: 'The file storage cannot be reached right now; nothing was changed, retry in a few seconds', type: 'server_error', param: null, code: 'storage_unavailable' },
+		};
+		env.proxy.failNext({ status: 503, body: unavailable, headers: { 'retry-after': '1' } });
+		const started = Date.now();
+		const removed = await run([node(IMAGE_GEN_UPLOAD, 'Delete', { operation: 'delete', fileId: uploaded.id })]);
+		expect(removed.error()).toBeUndefined();
+		expect(removed.output('Delete')[0]!.json).toEqual({ id: uploaded.id, deleted: true });
+		expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+		expect(env.proxy.requests.filter((request) => request.method === 'DELETE')).toHaveLength(2);
+		expect((await download(uploaded.url)).status).toBe(404);
+	});
+
 	test('an invalid request after an upload leaves nothing hosted: the uploaded image is deleted', async () => {
 		const big = await makeImage('png', 300, 200);
 		const parameters = { model: 'p-image-edit', prompt: 'x', aspectRatio: '5:1', images: { image: [{ source: 'binary', binaryPropertyName: 'data' }] }, options: { inlineLimitMb: 0 } };

@@ -67,6 +67,8 @@ describe('parseConfig', () => {
 		[['--file-delivery', 'redirect'], /--file-delivery redirect needs --storage s3/],
 		[['--drain-timeout-seconds', '0'], /--drain-timeout-seconds must be a positive number/],
 		[['--drain-timeout-seconds', 'soon'], /--drain-timeout-seconds must be a positive number/],
+		[['--database-timeout-seconds', '0'], /--database-timeout-seconds must be a positive number/],
+		[['--database-timeout-seconds', 'forever'], /--database-timeout-seconds must be a positive number/],
 	])('refuses %j naming the flag', (argv, message) => {
 		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
 		expect(() => parseConfig(argv as string[], {})).toThrow(message);
@@ -111,7 +113,7 @@ describe('the CLI', () => {
 	it('prints --help with every flag and exits 0', () => {
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--help'], { encoding: 'utf8' });
 		expect(result.status).toBe(0);
-		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds']) {
+		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds', '--database-timeout-seconds']) {
 			expect(result.stdout).toContain(flag);
 		}
 	});

@@ -113,9 +113,11 @@ test('a usage ledger that cannot be written: /healthz says degraded, nothing is 
 		expect(await eventually(async () => (await call(server, '/healthz', { auth: null })).body.status === 'degraded')).toBe(true);
 		const degraded = await call(server, '/healthz', { auth: null });
 		expect(degraded.status).toBe(200);
-		expect(degraded.body).toMatchObject({ status: 'degraded', ledger: { status: 'degraded', pending: 1 } });
-		expect(degraded.body.ledger.lastError).toMatch(/EISDIR|illegal operation on a directory/);
+		// Status and counts only: the reason (with the data dir's path) is for the log, not this public answer.
+		expect(degraded.body).toEqual({ status: 'degraded', ledger: { status: 'degraded', pending: 1 } });
+		expect(JSON.stringify(degraded.body)).not.toContain(server.dataDir);
 		expect(server.output()).toMatch(/appending to the usage ledger failed/);
+		expect(server.output()).toMatch(/EISDIR|illegal operation on a directory/);
 		// Counted already, though not yet on disk.
 		expect((await call(server, '/v1/usage')).body.total.images).toBe(1);
 

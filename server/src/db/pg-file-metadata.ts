@@ -3,14 +3,15 @@
  * false) from before the first byte is written, and a served file once published.
  *
  * Clock: every comparison uses the `now` passed in, else the database's own clock (`now()`),
- * never the replica's. The database clock is the one clock all replicas share, so a file expires,
+ * never the replica's; with `lifetimeMs` a reservation's and a file's times are also stamped by
+ * the database. The database clock is the one clock all replicas share, so a file expires,
  * and a removed file disappears, at the same instant on every replica however far their clocks
  * drift; `now` exists for callers (tests) that must fix the instant themselves.
  */
 import type { Pool } from 'pg';
 import type { MediaKind } from '../../../core/media';
 import { withConnection } from './connection';
-import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation } from '../storage/file-metadata';
+import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from '../storage/file-metadata';
 
 const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at';
 
@@ -33,25 +34,46 @@ export class PgFileMetadataStore implements FileMetadataStore {
 	constructor(private readonly pool: Pool) {}
 
 	async reserve(reservation: FileReservation): Promise<void> {
-		await this.pool.query('INSERT INTO files (id, storage_key, owner_key_id, expires_at) VALUES ($1, $2, $3, $4)', [
-			reservation.id,
-			reservation.storageKey,
-			reservation.ownerKeyId,
-			reservation.expiresAt,
-		]);
+		await this.pool.query(
+			`INSERT INTO files (id, storage_key, owner_key_id, expires_at)
+			VALUES ($1, $2, $3, COALESCE(now() + $5::float8 * interval '1 millisecond', $4::timestamptz))`,
+			[reservation.id, reservation.storageKey, reservation.ownerKeyId, reservation.expiresAt, reservation.lifetimeMs ?? null],
+		);
 	}
 
-	async publish(file: FileRecord): Promise<void> {
-		const { rowCount } = await this.pool.query(
+	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
+		const { rows } = await this.pool.query<{ created_at: Date; expires_at: Date }>(
 			`UPDATE files
-			SET published = true, name = $2, kind = $3, mime_type = $4, extension = $5, size = $6, etag = $7, created_at = $8, expires_at = $9
-			WHERE id = $1 AND storage_key = $10 AND owner_key_id = $11 AND NOT published`,
-			[file.id, file.name, file.kind, file.mimeType, file.extension, file.size, file.etag, file.createdAt, file.expiresAt, file.storageKey, file.ownerKeyId],
+			SET published = true, name = $2, kind = $3, mime_type = $4, extension = $5, size = $6, etag = $7,
+				created_at = CASE WHEN $12::float8 IS NULL THEN $8::timestamptz ELSE now() END,
+				expires_at = COALESCE(now() + $12::float8 * interval '1 millisecond', $9::timestamptz)
+			WHERE id = $1 AND storage_key = $10 AND owner_key_id = $11 AND NOT published
+			RETURNING created_at, expires_at`,
+			[
+				file.id,
+				file.name,
+				file.kind,
+				file.mimeType,
+				file.extension,
+				file.size,
+				file.etag,
+				file.createdAt,
+				file.expiresAt,
+				file.storageKey,
+				file.ownerKeyId,
+				options.lifetimeMs ?? null,
+			],
 		);
-		if (rowCount !== 1) {
+		if (rows.length !== 1) {
 			// The reservation expired and a sweeper already removed it (and the bytes with it).
 			throw new Error(`file ${file.id} has no open reservation to publish`);
 		}
+		return { ...file, createdAt: rows[0]!.created_at, expiresAt: rows[0]!.expires_at };
+	}
+
+	/** Answers once the database takes a statement (the health check). */
+	async ping(): Promise<void> {
+		await this.pool.query('SELECT 1');
 	}
 
 	async release(id: string): Promise<void> {

@@ -23,7 +23,9 @@ interface HeldRow {
 // only store an answer to that very request.
 const CLAIM = `
 	INSERT INTO idempotency_keys AS held (api_key_id, key, fingerprint, lease_until, expires_at)
-	VALUES ($1, $2, $3, $4, $5)
+	VALUES ($1, $2, $3,
+		$4::timestamptz - $7::timestamptz + COALESCE($6::timestamptz, now()),
+		$5::timestamptz - $7::timestamptz + COALESCE($6::timestamptz, now()))
 	ON CONFLICT (api_key_id, key) DO UPDATE
 	SET fingerprint = EXCLUDED.fingerprint, completed = false, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
 		status = NULL, content_type = NULL, body = NULL
@@ -45,7 +47,11 @@ export class PgIdempotencyStore implements IdempotencyStore {
 
 	async claim(claim: IdempotencyClaim, now?: Date): Promise<ClaimOutcome> {
 		for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
-			const inserted = await this.pool.query(CLAIM, [claim.apiKeyId, claim.key, claim.fingerprint, claim.leaseUntil, claim.expiresAt, now ?? null]);
+			// The claim's times were computed from the caller's clock: kept as durations and re-based
+			// on the database's (or on `now` when given), so a replica whose clock is off does not
+			// shorten or lengthen leases and expiries.
+			const reference = now ?? new Date();
+			const inserted = await this.pool.query(CLAIM, [claim.apiKeyId, claim.key, claim.fingerprint, claim.leaseUntil, claim.expiresAt, now ?? null, reference]);
 			if (inserted.rowCount === 1) return { state: 'claimed' };
 			const { rows } = await this.pool.query<HeldRow>(READ, [claim.apiKeyId, claim.key, now ?? null, claim.fingerprint]);
 			const held = rows[0];

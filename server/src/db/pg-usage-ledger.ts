@@ -14,7 +14,11 @@ export interface LedgerErrorLog {
 
 export interface PgUsageLedgerOptions {
 	log: LedgerErrorLog;
-	/** First wait after a failed write; doubled per failure up to `maxRetryDelayMs`. */
+	/**
+	 * First wait after a failed write; doubled per failure up to `maxRetryDelayMs`, which is short
+	 * (a second) so that entries are written, and health is ok again, within a second of the
+	 * database's return however long the outage was.
+	 */
 	retryDelayMs?: number;
 	maxRetryDelayMs?: number;
 	/** How long `close()` waits for queued entries. */
@@ -48,7 +52,7 @@ export class PgUsageLedger implements UsageLedger {
 		private readonly options: PgUsageLedgerOptions,
 	) {
 		this.retryDelayMs = options.retryDelayMs ?? 200;
-		this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+		this.maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
 		this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
 		this.batchSize = options.batchSize ?? 500;
 	}
@@ -138,10 +142,13 @@ export class PgUsageLedger implements UsageLedger {
 		this.failures += 1;
 		this.lastError = error instanceof Error ? error.message : String(error);
 		const wait = Math.min(this.maxRetryDelayMs, this.retryDelayMs * 2 ** (this.failures - 1));
-		this.options.log.error(
-			{ err: error, pending: this.queue.length, attempt: this.failures, retryInMs: wait },
-			'usage entries could not be written to PostgreSQL; retrying',
-		);
+		// Retried every second through an outage: each failure is logged while backing off, then one per minute's worth.
+		if (wait < this.maxRetryDelayMs || this.failures % 60 === 0) {
+			this.options.log.error(
+				{ err: error, pending: this.queue.length, attempt: this.failures, retryInMs: wait },
+				'usage entries could not be written to PostgreSQL; retrying',
+			);
+		}
 		if (this.closed) return;
 		this.retryTimer = setTimeout(() => {
 			this.retryTimer = null;

@@ -21,19 +21,36 @@ export interface DatabaseOptions {
 	log?: DatabaseLog;
 	/** Connections per replica. */
 	maxConnections?: number;
+	/** Giving up on opening a connection (an unreachable or hung server). */
 	connectTimeoutMs?: number;
+	/**
+	 * Longest a statement may run, enforced by the server (`statement_timeout`) and by the client
+	 * (`query_timeout`, for a connection that stopped answering), and the longest a connection may
+	 * sit idle inside a transaction: a hung database fails requests with a 503 instead of holding them.
+	 */
+	statementTimeoutMs?: number;
 }
+
+/** Sane defaults: every statement of ours takes milliseconds; a sweep batch or a migration, seconds. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
 	const where = describeDatabaseUrl(url);
+	const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
 	const pool = new Pool({
 		connectionString: url,
 		max: options.maxConnections ?? 10,
-		connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+		connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+		statement_timeout: statementTimeoutMs,
+		// The client's own limit fires only when the server cannot enforce its own (a dead link).
+		query_timeout: statementTimeoutMs + 5_000,
+		idle_in_transaction_session_timeout: statementTimeoutMs,
 		application_name: 'imagegen-server',
 	});
 	// Without a listener, a connection dropped while idle (a database restart) would end the process.
-	pool.on('error', (error) => options.log?.error({ err: error }, 'PostgreSQL connection lost'));
+	// Only the reason: the error carries the client, whose fields include its cancel key.
+	pool.on('error', (error) => options.log?.error({ reason: error.message, code: (error as { code?: unknown }).code }, 'PostgreSQL connection lost'));
 	try {
 		await migrate(pool, options.log);
 	} catch (error) {

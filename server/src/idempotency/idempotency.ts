@@ -137,7 +137,7 @@ export async function runIdempotent(options: RunIdempotentOptions): Promise<Idem
 				expiresAt: new Date(now.getTime() + options.retentionSeconds * 1000),
 				leaseUntil: new Date(now.getTime() + options.leaseMs),
 			},
-			now,
+			// No instant passed: the store judges by its own clock (PostgreSQL: the database's, shared by every replica).
 		);
 		switch (outcome.state) {
 			case 'claimed':

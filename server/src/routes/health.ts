@@ -1,14 +1,69 @@
 /**
- * GET /healthz. 200 `{status:'ok'}` when ready. When the usage ledger cannot write, the answer is
- * still 200 but `{status:'degraded', ledger:{…}}`: the replica keeps serving (files, generations;
- * usage lines are queued, not lost), so a load balancer should keep it, while monitoring alerts on
- * the body. While shutting down Fastify answers 503 for it like for everything else.
+ * GET /healthz (no auth): status and counts only; why an engine failed goes to the log, never into
+ * this public answer (it would show internal addresses and paths).
+ *
+ * - 200 `{status:'ok'}` when ready.
+ * - 503 `{status:'degraded', engines:{…}}` while PostgreSQL or the bucket cannot be reached: every
+ *   route that needs them answers 503 then, so a load balancer must notice and stop sending here
+ *   (or, when every replica shares the outage, its own error page tells clients the same).
+ * - 200 `{status:'degraded', ledger:{status, pending}}` when only the usage ledger cannot write:
+ *   the replica still serves files and generations (usage lines are queued, not lost), so a load
+ *   balancer should keep it while monitoring alerts on the body.
+ *
+ * Probes are shared for a second, so a flood of health checks is one query and one HEAD request.
+ * While shutting down Fastify answers 503 for it like for everything else.
  */
 import type { FastifyInstance } from 'fastify';
 
+const PROBE_TIMEOUT_MS = 2_000;
+const PROBE_REUSE_MS = 1_000;
+
+type EngineState = 'ok' | 'unreachable';
+
+interface Probe {
+	at: number;
+	result: Promise<Record<string, EngineState>>;
+}
+
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
-	app.get('/healthz', async () => {
+	let last: Probe | null = null;
+
+	const probeOne = async (name: string, ping: (signal: AbortSignal) => Promise<void>): Promise<EngineState> => {
+		const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+		try {
+			await Promise.race([
+				ping(signal),
+				new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`)), { once: true })),
+			]);
+			return 'ok';
+		} catch (error) {
+			app.log.warn({ err: error, engine: name }, 'health check: engine unreachable');
+			return 'unreachable';
+		}
+	};
+
+	const probe = async (): Promise<Record<string, EngineState>> => {
+		const engines: Record<string, EngineState> = {};
+		const checks: Promise<void>[] = [];
+		const { storage, fileMetadata } = app;
+		if (storage.ping) checks.push(probeOne('storage', (signal) => storage.ping!(signal)).then((state) => void (engines.storage = state)));
+		if (fileMetadata.ping) checks.push(probeOne('database', () => fileMetadata.ping!()).then((state) => void (engines.database = state)));
+		await Promise.all(checks);
+		return engines;
+	};
+
+	const engines = () => {
+		if (!last || Date.now() - last.at > PROBE_REUSE_MS) last = { at: Date.now(), result: probe() };
+		return last.result;
+	};
+
+	app.get('/healthz', async (_request, reply) => {
+		const states = await engines();
 		const ledger = app.usageLedger.health();
-		return ledger.status === 'ok' ? { status: 'ok' } : { status: 'degraded', ledger };
+		const ledgerCounts = { status: ledger.status, pending: ledger.pending };
+		if (Object.values(states).includes('unreachable')) {
+			return reply.status(503).header('retry-after', '2').send({ status: 'degraded', engines: states, ledger: ledgerCounts });
+		}
+		return ledger.status === 'ok' ? { status: 'ok' } : { status: 'degraded', ledger: ledgerCounts };
 	});
 }

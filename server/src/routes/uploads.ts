@@ -24,6 +24,7 @@ import { FingerprintHasher, fingerprintJson, type IdempotentAnswer } from '../id
 import { formatBytes } from '../../../core/units';
 import type { FileRecord, StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
+import { isEngineError } from '../engine-unavailable';
 
 const ROUTE = '/v1/uploads';
 
@@ -241,6 +242,8 @@ function multipartError(error: unknown): unknown {
 	const { code, statusCode } = error as { code?: string; statusCode?: number };
 	if (code?.startsWith('FST_') || statusCode !== undefined) return error;
 	if (code === 'ENOSPC' || code === 'EDQUOT') return error;
+	// Our own engines failing (PostgreSQL, the bucket) is never the client's fault: a 503 or a 500.
+	if (isEngineError(error)) return error;
 	return new ImageGenError(400, `The multipart body is malformed: ${(error as Error)?.message ?? 'unreadable'}`, {
 		code: 'invalid_multipart',
 	});

@@ -8,7 +8,7 @@ import { writeFile as writeFileCallback } from 'node:fs';
 import { mkdir, readFile, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation } from './file-metadata';
+import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
 
 // The callback form writes through a plain descriptor; the promise form wraps each write in a
 // FileHandle object, which costs a measurable share of a busy service's main thread.
@@ -47,17 +47,22 @@ export class EmbeddedFileMetadata implements FileMetadataStore {
 
 	async reserve(reservation: FileReservation): Promise<void> {
 		if (this.reservations.has(reservation.id)) throw new Error(`file id ${reservation.id} is already reserved`);
-		this.reservations.set(reservation.id, reservation);
+		const expiresAt = reservation.lifetimeMs === undefined ? reservation.expiresAt : new Date(this.now() + reservation.lifetimeMs);
+		this.reservations.set(reservation.id, { ...reservation, expiresAt });
 	}
 
 	/**
 	 * Needs no temp file and rename: the id is fresh, so no reader asks for it before this returns,
 	 * and a half-written file left by a crash does not parse, which leaves the file unpublished.
 	 */
-	async publish(file: FileRecord): Promise<void> {
+	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
 		if (!this.reservations.has(file.id)) throw new Error(`file id ${file.id} has no open reservation to publish`);
-		await writeFile(this.path(file.id), JSON.stringify(file), { flag: 'wx' });
+		const createdAt = options.lifetimeMs === undefined ? file.createdAt : new Date(this.now());
+		const expiresAt = options.lifetimeMs === undefined ? file.expiresAt : new Date(createdAt.getTime() + options.lifetimeMs);
+		const stored = { ...file, createdAt, expiresAt };
+		await writeFile(this.path(file.id), JSON.stringify(stored), { flag: 'wx' });
 		this.reservations.delete(file.id);
+		return stored;
 	}
 
 	async release(id: string): Promise<void> {

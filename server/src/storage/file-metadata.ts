@@ -32,6 +32,16 @@ export interface FileReservation {
 	storageKey: string;
 	ownerKeyId: string;
 	expiresAt: Date;
+	/** When set, the reservation lasts this long from the store's own clock, and `expiresAt` is ignored. */
+	lifetimeMs?: number;
+}
+
+export interface PublishOptions {
+	/**
+	 * When set, `createdAt` is the store's own now and `expiresAt` this much later; the record
+	 * answered carries them. Otherwise the record's times are stored as given.
+	 */
+	lifetimeMs?: number;
 }
 
 /** A batch handed to the sweeper: reservations never published and published files, both expired. */
@@ -44,8 +54,8 @@ export interface ExpiredEntry {
 
 export interface FileMetadataStore {
 	reserve(reservation: FileReservation): Promise<void>;
-	/** Turns the reservation of `file.id` into a served file. */
-	publish(file: FileRecord): Promise<void>;
+	/** Turns the reservation of `file.id` into a served file; answers the record as stored. */
+	publish(file: FileRecord, options?: PublishOptions): Promise<FileRecord>;
 	/** Forgets a reservation whose write failed, or a removed file, once its bytes are gone. */
 	release(id: string): Promise<void>;
 	/** The published, unexpired file, or null. */
@@ -62,5 +72,7 @@ export interface FileMetadataStore {
 	 * same entry at the same time. Answers how many entries were disposed of.
 	 */
 	sweepExpired(dispose: (batch: ExpiredEntry[]) => Promise<void>, options: { now?: Date; batchSize: number }): Promise<number>;
+	/** Resolves when the store answers (the health check); rejects while it cannot be reached. */
+	ping?(): Promise<void>;
 	close?(): Promise<void>;
 }

@@ -14,6 +14,8 @@ import { fitImage, type FitImageOptions } from '../media/fit-image';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
+import { isEngineUnreachable, serviceUnavailable } from '../engine-unavailable';
+import { hostedFileHeaders } from './cache-headers';
 
 export type { FileRecord } from './file-metadata';
 
@@ -133,11 +135,14 @@ export class HostedFiles {
 	 * when the target is WebP.
 	 */
 	async convert(staged: StagedFile, format: UploadOutputFormat, field: string): Promise<StagedFile> {
+		let converted: StagedFile;
 		try {
-			return await this.writeConverted(await this.readStaged(staged), format, field, staged.ownerKeyId);
-		} finally {
+			converted = await this.writeConverted(await this.readStaged(staged), format, field, staged.ownerKeyId);
+		} catch (error) {
 			await this.discard(staged);
+			throw error;
 		}
+		return this.replace(staged, converted);
 	}
 
 	/**
@@ -148,8 +153,17 @@ export class HostedFiles {
 	async fit(staged: StagedFile, options: FitImageOptions): Promise<StagedFile> {
 		const fitted = await fitImage(await this.readStaged(staged), options);
 		if (!fitted.reencoded) return staged;
-		const replacement = await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId);
-		await this.discard(staged);
+		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
+	}
+
+	/** Discards `original` for `replacement`; if that fails the replacement goes too, or nobody would know of it. */
+	private async replace(original: StagedFile, replacement: StagedFile): Promise<StagedFile> {
+		try {
+			await this.discard(original);
+		} catch (error) {
+			await this.discard(replacement).catch(() => undefined);
+			throw error;
+		}
 		return replacement;
 	}
 
@@ -160,7 +174,7 @@ export class HostedFiles {
 	async publish(staged: StagedFile, options: { lifetimeSeconds?: number } = {}): Promise<FileRecord> {
 		const createdAt = new Date(this.now());
 		const lifetimeMs = Math.min(this.retentionMs, (options.lifetimeSeconds ?? Number.POSITIVE_INFINITY) * 1000);
-		const file: FileRecord = {
+		let file: FileRecord = {
 			id: staged.id,
 			name: staged.storageKey,
 			storageKey: staged.storageKey,
@@ -174,7 +188,9 @@ export class HostedFiles {
 			expiresAt: new Date(createdAt.getTime() + lifetimeMs),
 		};
 		try {
-			await this.metadata.publish(file);
+			// The store's clock starts the lifetime (with PostgreSQL the one clock all replicas share),
+			// unless this instance was given a clock of its own to follow.
+			file = await this.metadata.publish(file, this.options.now ? {} : { lifetimeMs });
 		} catch (error) {
 			await this.discard(staged);
 			throw storageError(error);
@@ -197,7 +213,7 @@ export class HostedFiles {
 
 	/** The published, unexpired file `id` if `ownerKeyId` stored it; null for anyone else, as if it did not exist. */
 	async info(id: string, ownerKeyId: string): Promise<FileRecord | null> {
-		const file = await this.metadata.get(id, new Date(this.now()));
+		const file = await this.metadata.get(id, this.fixedNow());
 		return file && file.ownerKeyId === ownerKeyId ? file : null;
 	}
 
@@ -205,7 +221,7 @@ export class HostedFiles {
 	async get(name: string): Promise<FileRecord | null> {
 		const match = NAME.exec(name);
 		if (!match) return null;
-		const file = await this.metadata.get(match[1]!, new Date(this.now()));
+		const file = await this.metadata.get(match[1]!, this.fixedNow());
 		return file && file.name === name ? file : null;
 	}
 
@@ -217,18 +233,34 @@ export class HostedFiles {
 	/** A direct link for redirect delivery that stops working no later than the file expires. */
 	async presign(file: FileRecord): Promise<string | null> {
 		if (!this.storage.presignGet) return null;
-		return this.storage.presignGet(file.storageKey, { expiresAt: file.expiresAt, contentType: file.mimeType, fileName: file.name });
+		return this.storage.presignGet(file.storageKey, {
+			expiresAt: file.expiresAt,
+			contentType: file.mimeType,
+			fileName: file.name,
+			cacheControl: hostedFileHeaders(file)['cache-control'],
+		});
 	}
 
 	publicUrl(file: FileRecord): string {
 		return `${this.options.publicBaseUrl()}/files/${file.name}`;
 	}
 
-	/** Deletes the file now if `ownerKeyId` stored it; false for unknown, expired or others' files. */
+	/**
+	 * Deletes the file now if `ownerKeyId` stored it; false for unknown, expired or others' files.
+	 * Bytes first: should the storage fail, the metadata still points at them, so the caller's retry
+	 * (503 `storage_unavailable`) or the sweeper finds them; the other way round they would be lost
+	 * to every metadata store that forgets on remove. A file whose bytes went but whose metadata did
+	 * not is simply a 404 on read until the repeat removes it.
+	 */
 	async remove(id: string, ownerKeyId: string): Promise<boolean> {
-		const file = await this.metadata.remove(id, ownerKeyId, new Date(this.now()));
-		if (!file) return false;
-		await this.storage.delete([file.storageKey]);
+		const file = await this.metadata.get(id, this.fixedNow());
+		if (!file || file.ownerKeyId !== ownerKeyId) return false;
+		try {
+			await this.storage.delete([file.storageKey]);
+		} catch (error) {
+			throw isEngineUnreachable(error) ? serviceUnavailable(error, 'storage_unavailable') : error;
+		}
+		if (!(await this.metadata.remove(id, ownerKeyId, this.fixedNow()))) return false;
 		await this.metadata.release(file.id);
 		return true;
 	}
@@ -243,7 +275,7 @@ export class HostedFiles {
 					await this.storage.removeIncomplete(entry.storageKey);
 				}
 			},
-			{ now: new Date(this.now()), batchSize: SWEEP_BATCH },
+			{ now: this.fixedNow(), batchSize: SWEEP_BATCH },
 		);
 		return disposed + ((await this.options.removeLeftovers?.()) ?? 0);
 	}
@@ -285,6 +317,15 @@ export class HostedFiles {
 		}
 	}
 
+	/**
+	 * The instant to judge expiry by when this instance was given a clock (tests); otherwise
+	 * undefined, so the metadata store judges by its own (PostgreSQL: the database's, shared by
+	 * every replica, so replicas whose clocks drift still agree on what is alive).
+	 */
+	private fixedNow(): Date | undefined {
+		return this.options.now ? new Date(this.options.now()) : undefined;
+	}
+
 	private async readStaged(staged: StagedFile): Promise<Readable> {
 		const input = await this.storage.read(staged.storageKey);
 		if (!input) throw new Error(`staged bytes of ${staged.id} are missing`);
@@ -296,7 +337,13 @@ export class HostedFiles {
 		const storageKey = `${id}.${media.extension}`;
 		// The full retention whatever the file's own lifetime: a slow write must never be swept
 		// from under its writer, and a dead writer's leftovers go at the latest then.
-		await this.metadata.reserve({ id, storageKey, ownerKeyId, expiresAt: new Date(this.now() + this.retentionMs) });
+		await this.metadata.reserve({
+			id,
+			storageKey,
+			ownerKeyId,
+			expiresAt: new Date(this.now() + this.retentionMs),
+			lifetimeMs: this.options.now ? undefined : this.retentionMs,
+		});
 		try {
 			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType });
 			return { id, storageKey, media, size, ownerKeyId };

@@ -25,6 +25,12 @@ export interface PresignOptions {
 	contentType: string;
 	/** Suggested file name for Content-Disposition. */
 	fileName: string;
+	/**
+	 * Cache-Control the bucket answers with (S3's `response-cache-control`). Presigning can carry
+	 * only the response-* overrides S3 knows: noindex and CORS headers come from the bucket's own
+	 * configuration (README, "Redirect delivery").
+	 */
+	cacheControl?: string;
 }
 
 export interface ObjectStorage {
@@ -47,5 +53,7 @@ export interface ObjectStorage {
 	removeIncomplete(key: string): Promise<void>;
 	/** A direct, time-limited GET link (redirect delivery); undefined when the driver has none. */
 	presignGet?(key: string, options: PresignOptions): Promise<string>;
+	/** Resolves when the store answers (the health check); rejects while it cannot be reached. */
+	ping?(signal: AbortSignal): Promise<void>;
 	close?(): Promise<void>;
 }

@@ -96,6 +96,10 @@ export class S3ObjectStorage implements ObjectStorage {
 		}
 	}
 
+	async ping(signal: AbortSignal): Promise<void> {
+		await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
+	}
+
 	/** On failure the source is unpiped, not destroyed: whether to drain or destroy it is the caller's call. */
 	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
 		options.signal?.throwIfAborted();
@@ -197,6 +201,7 @@ export class S3ObjectStorage implements ObjectStorage {
 			Key: this.objectKey(key),
 			ResponseContentType: options.contentType,
 			ResponseContentDisposition: inlineContentDisposition(options.fileName),
+			ResponseCacheControl: options.cacheControl,
 		});
 		return getSignedUrl(this.client, command, { expiresIn });
 	}

@@ -149,7 +149,8 @@ export class JsonlUsageLedger implements UsageLedger {
 
 	private async drain(): Promise<void> {
 		let delay = this.options.initialRetryMs ?? 100;
-		const maxDelay = this.options.maxRetryMs ?? 5_000;
+		// Short, so lines are written within a second of the disk's recovery.
+		const maxDelay = this.options.maxRetryMs ?? 1_000;
 		while (this.queue.length > 0 && !this.closed) {
 			const batch = this.queue.slice();
 			const text = (this.needsNewline ? '\n' : '') + batch.map((queued) => queued.text).join('');

@@ -51,7 +51,8 @@ describe('s3 driver on s3rver', () => {
 			await storage.write('presigned.png', chunked(bytes), { contentType: 'image/png' });
 			const expiresAt = new Date(Date.now() + 3_600_500);
 			const signedAt = Date.now();
-			const url = new URL(await storage.presignGet('presigned.png', { expiresAt, contentType: 'image/png', fileName: 'presigned.png' }));
+			const cacheControl = 'public, max-age=3600, must-revalidate';
+			const url = new URL(await storage.presignGet('presigned.png', { expiresAt, contentType: 'image/png', fileName: 'presigned.png', cacheControl }));
 
 			expect(url.origin).toBe(s3.endpoint);
 			expect(url.pathname).toBe(`/${s3.bucket}/presigned.png`);
@@ -64,6 +65,8 @@ describe('s3 driver on s3rver', () => {
 			expect(response.status).toBe(200);
 			expect(response.headers.get('content-type')).toBe('image/png');
 			expect(response.headers.get('content-disposition')).toBe('inline; filename="presigned.png"');
+			// The bucket answers the redirect with our cache lifetime, which never reaches past the expiry.
+			expect(response.headers.get('cache-control')).toBe(cacheControl);
 			expect(Buffer.from(await response.arrayBuffer())).toEqual(bytes);
 		});
 

@@ -195,7 +195,7 @@ export function describeFileMetadataContract(name: string, factory: () => Promis
 			expect(again.batches).toEqual([]);
 			expect(await store.get(live[0].id, at(60_000))).not.toBeNull();
 			expect(await store.get(live[2].id, at(60_000))).not.toBeNull();
-			await expect(store.publish(live[1])).resolves.toBeUndefined();
+			await expect(store.publish(live[1])).resolves.toEqual(live[1]);
 		});
 
 		it('sweeps expired published files in batches of at most batchSize, and keeps the live ones', async () => {

@@ -21,6 +21,10 @@ export interface TestPostgres {
 	createDatabase(): Promise<string>;
 	/** Runs one statement as superuser on the database of `databaseUrl` (to break and repair things under test). */
 	admin(databaseUrl: string, sql: string): Promise<void>;
+	/** Stops the server (an outage: its port refuses connections); the data stays. */
+	halt(): Promise<void>;
+	/** Starts the halted server again on the same port. */
+	resume(): Promise<void>;
 	stop(): Promise<void>;
 }
 
@@ -44,10 +48,24 @@ export async function startTestPostgres(options: RunnerOptions = {}): Promise<Te
 			await client.end();
 		}
 	};
+	const command = (line: 'halt' | 'resume', done: string) =>
+		new Promise<void>((resolve, reject) => {
+			let seen = '';
+			const onData = (chunk: Buffer) => {
+				seen += chunk.toString();
+				if (!seen.split('\n').includes(done)) return;
+				child.stdout!.off('data', onData);
+				resolve();
+			};
+			child.stdout!.on('data', onData);
+			child.stdin!.write(`${line}\n`, (error) => error && reject(error));
+		});
 	return {
 		port,
 		url,
 		admin,
+		halt: () => command('halt', 'halted'),
+		resume: () => command('resume', 'resumed'),
 		async createDatabase() {
 			const name = `test_${randomBytes(8).toString('hex')}`;
 			await admin(url('postgres'), `CREATE DATABASE ${name}`);

@@ -23,8 +23,8 @@ export interface Fleet {
 	s3: S3TestServer | null;
 	/** The data dir every disk replica shares (each s3 replica has its own, unused for files). */
 	sharedDataDir: string;
-	/** Starts one more replica with the fleet's settings (plus `extraArgs`). */
-	startReplica(extraArgs?: string[]): Promise<RunningServer>;
+	/** Starts one more replica with the fleet's settings (plus `extraArgs` and `env`). */
+	startReplica(extraArgs?: string[], env?: Record<string, string>): Promise<RunningServer>;
 	/** Stops every replica (SIGTERM) and starts as many again with the same settings. */
 	restartAll(): Promise<void>;
 	/** Runs one query on the fleet's database. */
@@ -59,13 +59,13 @@ export async function startFleet(infrastructure: FleetInfrastructure, options: F
 	const ownDataDirs: string[] = [];
 	const fleetArgs = ['--database-url', databaseUrl, ...(options.args ?? [])];
 	if (s3) fleetArgs.push('--storage', 's3', '--s3-bucket', s3.bucket, '--s3-endpoint', s3.endpoint, '--s3-force-path-style');
-	const startReplica = (extraArgs: string[] = []) => {
+	const startReplica = (extraArgs: string[] = [], env?: Record<string, string>) => {
 		let dataDir = sharedDataDir;
 		if (s3) {
 			dataDir = mkdtempSync(join(tmpdir(), 'imagegen-replica-'));
 			ownDataDirs.push(dataDir);
 		}
-		return startServer({ dataDir, args: [...fleetArgs, ...extraArgs] });
+		return startServer({ dataDir, args: [...fleetArgs, ...extraArgs], env });
 	};
 	const count = options.count ?? 3;
 	const fleet: Fleet = {

@@ -19,13 +19,18 @@ export interface S3TestServer {
 	/** Options for a driver on this server's bucket. */
 	options(overrides?: Partial<S3ObjectStorageOptions>): S3ObjectStorageOptions;
 	storage(overrides?: Partial<S3ObjectStorageOptions>): S3ObjectStorage;
+	/** Stops the server (an outage: its port refuses connections); the objects stay. */
+	halt(): Promise<void>;
+	/** Serves the same objects again on the same port. */
+	resume(): Promise<void>;
 	stop(): Promise<void>;
 }
 
 export async function startS3rver(bucket = 'imagegen-test'): Promise<S3TestServer> {
 	const restoreEnvironment = setEnvironment({ ...S3RVER_CREDENTIALS, AWS_REGION: 'us-east-1' });
 	const directory = mkdtempSync(join(tmpdir(), 'imagegen-s3rver-'));
-	const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+	const serve = (port: number) => new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: bucket }] });
+	let server: S3rver | null = serve(0);
 	const { port } = await server.run();
 	const endpoint = `http://127.0.0.1:${port}`;
 	const options = (overrides: Partial<S3ObjectStorageOptions> = {}): S3ObjectStorageOptions => ({
@@ -41,8 +46,17 @@ export async function startS3rver(bucket = 'imagegen-test'): Promise<S3TestServe
 		bucket,
 		options,
 		storage: (overrides) => new S3ObjectStorage(options(overrides)),
+		async halt() {
+			await server?.close();
+			server = null;
+		},
+		async resume() {
+			if (server) return;
+			server = serve(port);
+			await server.run();
+		},
 		async stop() {
-			await server.close();
+			await server?.close();
 			rmSync(directory, { recursive: true, force: true });
 			restoreEnvironment();
 		},

@@ -1,0 +1,85 @@
+/**
+ * One clock decides: replicas on one PostgreSQL whose own clocks are 10 minutes apart agree on what
+ * is alive. A file stored by either lives exactly the retention on the database's clock, a replica
+ * ahead serves files the others serve, and its sweeper deletes nothing before its time.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunningServer } from '../../helpers/server';
+import { download, postJson } from '../support/http';
+import { makeImage } from '../support/media';
+import { onReplica, startFleet, startInfrastructure, type Fleet, type FleetInfrastructure } from '../support/replicas';
+
+jest.setTimeout(180_000);
+
+const RETENTION_SECONDS = 300;
+const TEN_MINUTES_MS = 10 * 60_000;
+const skewed = (skewMs: number) => ({
+	NODE_OPTIONS: `--require ${join(__dirname, '..', 'support', 'skewed-clock.cjs')}`,
+	IMAGEGEN_TEST_CLOCK_SKEW_MS: String(skewMs),
+});
+
+let infrastructure: FleetInfrastructure;
+let fleet: Fleet;
+const extra: RunningServer[] = [];
+
+beforeAll(async () => {
+	infrastructure = await startInfrastructure();
+	fleet = await startFleet(infrastructure, { count: 1, storage: 'disk', args: ['--retention-seconds', String(RETENTION_SECONDS)] });
+});
+afterAll(async () => {
+	await Promise.all(extra.map((replica) => replica.stop({ signal: 'SIGKILL' })));
+	await fleet?.stop();
+	await infrastructure?.stop();
+});
+
+const upload = async (replica: RunningServer, side: number) => {
+	const answer = await postJson(replica, '/v1/uploads', { file: (await makeImage('png', side, side)).toString('base64') });
+	expect(answer.status).toBe(200);
+	return answer.body as { imageUrl: string; id: string; expiresAt: string };
+};
+
+it('a replica 10 minutes ahead stamps, serves and sweeps by the database clock', async () => {
+	const [punctual] = fleet.replicas;
+	const ahead = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
+	extra.push(ahead);
+
+	const fromPunctual = await upload(punctual!, 20);
+	const fromAhead = await upload(ahead, 21);
+	// Both live the retention from now, whichever replica stored them.
+	for (const file of [fromPunctual, fromAhead]) {
+		expect(Math.abs(Date.parse(file.expiresAt) - (Date.now() + RETENTION_SECONDS * 1000))).toBeLessThan(30_000);
+	}
+	// Both replicas serve both files.
+	for (const replica of [punctual!, ahead]) {
+		for (const file of [fromPunctual, fromAhead]) expect((await download(onReplica(file.imageUrl, replica))).status).toBe(200);
+	}
+	const info = await fetch(`${ahead.baseUrl}/files/${fromPunctual.id}`, { headers: { authorization: `Bearer ${ahead.apiKey}` } });
+	expect(info.status).toBe(200);
+
+	// Another replica ahead starts: its sweeper runs at once, and finds nothing expired.
+	const sweeper = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
+	extra.push(sweeper);
+	await new Promise((resolve) => setTimeout(resolve, 3_000));
+	for (const file of [fromPunctual, fromAhead]) {
+		expect(existsSync(join(fleet.sharedDataDir, 'files', file.imageUrl.split('/').pop()!))).toBe(true);
+		expect((await download(onReplica(file.imageUrl, punctual!))).status).toBe(200);
+	}
+	expect(await fleet.query('SELECT id FROM files WHERE id = ANY($1)', [[fromPunctual.id, fromAhead.id]])).toHaveLength(2);
+});
+
+it('a punctual replica replays what a replica 10 minutes behind answered, for the retention on the database clock', async () => {
+	const [punctual] = fleet.replicas;
+	const behind = await fleet.startReplica([], skewed(-TEN_MINUTES_MS));
+	extra.push(behind);
+	const body = { file: (await makeImage('png', 22, 22)).toString('base64') };
+	const first = await postJson(behind, '/v1/uploads', body, { headers: { 'idempotency-key': 'clock-skew-1' } });
+	const repeat = await postJson(punctual!, '/v1/uploads', body, { headers: { 'idempotency-key': 'clock-skew-1' } });
+	expect(first.status).toBe(200);
+	expect(repeat.status).toBe(200);
+	expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+	expect(repeat.body).toEqual(first.body);
+	// The remembered answer lives the retention on the database clock, not the behind replica's.
+	const [row] = await fleet.query<{ seconds: number }>("SELECT extract(epoch FROM expires_at - now())::float8 AS seconds FROM idempotency_keys WHERE key = 'clock-skew-1'");
+	expect(Math.abs(row!.seconds - RETENTION_SECONDS)).toBeLessThan(60);
+});
