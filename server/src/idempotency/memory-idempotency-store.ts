@@ -15,7 +15,7 @@
  * (lost in a crash) counts as never stored: the repeat runs again rather than replaying damage.
  */
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, renameSync, writeFileSync } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -246,7 +246,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 				clean = false;
 				const { status, contentType, body } = line.answer;
 				record = { status, contentType: this.intern(contentType), ref: randomBytes(16).toString('hex'), size: Buffer.byteLength(body, 'utf8'), fileIds: [] };
-				await this.writeBody(record.ref, body);
+				// Synchronously, at start only: an await here lets readline read ahead and queue the
+				// whole journal in memory, which is what streaming it is meant to avoid.
+				const path = this.bodyPath(record.ref);
+				writeFileSync(`${path}.tmp`, body, { encoding: 'utf8', mode: 0o600 });
+				renameSync(`${path}.tmp`, path);
 			} else {
 				record = { status: line.status, contentType: this.intern(line.contentType), ref: line.ref, size: line.size, fileIds: line.fileIds };
 			}
