@@ -1,10 +1,11 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
+import { historyBench } from './history.mjs';
 import { idempotencyBench } from './idempotency.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
@@ -12,7 +13,7 @@ import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -83,6 +84,21 @@ if (only.includes('idempotency')) {
 	const r = (results.idempotency = await idempotencyBench());
 	rows.push([`idempotent replays, provider calls`, String(r.replayCalls), `${r.firstCalls} for the first calls`, '', '0', r.replayCalls === 0 && r.mismatched === 0 && r.errors === 0 ? 'yes' : 'NO']);
 	rows.push([`idempotent replay p50 latency`, `${r.replayP50Ms} ms`, `first call ${r.firstP50Ms} ms`, r.ratio, '', '']);
+}
+
+if (only.includes('history')) {
+	log('history: 600 MB of idempotent answers and a 4 M-line ledger over 60 days, start time and peak RSS vs an empty data dir');
+	const h = (results.history = await historyBench());
+	const within = (run) => run.startMs < 120_000 && run.peakRssMb < 400;
+	for (const [label, run, ok] of [
+		[`idempotency ${h.idempotency.bodyMb} MB, journal of an older version (first start moves bodies out)`, h.idempotency.first, h.idempotency.first.replaysMatched === h.idempotency.first.replaysChecked],
+		[`idempotency ${h.idempotency.bodyMb} MB, restart`, h.idempotency.again, h.idempotency.again.replaysMatched === h.idempotency.again.replaysChecked],
+		[`ledger ${h.ledger.lines} lines / ${h.ledger.days} days (first start rolls up)`, h.ledger.first, h.ledger.first.exact],
+		[`ledger ${h.ledger.lines} lines, restart`, h.ledger.again, h.ledger.again.exact],
+	]) {
+		rows.push([`${label}: start`, `${run.startMs} ms`, `${h.baseline.startMs} ms empty`, run.startRatio, '< 120 s', run.startMs < 120_000 ? 'yes' : 'NO']);
+		rows.push([`${label}: peak RSS`, `${run.peakRssMb} MB`, `${h.baseline.peakRssMb} MB empty`, run.rssRatio, '< 400 MB, exact', within(run) && ok ? 'yes' : 'NO']);
+	}
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

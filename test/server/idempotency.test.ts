@@ -1,4 +1,4 @@
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ImageGenError } from '../../core/errors';
@@ -10,7 +10,7 @@ import {
 	parseIdempotencyKey,
 	runIdempotent,
 } from '../../server/src/idempotency/idempotency';
-import { IDEMPOTENCY_JOURNAL, MemoryIdempotencyStore } from '../../server/src/idempotency/memory-idempotency-store';
+import { IDEMPOTENCY_BODIES, IDEMPOTENCY_JOURNAL, MemoryIdempotencyStore } from '../../server/src/idempotency/memory-idempotency-store';
 import { describeIdempotencyStoreContract } from './support/idempotency-contract';
 
 describeIdempotencyStoreContract('MemoryIdempotencyStore', async () => {
@@ -51,8 +51,68 @@ describe('MemoryIdempotencyStore journal', () => {
 		await store.close();
 		const written = await lines();
 		expect(written).toHaveLength(1);
-		expect(JSON.parse(written[0]!)).toMatchObject({ apiKeyId: 'owner', key: 'done', fingerprint: 'abc', answer: answer('{"ok":true}') });
+		const line = JSON.parse(written[0]!);
+		expect(line).toMatchObject({ apiKeyId: 'owner', key: 'done', fingerprint: 'abc', status: 200, contentType: answer('').contentType, size: 11 });
 		expect((await stat(journal())).mode & 0o777).toBe(0o600);
+		// The body is a file of its own, not part of the journal (nor of the index in memory).
+		expect(written[0]).not.toContain('"ok"');
+		expect(await readFile(join(dataDir, IDEMPOTENCY_BODIES, line.ref), 'utf8')).toBe('{"ok":true}');
+		expect((await stat(join(dataDir, IDEMPOTENCY_BODIES, line.ref))).mode & 0o777).toBe(0o600);
+	});
+
+	it('keeps bodies on disk by reference: a journal of many large answers stays small and replays byte for byte', async () => {
+		const now = new Date();
+		const store = await MemoryIdempotencyStore.open(dataDir, now);
+		const big = (index: number) => `{"data":[{"b64_json":"${Buffer.alloc(256 * 1024, index).toString('base64')}"}],"note":"é\u2028 ✓"}\r\n`;
+		for (let index = 0; index < 20; index++) {
+			await store.claim(claim(`big-${index}`, now), now);
+			await store.complete('owner', `big-${index}`, answer(big(index)));
+		}
+		await store.close();
+		expect((await stat(journal())).size).toBeLessThan(20 * 1024);
+		const reopened = await MemoryIdempotencyStore.open(dataDir, now);
+		for (const index of [0, 7, 19]) expect(await reopened.claim(claim(`big-${index}`, now), now)).toEqual({ state: 'replay', answer: answer(big(index)) });
+	});
+
+	it('moves the bodies of a journal written by an older version out of it, replaying them byte for byte', async () => {
+		const body = '{"data":[{"url":"http://127.0.0.1/files/x.png"}]}\n é';
+		const legacy = { apiKeyId: 'owner', key: 'old', fingerprint: 'abc', expiresAt: new Date(Date.now() + 60_000).toISOString(), answer: answer(body) };
+		await writeFile(journal(), `${JSON.stringify(legacy)}\n`);
+		const store = await MemoryIdempotencyStore.open(dataDir);
+		expect(await store.claim(claim('old', new Date()))).toEqual({ state: 'replay', answer: answer(body) });
+		expect((await lines())[0]).not.toContain('files/x.png');
+	});
+
+	it('forgets the answers that point at a deleted file, for good, and only that key\'s', async () => {
+		const now = new Date();
+		const store = await MemoryIdempotencyStore.open(dataDir, now);
+		const withFiles = (body: string, fileIds: string[]) => ({ ...answer(body), fileIds });
+		for (const [apiKeyId, key, fileIds] of [['owner', 'a', ['file-1']], ['owner', 'b', ['file-2', 'file-1']], ['owner', 'c', ['file-3']], ['other', 'a', ['file-1']]] as const) {
+			await store.claim({ ...claim(key, now), apiKeyId }, now);
+			await store.complete(apiKeyId, key, withFiles(key, [...fileIds]));
+		}
+		expect(await store.forgetFile('owner', 'file-1')).toBe(2);
+		expect(await store.forgetFile('owner', 'file-1')).toBe(0);
+		await store.close();
+		const reopened = await MemoryIdempotencyStore.open(dataDir, now);
+		expect(await reopened.claim(claim('a', now), now)).toEqual({ state: 'claimed' });
+		expect(await reopened.claim(claim('b', now), now)).toEqual({ state: 'claimed' });
+		expect((await reopened.claim(claim('c', now), now)).state).toBe('replay');
+		expect((await reopened.claim({ ...claim('a', now), apiKeyId: 'other' }, now)).state).toBe('replay');
+	});
+
+	it('runs a repeat again when its body was lost in a crash, and removes bodies nothing refers to', async () => {
+		const now = new Date();
+		const store = await MemoryIdempotencyStore.open(dataDir, now);
+		await store.claim(claim('lost', now), now);
+		await store.complete('owner', 'lost', answer('{"whole":"answer"}'));
+		await store.close();
+		const ref = JSON.parse((await lines())[0]!).ref as string;
+		await writeFile(join(dataDir, IDEMPOTENCY_BODIES, ref), '');
+		await writeFile(join(dataDir, IDEMPOTENCY_BODIES, 'f'.repeat(32)), 'orphan');
+		const reopened = await MemoryIdempotencyStore.open(dataDir, now);
+		expect(await readdir(join(dataDir, IDEMPOTENCY_BODIES))).toEqual([ref]);
+		expect(await reopened.claim(claim('lost', now), now)).toEqual({ state: 'claimed' });
 	});
 
 	it('forgets running claims on restart: their process died, so a repeat runs again', async () => {

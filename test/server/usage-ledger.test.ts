@@ -1,5 +1,5 @@
 /** The embedded usage ledger in process: durable records, retries that lose and double nothing, health. */
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonlUsageLedger } from '../../server/src/usage/jsonl-usage-ledger';
@@ -71,4 +71,90 @@ describeUsageLedgerContract('JSON lines', async () => {
 		open: () => JsonlUsageLedger.open({ dataDir: directory, log }),
 		cleanup: async () => rmSync(directory, { recursive: true, force: true }),
 	};
+});
+
+describe('history: old days rolled into exact totals, request ids remembered for a window', () => {
+	const at = (day: string, time = '12:00:00') => new Date(`${day}T${time}Z`);
+	const line = (day: string, id: string, costUsd = 0.0035, images = 1, key = 'key-a', model = 'p-image') => ({ apiKeyId: key, model, images, costUsd, at: at(day), requestId: id });
+	const totalsFile = () => join(dataDir, 'usage-totals.jsonl');
+	const openAt = (day: string) => JsonlUsageLedger.open({ dataDir, log, now: () => at(day, '09:00:00') });
+
+	async function recordHistory(): Promise<void> {
+		const ledger = await openAt('2030-01-01');
+		for (const day of ['2030-01-01', '2030-01-02', '2030-01-03']) {
+			for (let index = 0; index < 5; index++) await ledger.record(line(day, `${day}-${index}`, 0.1, 1, index % 2 ? 'key-a' : 'key-b', index % 3 ? 'p-image' : 'textimage-v2'));
+		}
+		await ledger.close();
+	}
+
+	test('days before yesterday leave the journal for a totals file at start; rows stay the same', async () => {
+		await recordHistory();
+		const before = await (await openAt('2030-01-01')).rows('key-a');
+		const ledger = await openAt('2030-01-04');
+		expect(await ledger.rows('key-a')).toEqual(before);
+		await ledger.close();
+		const kept = lines().filter((text) => !text.startsWith('{"journal"'));
+		expect(kept.map((text) => JSON.parse(text).t.slice(0, 10))).toEqual(Array(5).fill('2030-01-03'));
+		expect(readFileSync(totalsFile(), 'utf8')).toContain('"rolled_before":"2030-01-03"');
+		expect(await (await openAt('2030-01-04')).rows('key-a')).toEqual(before);
+		expect(await (await openAt('2030-01-04')).rows('key-b')).toEqual(await (await openAt('2030-01-04')).rows('key-b', '2030-01-01'));
+	});
+
+	test('a crash between the totals and the journal rewrite counts nothing twice; a late line of a rolled day counts once', async () => {
+		await recordHistory();
+		const journalBefore = readFileSync(join(dataDir, 'usage.jsonl'));
+		const before = await (await openAt('2030-01-01')).rows('key-a');
+		await (await openAt('2030-01-04')).close();
+		// As if the process died right after the totals were renamed in: the old journal is back.
+		writeFileSync(join(dataDir, 'usage.jsonl'), journalBefore);
+		const ledger = await openAt('2030-01-04');
+		expect(await ledger.rows('key-a')).toEqual(before);
+		await ledger.record(line('2030-01-01', 'late', 0.25, 2));
+		await ledger.close();
+		const after = await (await openAt('2030-01-04')).rows('key-a', '2030-01-01', '2030-01-01');
+		const was = before.filter((row) => row.date === '2030-01-01');
+		expect(after.reduce((sum, row) => sum + row.images, 0)).toBe(was.reduce((sum, row) => sum + row.images, 0) + 2);
+		expect(await (await openAt('2030-01-09')).rows('key-a', '2030-01-01', '2030-01-01')).toEqual(after);
+	});
+
+	test('rolls up when the day changes while running, between appends', async () => {
+		let now = at('2030-02-01', '10:00:00');
+		const ledger = await JsonlUsageLedger.open({ dataDir, log, now: () => now });
+		await ledger.record(line('2030-02-01', 'a'));
+		now = at('2030-02-03', '00:00:01');
+		await ledger.record(line('2030-02-03', 'b'));
+		await ledger.record(line('2030-02-03', 'c'));
+		await ledger.close();
+		expect(readFileSync(totalsFile(), 'utf8')).toContain('"rolled_before":"2030-02-02"');
+		expect(lines().filter((text) => text.includes('"t"')).map((text) => JSON.parse(text).id)).toEqual(['b', 'c']);
+		expect((await (await JsonlUsageLedger.open({ dataDir, log, now: () => now })).rows('key-a')).map((row) => [row.date, row.images])).toEqual([
+			['2030-02-01', 1],
+			['2030-02-03', 2],
+		]);
+	});
+
+	test('sums are exact over many lines, before and after the roll-up', async () => {
+		const file = join(dataDir, 'usage.jsonl');
+		const text: string[] = [];
+		for (let index = 0; index < 100_000; index++) text.push(JSON.stringify({ t: `2030-01-0${1 + (index % 3)}T10:00:00.000Z`, key: 'key-a', model: 'p-image', images: 3, cost_usd: 0.0035 * 3, id: `r${index}` }));
+		writeFileSync(file, `${text.join('\n')}\n`);
+		const expected = [33_334, 33_333, 33_333].map((count, day) => ({ date: `2030-01-0${day + 1}`, model: 'p-image', images: count * 3, cost_usd: (count * 105) / 10_000 }));
+		expect(await (await openAt('2030-01-03')).rows('key-a')).toEqual(expected);
+		expect(await (await openAt('2030-01-05')).rows('key-a')).toEqual(expected);
+	});
+
+	test('remembers request ids for a window of entry time only, and still counts a repeat within it once', async () => {
+		const ledger = await openAt('2030-01-01');
+		const start = at('2030-01-01', '00:00:00').getTime();
+		for (let index = 0; index < 2_000; index++) await ledger.record({ ...line('2030-01-01', `w${index}`), at: new Date(start + index * 10_000) });
+		// 2,000 entries 10 s apart span 5.5 hours: only the last hour's ids are kept.
+		expect(ledger.rememberedRequestIds).toBeLessThanOrEqual(361);
+		expect(ledger.rememberedRequestIds).toBeGreaterThanOrEqual(360);
+		await ledger.record({ ...line('2030-01-01', 'w1999'), at: new Date(start + 1999 * 10_000) });
+		expect((await ledger.rows('key-a'))[0]!.images).toBe(2_000);
+		await ledger.close();
+		const reopened = await openAt('2030-01-01');
+		expect(reopened.rememberedRequestIds).toBeLessThanOrEqual(361);
+		expect((await reopened.rows('key-a'))[0]!.images).toBe(2_000);
+	});
 });

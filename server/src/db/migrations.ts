@@ -64,4 +64,13 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
 		`,
 	},
+	{
+		version: 2,
+		name: 'idempotent answers know the files they point at',
+		sql: `
+			ALTER TABLE idempotency_keys ADD COLUMN file_ids text[] NOT NULL DEFAULT '{}';
+			-- Deleting a file forgets the answers that point at it: found by file id, not by a scan.
+			CREATE INDEX idempotency_keys_file_ids ON idempotency_keys USING gin (file_ids);
+		`,
+	},
 ];

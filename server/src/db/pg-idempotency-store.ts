@@ -66,13 +66,18 @@ export class PgIdempotencyStore implements IdempotencyStore {
 
 	async complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void> {
 		await this.pool.query(
-			'UPDATE idempotency_keys SET completed = true, status = $3, content_type = $4, body = $5 WHERE api_key_id = $1 AND key = $2 AND NOT completed',
-			[apiKeyId, key, answer.status, answer.contentType, answer.body],
+			'UPDATE idempotency_keys SET completed = true, status = $3, content_type = $4, body = $5, file_ids = $6 WHERE api_key_id = $1 AND key = $2 AND NOT completed',
+			[apiKeyId, key, answer.status, answer.contentType, answer.body, answer.fileIds ?? []],
 		);
 	}
 
 	async release(apiKeyId: string, key: string): Promise<void> {
 		await this.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND NOT completed', [apiKeyId, key]);
+	}
+
+	async forgetFile(apiKeyId: string, fileId: string): Promise<number> {
+		const { rowCount } = await this.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND completed AND file_ids @> ARRAY[$2::text]', [apiKeyId, fileId]);
+		return rowCount ?? 0;
 	}
 
 	async sweep(now?: Date): Promise<number> {

@@ -9,6 +9,11 @@ export interface StoredAnswer {
 	contentType: string;
 	/** The body exactly as first sent (replayed byte for byte). */
 	body: string;
+	/**
+	 * Ids of the hosted files the answer points at: deleting one of them forgets the answer, so a
+	 * repeat runs again instead of replaying a dead URL. Kept by the store, never sent.
+	 */
+	fileIds?: readonly string[];
 }
 
 export interface IdempotencyClaim {
@@ -35,6 +40,11 @@ export interface IdempotencyStore {
 	complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void>;
 	/** The claimed request failed: forget it, so a repeat runs again. */
 	release(apiKeyId: string, key: string): Promise<void>;
+	/**
+	 * The file `fileId` of `apiKeyId` was deleted: forgets that key's answers pointing at it, so
+	 * their repeats run again. Answers how many were forgotten.
+	 */
+	forgetFile(apiKeyId: string, fileId: string): Promise<number>;
 	/** Deletes claims past their expiry. */
 	sweep(now?: Date): Promise<number>;
 	close?(): Promise<void>;

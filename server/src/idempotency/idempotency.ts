@@ -186,6 +186,25 @@ async function runClaimed(options: RunIdempotentOptions): Promise<IdempotentAnsw
 	return { status: answer.status, contentType: answer.contentType, body: answer.body, replayed: false };
 }
 
+/**
+ * Ids of our hosted files in a route's answer (`imageUrl` / `videoUrl` of an upload, `data[].url`
+ * of a generation). Only our own answer is walked, never client data.
+ */
+export function referencedFileIds(result: unknown): string[] {
+	if (typeof result !== 'object' || result === null) return [];
+	const record = result as Record<string, unknown>;
+	const urls: unknown[] = [record.imageUrl, record.videoUrl, record.url];
+	if (Array.isArray(record.data)) for (const item of record.data) if (typeof item === 'object' && item !== null) urls.push((item as Record<string, unknown>).url);
+	const ids: string[] = [];
+	for (const url of urls) {
+		const match = typeof url === 'string' ? HOSTED_FILE_PATH.exec(url) : null;
+		if (match) ids.push(match[1]!);
+	}
+	return ids;
+}
+
+const HOSTED_FILE_PATH = /\/files\/([A-Za-z0-9_-]{16,64})\.[A-Za-z0-9]+$/;
+
 function requestHash(method: string, path: string): Hash {
 	return createHash('sha256').update(frame('M', method.toUpperCase())).update(frame('P', path));
 }

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
-import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, referencedFileIds, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -59,7 +59,11 @@ export default fp(
 		const waitMs = Math.min(MAX_WAIT_MS, config.generationTimeoutMs / 2);
 
 		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
-			const run = async () => ({ status: 200, contentType: JSON_TYPE, body: JSON.stringify(await options.run()) });
+			const run = async () => {
+				const result = await options.run();
+				// Remembered with the answer, so deleting one of these files forgets it (a repeat runs again).
+				return { status: 200, contentType: JSON_TYPE, body: JSON.stringify(result), fileIds: referencedFileIds(result) };
+			};
 			if (options.key === undefined) return { ...(await run()), replayed: false };
 			try {
 				return await runIdempotent({

@@ -34,7 +34,11 @@ export default async function fileInfoRoutes(v1: FastifyInstance): Promise<void>
 
 	v1.delete<{ Params: { id: string } }>('/files/:id', async (request, reply) => {
 		const { id } = request.params;
-		if (!ID.test(id) || !(await files.remove(id, request.apiKeyId))) throw notFound(id);
+		if (!ID.test(id)) throw notFound(id);
+		// Before the bytes go: a repeat of the request that made the file then runs again rather
+		// than replaying a URL that is about to be 404 (also if the delete itself fails half-way).
+		await v1.idempotencyStore.forgetFile(request.apiKeyId, id);
+		if (!(await files.remove(id, request.apiKeyId))) throw notFound(id);
 		return reply.status(204).send();
 	});
 }

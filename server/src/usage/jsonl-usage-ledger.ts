@@ -1,18 +1,43 @@
 /**
  * Per-key usage for one process: every generation appends one JSON line to
  * `<data-dir>/usage.jsonl` (append-only, so a crash can cost at most the line being written, which
- * is skipped on load); totals are rebuilt from that file at start and kept in memory.
+ * is skipped on load). Days before yesterday (UTC) are rolled into exact per-day, per-key,
+ * per-model totals in `<data-dir>/usage-totals.jsonl` and leave the journal, at start and when the
+ * day changes, so neither the file nor the memory grows with history: totals are kept in memory
+ * (one row per day, key and model), and the journal is read as a stream.
+ *
+ * The roll-up writes the totals first (aside, synced, renamed; the header names the journal they
+ * were taken from), then the journal without the rolled days (the same way, under a new journal
+ * id). A crash between the two leaves the old journal, whose rolled lines are then skipped because
+ * the totals say they consumed it: no line is lost or counted twice. A line of a rolled day that
+ * arrives later (a retry after a long outage) stays in the new journal and counts there.
+ *
+ * Request ids are remembered for REQUEST_ID_WINDOW_MS of entry time only (and at most
+ * MAX_REMEMBERED_IDS): they are per-call UUIDs recorded once, so the only repeats are a line written
+ * again by a retried append, which lands right behind the first copy, and a record repeated while its
+ * line is still queued; neither can be an hour apart.
  *
  * Usage is billing data, so a failed append is never dropped: the lines stay queued and are
  * retried with backoff, each failure is logged at error level, and `health()` reports degraded
  * until an append succeeds again.
  */
-import { appendFile as appendFileCallback } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { appendFile as appendFileCallback, createReadStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
-import { roundUsd } from '../../../core/units';
+import { readRolledTotals, toPico, UsageTotals, writeRolledTotals, type RolledHeader } from './usage-totals';
+
+export const USAGE_JOURNAL = 'usage.jsonl';
+export const USAGE_TOTALS = 'usage-totals.jsonl';
+/** How long (entry time) a request id is remembered to count a repeated line once. */
+export const REQUEST_ID_WINDOW_MS = 60 * 60_000;
+/** A bound on remembered ids whatever the rate (≈ 100 bytes each). */
+export const MAX_REMEMBERED_IDS = 500_000;
+/** Days kept as lines: today and yesterday (UTC); older days are rolled into totals. */
+const DAY_MS = 86_400_000;
 
 // The callback form writes through a plain descriptor (see embedded-file-metadata.ts).
 const appendFile = promisify(appendFileCallback);
@@ -43,12 +68,19 @@ export interface JsonlUsageLedgerOptions {
 	/** First retry delay after a failed append; doubles up to `maxRetryMs`. */
 	initialRetryMs?: number;
 	maxRetryMs?: number;
+	/** The clock that decides which days are rolled up (tests move it). */
+	now?: () => Date;
 }
 
 
 export class JsonlUsageLedger implements UsageLedger {
-	/** apiKeyId → "date model" → totals */
-	private readonly totals = new Map<string, Map<string, UsageRow>>();
+	private readonly totals = new UsageTotals();
+	/** Lines of days before this one are rolled into the totals file ('' before the first roll-up). */
+	private rolledBefore = '';
+	/** Id of the current journal file (its header line); '' for a journal without one. */
+	private journalId = '';
+	/** The UTC day of the last roll-up check: a new day makes one due. */
+	private checkedDay = '';
 	private queue: Queued[] = [];
 	private writing: Promise<void> | null = null;
 	private failures = 0;
@@ -57,8 +89,9 @@ export class JsonlUsageLedger implements UsageLedger {
 	private needsNewline = false;
 	private closed = false;
 	private wakeRetry: (() => void) | null = null;
-	/** Request ids counted so far: a retried request (or a repeated line on disk) counts once. */
-	private readonly counted = new Set<string>();
+	/** Request ids counted lately (id → entry time), oldest first: a repeated line counts once. */
+	private readonly counted = new Map<string, number>();
+	private newestCounted = 0;
 	/** Lines of ids not yet on disk, so a repeat resolves when the first one is durable. */
 	private readonly unwritten = new Map<string, Promise<void>>();
 
@@ -68,19 +101,59 @@ export class JsonlUsageLedger implements UsageLedger {
 	) {}
 
 	static async open(options: JsonlUsageLedgerOptions): Promise<JsonlUsageLedger> {
-		const ledger = new JsonlUsageLedger(join(options.dataDir, 'usage.jsonl'), options);
-		const text = await readFile(ledger.file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-			if (error.code === 'ENOENT') return '';
-			throw error;
-		});
-		// A retried append may have repeated lines that had reached the disk: each request counts once.
-		for (const line of text.split('\n')) {
-			const entry = parseLine(line);
-			if (!entry || (entry.id !== undefined && ledger.counted.has(entry.id))) continue;
-			if (entry.id !== undefined) ledger.counted.add(entry.id);
-			ledger.count(entry);
+		const ledger = new JsonlUsageLedger(join(options.dataDir, USAGE_JOURNAL), options);
+		const totalsFile = join(options.dataDir, USAGE_TOTALS);
+		await rm(`${totalsFile}.tmp`, { force: true });
+		await rm(`${ledger.file}.tmp`, { force: true });
+		const header = await readRolledTotals(totalsFile, ledger.totals);
+		if (header) ledger.rolledBefore = header.rolledBefore;
+		if (await ledger.load(header)) {
+			// A crash came between the totals and the journal rewrite: finish it, so later lines of
+			// those days (late retries) are never mistaken for consumed ones.
+			const newId = randomBytes(12).toString('hex');
+			await ledger.rewriteJournal(newId, ledger.rolledBefore, '');
+			ledger.journalId = newId;
 		}
+		await ledger.rollUpIfDue();
 		return ledger;
+	}
+
+	/** Request ids remembered now (bounded by the window). */
+	get rememberedRequestIds(): number {
+		return this.counted.size;
+	}
+
+	/** Streams the journal line by line into the totals; true when it skipped lines the totals already hold. */
+	private async load(header: RolledHeader | undefined): Promise<boolean> {
+		const input = createReadStream(this.file);
+		const missing = await new Promise<boolean>((resolve, reject) => {
+			input.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? resolve(true) : reject(error)));
+			input.once('open', () => resolve(false));
+		});
+		if (missing) return false;
+		let first = true;
+		let skipRolled = false;
+		let skipped = false;
+		for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+			if (first) {
+				first = false;
+				const id = journalIdOf(text);
+				if (id !== undefined) this.journalId = id;
+				// The totals were taken from this very journal (a crash before its rewrite): its lines of rolled days are in them.
+				skipRolled = header !== undefined && header.consumed === this.journalId;
+				if (id !== undefined) continue;
+			}
+			const entry = parseLine(text);
+			if (!entry) continue;
+			if (skipRolled && entry.t.slice(0, 10) < this.rolledBefore) {
+				skipped = true;
+				continue;
+			}
+			// A retried append may have repeated lines that had reached the disk: each request counts once.
+			if (entry.id !== undefined && !this.remember(entry.id, Date.parse(entry.t))) continue;
+			this.count(entry);
+		}
+		return skipped;
 	}
 
 	/**
@@ -88,10 +161,10 @@ export class JsonlUsageLedger implements UsageLedger {
 	 * way go out together in the next one, so a busy service makes one append per batch.
 	 */
 	record(entry: UsageEntry): Promise<void> {
-		if (this.counted.has(entry.requestId)) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
 		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId };
-		this.counted.add(entry.requestId);
+		if (!this.remember(entry.requestId, entry.at.getTime())) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
 		this.count(line);
+		if (this.today() !== this.checkedDay) this.rollUpDue = true;
 		const written = new Promise<void>((resolve) => {
 			this.queue.push({
 				text: `${JSON.stringify(line)}\n`,
@@ -116,10 +189,7 @@ export class JsonlUsageLedger implements UsageLedger {
 	}
 
 	async rows(apiKeyId: string, from = '0000-00-00', to = '9999-99-99'): Promise<UsageRow[]> {
-		return [...(this.totals.get(apiKeyId)?.values() ?? [])]
-			.filter((row) => row.date >= from && row.date <= to)
-			.sort((a, b) => a.date.localeCompare(b.date) || a.model.localeCompare(b.model))
-			.map((row) => ({ ...row, cost_usd: roundUsd(row.cost_usd) }));
+		return this.totals.rows(apiKeyId, from, to);
 	}
 
 	health(): LedgerHealth {
@@ -181,17 +251,95 @@ export class JsonlUsageLedger implements UsageLedger {
 				delay = this.options.initialRetryMs ?? 100;
 			}
 			for (const queued of batch) queued.done();
+			// Only with nothing queued: every counted line is then on disk, so the totals taken now hold no line that is still to be appended.
+			if (this.rollUpDue && this.queue.length === 0) await this.rollUpIfDue().catch((error: unknown) => this.options.log.error({ err: error, file: this.file }, 'rolling old usage days into totals failed; retried on the next write'));
 		}
 	}
 
+	private rollUpDue = false;
+
+	/**
+	 * Rolls every day before yesterday into the totals file, then rewrites the journal without
+	 * them. Runs at open and from the writer with the queue empty, never beside an append.
+	 */
+	private async rollUpIfDue(): Promise<void> {
+		this.rollUpDue = false;
+		const today = this.today();
+		this.checkedDay = today;
+		const cutoff = new Date(Date.parse(`${today}T00:00:00Z`) - DAY_MS).toISOString().slice(0, 10);
+		if (cutoff <= this.rolledBefore || !this.totals.hasDayBefore(cutoff)) return;
+		const rows = this.totals.rowsBefore(cutoff);
+		await writeRolledTotals(join(this.options.dataDir, USAGE_TOTALS), { rolledBefore: cutoff, consumed: this.journalId }, rows);
+		const skipRolled = this.rolledBefore;
+		this.rolledBefore = cutoff;
+		const newId = randomBytes(12).toString('hex');
+		await this.rewriteJournal(newId, cutoff, skipRolled);
+		this.journalId = newId;
+	}
+
+	/** Copies the journal's lines of days from `cutoff` on into a new journal (aside, synced, renamed). */
+	private async rewriteJournal(newId: string, cutoff: string, previouslyRolled: string): Promise<void> {
+		const temp = `${this.file}.tmp`;
+		const handle = await open(temp, 'w', 0o600);
+		try {
+			let batch = `${JSON.stringify({ journal: newId })}\n`;
+			const input = createReadStream(this.file);
+			const missing = await new Promise<boolean>((resolve, reject) => {
+				input.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? resolve(true) : reject(error)));
+				input.once('open', () => resolve(false));
+			});
+			if (!missing) {
+				for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+					const entry = parseLine(text);
+					if (!entry) continue;
+					// Lines of days already in the totals before (only in a journal they consumed) stay out too.
+					if (entry.t.slice(0, 10) < cutoff || entry.t.slice(0, 10) < previouslyRolled) continue;
+					batch += `${text}\n`;
+					if (batch.length > 64 * 1024) {
+						await handle.write(batch);
+						batch = '';
+					}
+				}
+			}
+			await handle.write(batch);
+			await handle.sync();
+		} finally {
+			await handle.close();
+		}
+		await rename(temp, this.file);
+		this.needsNewline = false;
+	}
+
+	private today(): string {
+		return (this.options.now?.() ?? new Date()).toISOString().slice(0, 10);
+	}
+
+	/** False when the id was counted within the window; remembers it otherwise, forgetting ids that fell out. */
+	private remember(id: string, at: number): boolean {
+		if (this.counted.has(id)) return false;
+		this.counted.set(id, at);
+		if (at > this.newestCounted) this.newestCounted = at;
+		for (const [oldId, oldAt] of this.counted) {
+			if (this.counted.size <= MAX_REMEMBERED_IDS && oldAt >= this.newestCounted - REQUEST_ID_WINDOW_MS) break;
+			if (this.unwritten.has(oldId)) break;
+			this.counted.delete(oldId);
+		}
+		return true;
+	}
+
 	private count(line: Line): void {
-		const date = line.t.slice(0, 10);
-		const perKey = this.totals.get(line.key) ?? new Map<string, UsageRow>();
-		this.totals.set(line.key, perKey);
-		const row = perKey.get(`${date} ${line.model}`) ?? { date, model: line.model, images: 0, cost_usd: 0 };
-		row.images += line.images;
-		row.cost_usd += line.cost_usd;
-		perKey.set(`${date} ${line.model}`, row);
+		this.totals.add({ date: line.t.slice(0, 10), key: line.key, model: line.model, images: line.images, pico: toPico(line.cost_usd) });
+	}
+}
+
+/** The id in a journal's header line, or undefined for a usage line. */
+function journalIdOf(text: string): string | undefined {
+	if (!text.startsWith('{"journal":')) return undefined;
+	try {
+		const header = JSON.parse(text) as { journal?: unknown };
+		return typeof header.journal === 'string' ? header.journal : undefined;
+	} catch {
+		return undefined;
 	}
 }
 

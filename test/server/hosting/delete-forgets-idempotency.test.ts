@@ -1,0 +1,103 @@
+/**
+ * Deleting a file forgets the idempotent answers that point at it, on the embedded and the
+ * PostgreSQL configuration: a repeat of the upload (or generation) then runs again and answers a
+ * live URL instead of replaying one that is 404.
+ */
+import { startServer, type RunningServer } from '../../helpers/server';
+import { call, download, postJson } from '../support/http';
+import { makeImage } from '../support/media';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+
+const OWNER = 'owner-key-0123456789';
+const OTHER = 'other-key-0123456789';
+
+let postgres: TestPostgres;
+beforeAll(async () => {
+	postgres = await startTestPostgres();
+}, 90_000);
+afterAll(() => postgres?.stop());
+
+const configurations: Array<[string, () => Promise<string[]>]> = [
+	['embedded', async () => []],
+	['PostgreSQL', async () => ['--database-url', await postgres.createDatabase()]],
+];
+
+describe.each(configurations)('%s', (_name, argsOf) => {
+	let server: RunningServer;
+	beforeAll(async () => {
+		server = await startServer({ apiKey: `${OWNER},${OTHER}`, args: await argsOf() });
+	}, 60_000);
+	afterAll(() => server?.stop({ removeData: true }));
+
+	const as = (apiKey: string) => ({ ...server, apiKey });
+	let counter = 0;
+	const newKey = () => `forget-${Date.now()}-${++counter}`;
+	const idOf = (url: string) => url.split('/').pop()!.replace(/\.\w+$/, '');
+
+	test('upload with a key, DELETE the file, repeat with the key: the upload runs again and its URL works', async () => {
+		const key = newKey();
+		const body = { file: (await makeImage('png', 20, 12)).toString('base64') };
+		const first = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(first.status).toBe(200);
+		expect((await call(as(OWNER), `/v1/files/${first.body.id}`, { method: 'DELETE' })).status).toBe(204);
+
+		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(repeat.status).toBe(200);
+		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+		expect(repeat.body.id).not.toBe(first.body.id);
+		expect((await download(repeat.body.imageUrl)).status).toBe(200);
+
+		// The new answer is remembered again: a further repeat replays it.
+		const again = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(again.headers.get('idempotent-replayed')).toBe('true');
+		expect(again.body).toEqual(repeat.body);
+	});
+
+	test('a generation whose image was deleted runs again on a repeat', async () => {
+		const key = newKey();
+		const body = { model: 'p-image', prompt: 'a lighthouse', response_format: 'url', seed: 7 };
+		const first = await postJson(as(OWNER), '/v1/images/generations', body, { headers: { 'idempotency-key': key } });
+		expect(first.status).toBe(200);
+		const url: string = first.body.data[0].url;
+		expect((await call(as(OWNER), `/v1/files/${idOf(url)}`, { method: 'DELETE' })).status).toBe(204);
+
+		const repeat = await postJson(as(OWNER), '/v1/images/generations', body, { headers: { 'idempotency-key': key } });
+		expect(repeat.status).toBe(200);
+		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+		expect((await download(repeat.body.data[0].url)).status).toBe(200);
+	});
+
+	test('answers that point at other files, and other keys’ answers, are kept', async () => {
+		const key = newKey();
+		const body = { file: (await makeImage('png', 18, 10)).toString('base64') };
+		const kept = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		const theirs = await postJson(as(OTHER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		const deleted = await postJson(as(OWNER), '/v1/uploads', { file: body.file }, { headers: { 'idempotency-key': newKey() } });
+		expect((await call(as(OWNER), `/v1/files/${deleted.body.id}`, { method: 'DELETE' })).status).toBe(204);
+		// Another key cannot make the owner's answers be forgotten by naming the owner's file.
+		expect((await call(as(OTHER), `/v1/files/${kept.body.id}`, { method: 'DELETE' })).status).toBe(404);
+
+		const keptAgain = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(keptAgain.headers.get('idempotent-replayed')).toBe('true');
+		expect(keptAgain.body).toEqual(kept.body);
+		const theirsAgain = await postJson(as(OTHER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(theirsAgain.headers.get('idempotent-replayed')).toBe('true');
+		expect(theirsAgain.body).toEqual(theirs.body);
+	});
+
+	test('forgotten across a restart (the embedded journal remembers the delete)', async () => {
+		const key = newKey();
+		const body = { file: (await makeImage('png', 22, 14)).toString('base64') };
+		const first = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect((await call(as(OWNER), `/v1/files/${first.body.id}`, { method: 'DELETE' })).status).toBe(204);
+		const args = server.process.spawnargs.slice(2);
+		await server.stop();
+		const dataDir = args[args.indexOf('--data-dir') + 1]!;
+		const database = args.includes('--database-url') ? ['--database-url', args[args.indexOf('--database-url') + 1]!] : [];
+		server = await startServer({ apiKey: `${OWNER},${OTHER}`, dataDir, args: database });
+		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(repeat.status).toBe(200);
+		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+		expect((await download(repeat.body.imageUrl)).status).toBe(200);
+	}, 60_000);
+});
