@@ -36,6 +36,8 @@ export interface ServiceConfig {
 	fileDelivery: FileDelivery;
 	/** How long a SIGTERM waits for in-flight requests before giving up. */
 	drainTimeoutMs: number;
+	/** Largest picture (width × height, from the header) decoded for a conversion, a fit, an edit input or a provider output. */
+	maxImagePixels: number;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -93,6 +95,7 @@ export const OPTIONS = [
 	{ flag: 'database-url', env: 'IMAGEGEN_DATABASE_URL', kind: 'string', defaultText: '(embedded files in the data dir)', description: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)' },
 	{ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', kind: 'string', defaultText: 'proxy', description: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)' },
 	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
+	{ flag: 'max-image-pixels', env: 'IMAGEGEN_MAX_IMAGE_PIXELS', kind: 'integer', defaultText: '100000000', description: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -277,6 +280,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		databaseUrl,
 		fileDelivery,
 		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
+		// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
+		maxImagePixels: integer('max-image-pixels', 100_000_000, 1),
 	};
 }
 
