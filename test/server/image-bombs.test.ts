@@ -71,7 +71,7 @@ describe('uploads', () => {
 		['gif', gifDeclaring],
 	])('a %s declaring huge dimensions is refused when converted or fitted', async (_format, make) => {
 		const bytes = await make();
-		for (const fields of [{ output_format: 'png' }, { max_side: '512' }]) {
+		for (const fields of [{ output_format: 'png' }, { max_side: '512' }] as Record<string, string>[]) {
 			const answer = await uploadFile(server, bytes, fields);
 			expect(answer.status).toBe(400);
 			expect(answer.body.error).toMatchObject({ param: 'file', code: 'image_too_large' });
