@@ -36,7 +36,9 @@ export const IMAGE_WORK_DEFAULTS = {
 	// Measured in bench/image-work.mjs: with 2 pipelines a file read's p99 stays at a few ms while fits
 	// run; each pipeline is parallel inside libvips already, so more would only queue on the cores.
 	concurrency: 2,
-	maxQueued: 16,
+	// Enough for a burst of small jobs (64 generations at once in the load bench, each a short render);
+	// the pixel limit bounds each job and the budget bounds how long any of them waits.
+	maxQueued: 100,
 	budgetMs: 60_000,
 } as const;
 
