@@ -1,18 +1,19 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,image-work` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { idempotencyBench } from './idempotency.mjs';
+import { imageWorkBench } from './image-work.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'image-work'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -83,6 +84,14 @@ if (only.includes('idempotency')) {
 	const r = (results.idempotency = await idempotencyBench());
 	rows.push([`idempotent replays, provider calls`, String(r.replayCalls), `${r.firstCalls} for the first calls`, '', '0', r.replayCalls === 0 && r.mismatched === 0 && r.errors === 0 ? 'yes' : 'NO']);
 	rows.push([`idempotent replay p50 latency`, `${r.replayP50Ms} ms`, `first call ${r.firstP50Ms} ms`, r.ratio, '', '']);
+}
+
+if (only.includes('image-work')) {
+	log('image-work: hosted-file reads while 4 heavy fits and 4 image bombs arrive at once, vs the same reads idle');
+	results.imageWork = await imageWorkBench();
+	for (const r of results.imageWork) {
+		rows.push([`file read p99 during image work, ${r.label}`, `${r.busy.p99Ms} ms`, `idle ${r.idle.p99Ms} ms`, r.ratio, '< 1000 ms', r.busy.p99Ms < 1000 ? 'yes' : 'NO']);
+	}
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
