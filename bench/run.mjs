@@ -1,19 +1,20 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history,image-work` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { historyBench } from './history.mjs';
 import { idempotencyBench } from './idempotency.mjs';
+import { imageWorkBench } from './image-work.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history', 'image-work'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -98,6 +99,14 @@ if (only.includes('history')) {
 	]) {
 		rows.push([`${label}: start`, `${run.startMs} ms`, `${h.baseline.startMs} ms empty`, run.startRatio, '< 120 s', run.startMs < 120_000 ? 'yes' : 'NO']);
 		rows.push([`${label}: peak RSS`, `${run.peakRssMb} MB`, `${h.baseline.peakRssMb} MB empty`, run.rssRatio, '< 400 MB, exact', within(run) && ok ? 'yes' : 'NO']);
+	}
+}
+
+if (only.includes('image-work')) {
+	log('image-work: hosted-file reads while 4 heavy fits and 4 image bombs arrive at once, vs the same reads idle');
+	results.imageWork = await imageWorkBench();
+	for (const r of results.imageWork) {
+		rows.push([`file read p99 during image work, ${r.label}`, `${r.busy.p99Ms} ms`, `idle ${r.idle.p99Ms} ms`, r.ratio, '< 1000 ms', r.busy.p99Ms < 1000 ? 'yes' : 'NO']);
 	}
 }
 

@@ -3,6 +3,8 @@
  * imagegen-server: parses flags and environment, makes sure there is an API key, starts the
  * service and prints where it listens. Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
+// First: sizes libuv's thread pool before anything uses it.
+import './thread-pool';
 import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './api-key-file';
 import { createService } from './app';

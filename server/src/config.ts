@@ -40,6 +40,8 @@ export interface ServiceConfig {
 	idleTimeoutMs: number;
 	/** Longest a PostgreSQL statement (or an idle transaction) may take before it fails with a 503. */
 	databaseTimeoutMs: number;
+	/** Largest picture (width × height, from the header) decoded for a conversion, a fit, an edit input or a provider output. */
+	maxImagePixels: number;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -99,6 +101,7 @@ export const OPTIONS = [
 	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
 	{ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', kind: 'number', defaultText: '60', description: 'How long a client may send nothing while its request is incomplete (408)' },
 	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
+	{ flag: 'max-image-pixels', env: 'IMAGEGEN_MAX_IMAGE_PIXELS', kind: 'integer', defaultText: '100000000', description: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -285,6 +288,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
 		idleTimeoutMs: Math.round(positive('idle-timeout-seconds', 60) * 1000),
 		databaseTimeoutMs: Math.round(positive('database-timeout-seconds', 15) * 1000),
+		// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
+		maxImagePixels: integer('max-image-pixels', 100_000_000, 1),
 	};
 }
 

@@ -69,6 +69,10 @@ describe('parseConfig', () => {
 		[['--drain-timeout-seconds', 'soon'], /--drain-timeout-seconds must be a positive number/],
 		[['--database-timeout-seconds', '0'], /--database-timeout-seconds must be a positive number/],
 		[['--database-timeout-seconds', 'forever'], /--database-timeout-seconds must be a positive number/],
+		[['--max-image-pixels', '0'], /--max-image-pixels must be a whole number from 1/],
+		[['--max-image-pixels', '48e6'], /--max-image-pixels must be a whole number/],
+		[['--max-image-pixels', '-5'], /--max-image-pixels must be a whole number/],
+		[['--max-image-pixels'], /--max-image-pixels needs a value/],
 	])('refuses %j naming the flag', (argv, message) => {
 		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
 		expect(() => parseConfig(argv as string[], {})).toThrow(message);
@@ -84,6 +88,13 @@ describe('parseConfig', () => {
 			fileDelivery: 'redirect',
 			drainTimeoutMs: 2500,
 		});
+	});
+
+	it('reads --max-image-pixels: 100 MP by default (a 48 MP photo fits), from the flag or IMAGEGEN_MAX_IMAGE_PIXELS', () => {
+		expect(parseConfig([], {})).toMatchObject({ maxImagePixels: 100_000_000 });
+		expect(parseConfig(['--max-image-pixels', '250000000'], {})).toMatchObject({ maxImagePixels: 250_000_000 });
+		expect(parseConfig([], { IMAGEGEN_MAX_IMAGE_PIXELS: '50000000' })).toMatchObject({ maxImagePixels: 50_000_000 });
+		expect(() => parseConfig([], { IMAGEGEN_MAX_IMAGE_PIXELS: 'lots' })).toThrow(/--max-image-pixels \(IMAGEGEN_MAX_IMAGE_PIXELS\)/);
 	});
 
 	it('parses --providers once, into the selection the provider table is built from', () => {
@@ -113,7 +124,7 @@ describe('the CLI', () => {
 	it('prints --help with every flag and exits 0', () => {
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--help'], { encoding: 'utf8' });
 		expect(result.status).toBe(0);
-		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds', '--database-timeout-seconds']) {
+		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds', '--database-timeout-seconds', '--max-image-pixels', '--idle-timeout-seconds']) {
 			expect(result.stdout).toContain(flag);
 		}
 	});

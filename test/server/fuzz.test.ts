@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { startServer, type RunningServer } from '../helpers/server';
+import { gifDeclaring, jpegDeclaring, pngBomb, webpDeclaring } from './support/bombs';
 import { makeImage } from './support/media';
 import { startFleet, startInfrastructure } from './support/replicas';
 
@@ -198,3 +199,62 @@ describe.each(CONFIGURATIONS)('%s', (_name, start, runs) => {
 		expect((await fetch(`${server.origin}/healthz`)).status).toBe(200);
 	});
 });
+
+test('image bombs (decompression bombs, huge declared dimensions) as uploads and as edit inputs', async () => {
+	const bombs = await Promise.all([pngBomb(), jpegDeclaring(), webpDeclaring(), gifDeclaring(), pngBomb(40_000, 4_000)]);
+	const formats = ['png', 'jpg', 'webp', 'gif', 'png'];
+	const bombIndex = fc.nat({ max: bombs.length - 1 });
+	const bomb = bombIndex.map((index) => bombs[index]!);
+	const decodes = fc.oneof(
+		fc.record({ output_format: fc.constantFrom('jpg', 'png', 'webp') }),
+		fc.record({ max_side: fc.integer({ min: 16, max: 4096 }) }),
+		fc.record({ max_bytes: fc.integer({ min: 10_240, max: 1_000_000 }), output_format: fc.constantFrom('jpg', 'webp') }),
+	);
+	// Its own server: the shared one's rate limit is spent by the tests above.
+	const bombed = await startServer({ args: ['--rate-limit-per-minute', '0'] });
+	const post = async (path: string, body: string | FormData, contentType?: string) => {
+		const response = await fetch(`${bombed.baseUrl}${path}`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${bombed.apiKey}`, ...(contentType ? { 'content-type': contentType } : {}) },
+			body,
+			signal: AbortSignal.timeout(15_000),
+		});
+		return { status: response.status, text: await response.text() };
+	};
+	const tooLarge = (answer: { status: number; text: string }, param: string) => {
+		expectWellFormed(answer);
+		expect(answer.status).toBe(400);
+		expect(JSON.parse(answer.text).error).toMatchObject({ code: 'image_too_large', param });
+	};
+	try {
+		await fc.assert(
+			fc.asyncProperty(bombIndex, decodes, fc.boolean(), async (index, options, multipart) => {
+				const bytes = bombs[index]!;
+				// Already in the wanted format and nothing to fit: hosted as is, never decoded.
+				if (Object.keys(options).join() === 'output_format' && (options as { output_format: string }).output_format === formats[index]) return;
+				if (multipart) {
+					const form = new FormData();
+					for (const [name, value] of Object.entries(options)) form.append(name, String(value));
+					form.append('file', new Blob([bytes]), 'bomb.bin');
+					tooLarge(await post('/uploads', form), 'file');
+				} else {
+					tooLarge(await post('/uploads', JSON.stringify({ image: bytes.toString('base64'), ...options }), 'application/json'), 'image');
+				}
+			}),
+			{ numRuns: 40 },
+		);
+		await fc.assert(
+			fc.asyncProperty(fc.array(fc.oneof(bomb, fc.constant(Buffer.from(png, 'base64'))), { minLength: 1, maxLength: 4 }), async (inputs) => {
+				const first = inputs.findIndex((input) => input.toString('base64') !== png);
+				const body = { model: 'p-image-edit', prompt: 'x', images: inputs.map((input) => input.toString('base64')), response_format: 'b64_json' };
+				const answer = await post('/images/generations', JSON.stringify(body), 'application/json');
+				if (first < 0) expect(answer.status).toBe(200);
+				else tooLarge(answer, `images[${first}]`);
+			}),
+			{ numRuns: 40 },
+		);
+		expect((await fetch(`${bombed.origin}/healthz`)).status).toBe(200);
+	} finally {
+		await bombed.stop({ removeData: true });
+	}
+}, 180_000);

@@ -3,6 +3,7 @@
  * through the SSRF-checked fetcher. Whatever the form, the bytes must really be an image.
  */
 import { invalidField } from '../../../core/errors';
+import { checkPixels, declaredSize } from '../media/image-header';
 import { formatBytes } from '../../../core/units';
 import { parseMediaInput, sniffMedia } from '../../../core/media';
 import type { GenerationRequest } from '../../../core/schemas';
@@ -12,7 +13,11 @@ export interface InputImageSource {
 	fetchRemote: RemoteFetcher;
 	/** Largest accepted input image (bytes), for fetched URLs and decoded base64 alike. */
 	maxInputImageBytes: number;
+	/** Largest input picture (`--max-image-pixels`), from its header; 100 MP when not given. */
+	maxImagePixels?: number;
 }
+
+const DEFAULT_MAX_IMAGE_PIXELS = 100_000_000;
 
 export function inputImageLoader(
 	request: GenerationRequest,
@@ -39,6 +44,10 @@ export function inputImageLoader(
 				'unsupported_media_type',
 			);
 		}
+		// Judged here, before any provider (the sandbox included) decodes it.
+		const size = declaredSize(bytes);
+		if (!size) throw invalidField(field, `'${field}' could not be read as a ${media.type} image: its header is damaged`, 'undecodable_image');
+		checkPixels(size, context.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS, { field, status: 400 });
 		return bytes;
 	};
 }

@@ -1,47 +1,71 @@
 /**
  * Whatever a provider hands back, the caller gets what they asked for: the requested format at
- * the aspect ratio's dimensions. Bytes that already match pass through untouched.
+ * the aspect ratio's dimensions. Bytes that already match pass through untouched. A provider's
+ * image is decoded only within the pixel limit (a broken or hostile host is a 502, never our
+ * memory) and in a slot of the image queue.
  */
-import { imageSize } from 'image-size';
 import sharp from 'sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { dimensionsFor } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
+import { checkPixels, declaredSize, imageTooLarge, isPixelLimitError, type ImageSource } from '../media/image-header';
+import type { ImageJob, ImageWork } from '../media/image-work';
 
 export interface FinishedImage {
 	bytes: Buffer;
 	media: SniffedMedia;
 }
 
-export async function normalizeOutput(bytes: Buffer, request: GenerationRequest, provider: string): Promise<FinishedImage> {
+export async function normalizeOutput(
+	bytes: Buffer,
+	request: GenerationRequest,
+	provider: string,
+	imageWork: ImageWork,
+	signal?: AbortSignal,
+): Promise<FinishedImage> {
 	const media = sniffMedia(bytes);
 	if (!media || media.kind !== 'image') {
 		throw new ImageGenError(502, `The ${provider} provider returned something that is not an image`, { code: 'upstream_invalid_output' });
 	}
+	const source: ImageSource = { field: 'output', status: 502, provider };
 	const wanted = MEDIA_DETAILS[request.output_format];
 	const target = dimensionsFor(request.aspect_ratio);
-	// The header says the size without decoding anything, synchronously; sharp reads it only when
-	// the header is unusual, because its work queues behind disk writes in the same thread pool.
-	let metadata: { width?: number; height?: number };
-	try {
-		metadata = imageSize(bytes);
-	} catch {
-		metadata = await sharp(bytes)
-			.metadata()
-			.catch(() => {
-				throw new ImageGenError(502, `The ${provider} provider returned an image that cannot be decoded`, { code: 'upstream_invalid_output' });
-			});
-	}
-	const ratioOff = Math.abs((metadata.width ?? 0) / (metadata.height ?? 1) / (target.width / target.height) - 1);
-	const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
-	const sizeOk = ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
-	if (media.type === wanted.type && sizeOk) return { bytes, media };
+	// The header says the size without decoding anything, synchronously.
+	const declared = declaredSize(bytes);
+	checkPixels(declared, imageWork.maxPixels, source);
+	return imageWork.run(
+		async (job) => {
+			const metadata = declared ?? (await decoding(sharp(bytes, options(job)).metadata(), source, job));
+			const ratioOff = Math.abs((metadata.width ?? 0) / (metadata.height ?? 1) / (target.width / target.height) - 1);
+			const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
+			const sizeOk = ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
+			if (media.type === wanted.type && sizeOk) return { bytes, media };
 
-	let pipeline = sharp(bytes, { animated: false }).rotate();
-	if (!sizeOk) pipeline = pipeline.resize(target.width, target.height, { fit: 'cover' });
-	if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90 });
-	else if (request.output_format === 'webp') pipeline = pipeline.webp({ quality: 90 });
-	else pipeline = pipeline.png();
-	return { bytes: await pipeline.toBuffer(), media: wanted };
+			let pipeline = sharp(bytes, { animated: false, ...options(job) })
+				.timeout({ seconds: job.timeoutSeconds() })
+				.rotate();
+			if (!sizeOk) pipeline = pipeline.resize(target.width, target.height, { fit: 'cover' });
+			if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90 });
+			else if (request.output_format === 'webp') pipeline = pipeline.webp({ quality: 90 });
+			else pipeline = pipeline.png();
+			return { bytes: await decoding(pipeline.toBuffer(), source, job), media: wanted };
+		},
+		{ signal },
+	);
+}
+
+function options(job: ImageJob): sharp.SharpOptions {
+	return { limitInputPixels: job.limitInputPixels };
+}
+
+/** sharp failing on a provider's bytes is the provider's fault: a 502. */
+async function decoding<T>(work: Promise<T>, source: ImageSource & { status: 502 }, job: ImageJob): Promise<T> {
+	try {
+		return await work;
+	} catch (error) {
+		if (isPixelLimitError(error)) throw imageTooLarge(source, job.limitInputPixels);
+		job.throwIfStopped();
+		throw new ImageGenError(502, `The ${source.provider} provider returned an image that cannot be decoded`, { code: 'upstream_invalid_output', cause: error });
+	}
 }

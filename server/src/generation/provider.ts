@@ -4,6 +4,7 @@
  */
 import type { ModelLimits } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
+import type { ImageWork } from '../media/image-work';
 
 export type ProviderImage = { bytes: Buffer } | { url: string };
 
@@ -15,6 +16,8 @@ export interface GenerationContext {
 	 * URLs through the SSRF-checked fetcher. Throws a 400 naming `images[i]` on failure.
 	 */
 	loadInputImage(index: number): Promise<Buffer>;
+	/** The service's bounded image queue (media/image-work.ts), for providers that draw with sharp. */
+	imageWork: ImageWork;
 }
 
 export interface GenerationProvider {

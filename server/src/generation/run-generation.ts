@@ -9,6 +9,7 @@ import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
+import { ImageWork } from '../media/image-work';
 import type { PriceOverrides } from '../prices';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';
@@ -26,6 +27,8 @@ export interface GenerationServices {
 	inputs: InputImageSource;
 	hostedFiles: HostedFiles;
 	usageLedger: UsageLedger;
+	/** The bounded image queue shared with uploads; its own one (same pixel limit) when not given. */
+	imageWork?: ImageWork;
 	/** Where a usage line that could not be made durable is reported (it is retried meanwhile). */
 	log: { error(details: object, message: string): void };
 }
@@ -43,6 +46,7 @@ const USAGE_WAIT_MS = 2_000;
 
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
 	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger } = services;
+	const imageWork = services.imageWork ?? new ImageWork({ maxPixels: inputs.maxImagePixels ?? 100_000_000 });
 
 	return async (request, caller) => {
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
@@ -52,12 +56,12 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		checkProviderLimits(generation, provider);
 		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
-		const outputs = await runProvider(provider, generation, inputs, signal, stopped);
+		const outputs = await runProvider(provider, generation, { inputs, imageWork }, signal, stopped);
 
 		const data: GeneratedImage[] = [];
 		for (const output of outputs) {
 			const bytes = await providerBytes(output, provider, inputs, signal, stopped);
-			const image = await normalizeOutput(bytes, generation, provider.name);
+			const image = await normalizeOutput(bytes, generation, provider.name, imageWork, signal);
 			if (generation.response_format === 'b64_json') {
 				data.push({ b64_json: image.bytes.toString('base64'), seed });
 			} else {
@@ -89,7 +93,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 async function runProvider(
 	provider: GenerationProvider,
 	generation: GenerationRequest,
-	inputs: InputImageSource,
+	{ inputs, imageWork }: { inputs: InputImageSource; imageWork: ImageWork },
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 ): Promise<ProviderImage[]> {
@@ -99,7 +103,7 @@ async function runProvider(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal) });
+		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal), imageWork });
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });

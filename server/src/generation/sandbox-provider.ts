@@ -11,7 +11,9 @@ export const sandboxProvider: GenerationProvider = {
 	async generate(request, context) {
 		const inputs = await Promise.all((request.images ?? []).map((_, index) => context.loadInputImage(index)));
 		context.signal.throwIfAborted();
-		const bytes = await renderSandboxImage(
+		const bytes = await context.imageWork.run(
+			(job) =>
+				renderSandboxImage(
 			{
 				model: request.model,
 				prompt: request.prompt,
@@ -23,6 +25,9 @@ export const sandboxProvider: GenerationProvider = {
 				inputs,
 			},
 			request.output_format,
+			job,
+				),
+			{ signal: context.signal },
 		);
 		return [{ bytes }];
 	},

@@ -6,6 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
+import { invalidField } from '../../../core/errors';
+import { imageTooLarge, isPixelLimitError } from '../media/image-header';
+import type { ImageJob } from '../media/image-work';
 import type { ImageOutputFormat, StyleType } from '../../../core/models';
 
 export interface SandboxScene {
@@ -47,15 +50,21 @@ function paletteFor(scene: SandboxScene, seed: Buffer): Palette {
 	};
 }
 
+/**
+ * Characters XML 1.0 cannot carry at all (C0 controls other than tab and line breaks, DEL and C1
+ * controls, U+FFFE/U+FFFF): librsvg refuses the whole drawing over one of them, so they are dropped.
+ */
+const NOT_XML = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\uFFFE\uFFFF]/g;
+
 function escapeXml(text: string): string {
-	return text.replace(/[<>&'"]/g, (char) => `&#${char.charCodeAt(0)};`);
+	return text.replace(NOT_XML, '').replace(/[<>&'"]/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
 /** Greedy word wrap; very long words are cut so nothing runs off the canvas. */
 function wrap(text: string, maxChars: number, maxLines: number): string[] {
 	const lines: string[] = [];
 	let line = '';
-	for (const word of text.replace(/\s+/g, ' ').trim().split(' ')) {
+	for (const word of text.replace(NOT_XML, '').replace(/\s+/g, ' ').trim().split(' ')) {
 		const piece = word.length > maxChars ? `${word.slice(0, maxChars - 1)}…` : word;
 		if (line && line.length + 1 + piece.length > maxChars) {
 			lines.push(line);
@@ -134,8 +143,8 @@ function captionSvg(scene: SandboxScene): Buffer {
 	);
 }
 
-/** Input images as a grid of tiles covering the canvas. */
-async function tiles(scene: SandboxScene): Promise<sharp.OverlayOptions[]> {
+/** Input images as a grid of tiles covering the canvas; one that cannot be decoded is the client's 400. */
+async function tiles(scene: SandboxScene, job: ImageJob): Promise<sharp.OverlayOptions[]> {
 	const count = scene.inputs.length;
 	const columns = Math.ceil(Math.sqrt(count));
 	const rows = Math.ceil(count / columns);
@@ -143,24 +152,40 @@ async function tiles(scene: SandboxScene): Promise<sharp.OverlayOptions[]> {
 	const tileHeight = Math.floor(scene.height / rows);
 	return Promise.all(
 		scene.inputs.map(async (input, index) => ({
-			input: await sharp(input, { animated: false }).resize(tileWidth, tileHeight, { fit: 'cover' }).png().toBuffer(),
+			input: await decodeTile(input, `images[${index}]`, tileWidth, tileHeight, job),
 			left: (index % columns) * tileWidth,
 			top: Math.floor(index / columns) * tileHeight,
 		})),
 	);
 }
 
-export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat): Promise<Buffer> {
+async function decodeTile(input: Buffer, field: string, width: number, height: number, job: ImageJob): Promise<Buffer> {
+	try {
+		return await sharp(input, { animated: false, limitInputPixels: job.limitInputPixels })
+			.timeout({ seconds: job.timeoutSeconds() })
+			.resize(width, height, { fit: 'cover' })
+			.png()
+			.toBuffer();
+	} catch (error) {
+		if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+		throw invalidField(field, `'${field}' could not be decoded: the image data is damaged`, 'undecodable_image');
+	}
+}
+
+export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat, job: ImageJob): Promise<Buffer> {
 	const seed = createHash('sha256')
 		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
 	const palette = paletteFor(scene, seed);
 	const layers: sharp.OverlayOptions[] = [
 		{ input: backgroundSvg(scene, seed, palette), left: 0, top: 0 },
-		...(await tiles(scene)),
+		...(await tiles(scene, job)),
 		{ input: captionSvg(scene), left: 0, top: 0 },
 	];
-	const canvas = sharp({ create: { width: scene.width, height: scene.height, channels: 3, background: '#000' } }).composite(layers);
+	job.throwIfStopped();
+	const canvas = sharp({ create: { width: scene.width, height: scene.height, channels: 3, background: '#000' } })
+		.composite(layers)
+		.timeout({ seconds: job.timeoutSeconds() });
 	if (format === 'jpeg') return canvas.jpeg({ quality: 90 }).toBuffer();
 	if (format === 'webp') return canvas.webp({ quality: 90 }).toBuffer();
 	return canvas.png().toBuffer();

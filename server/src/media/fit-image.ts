@@ -4,12 +4,13 @@
  * `max_bytes`. Platforms such as Instagram reject a media URL whose file is too large, so the
  * caller gets either a file that fits or a 400 saying what the best attempt reached.
  */
-import { readFile, stat } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
+import { stat } from 'node:fs/promises';
 import sharp, { type Sharp } from 'sharp';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type ImageType, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
+import { imageTooLarge, isPixelLimitError } from './image-header';
+import type { ImageJob } from './image-work';
 
 // One-shot work: caching decoded images only costs memory.
 sharp.cache(false);
@@ -23,9 +24,12 @@ export interface FitImageOptions {
 	format: ImageType;
 	/** Request field holding the image, named when it cannot be decoded. */
 	field: string;
+	/** The queue slot this runs in (media/image-work.ts): pixel limit, time budget, client gone. */
+	job?: ImageJob;
 }
 
 export interface FittedImage {
+	/** Empty when the input was a file path that already fitted: the file itself is the answer. */
 	data: Buffer;
 	media: SniffedMedia;
 	width: number;
@@ -71,14 +75,14 @@ interface Source {
 }
 
 /**
- * Fits `input` (bytes, a stream read into memory, or a file path) to the limits. Throws a 400
- * naming `max_bytes` when no step gets small enough, and one naming `field` when the image cannot
- * be decoded.
+ * Fits `input` (bytes, or a file path that libvips reads itself, so a 300 MB upload is never
+ * copied into memory) to the limits. Throws a 400 naming `max_bytes` when no step gets small
+ * enough, and one naming `field` when the image cannot be decoded or has too many pixels.
  */
-export async function fitImage(input: Readable | Buffer | string, options: FitImageOptions): Promise<FittedImage> {
+export async function fitImage(input: Buffer | string, options: FitImageOptions): Promise<FittedImage> {
 	checkLimit('maxSide', options.maxSide);
 	checkLimit('maxBytes', options.maxBytes);
-	const source = await describeSource(typeof input === 'string' || Buffer.isBuffer(input) ? input : await readAll(input), options);
+	const source = await describeSource(input, options);
 	const { width, height } = scaledToSide(source.width, source.height, options.maxSide);
 
 	const untouched =
@@ -87,7 +91,7 @@ export async function fitImage(input: Readable | Buffer | string, options: FitIm
 		source.upright &&
 		(options.maxBytes === undefined || source.byteLength <= options.maxBytes);
 	if (untouched) {
-		const data = Buffer.isBuffer(source.input) ? source.input : await readFile(source.input);
+		const data = Buffer.isBuffer(source.input) ? source.input : Buffer.alloc(0);
 		return { data, media: MEDIA_DETAILS[options.format], width, height, reencoded: false };
 	}
 
@@ -105,13 +109,14 @@ export async function fitImage(input: Readable | Buffer | string, options: FitIm
 async function decodeOnce(source: Source, width: number, height: number, options: FitImageOptions): Promise<Source> {
 	if (source.animated || width * height * 4 > MAX_RAW_BYTES) return source;
 	try {
-		const { data, info } = await pipelineFor(source)
+		options.job?.throwIfStopped();
+		const { data, info } = await pipelineFor(source, options)
 			.resize(width, height, { fit: 'fill' })
 			.raw()
 			.toBuffer({ resolveWithObject: true });
 		return { ...source, input: data, raw: { width: info.width, height: info.height, channels: info.channels }, width, height };
 	} catch (error) {
-		throw undecodable(options.field, error);
+		throw undecodable(options, error);
 	}
 }
 
@@ -203,20 +208,28 @@ function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
 }
 
 async function encode(source: Source, width: number, height: number, options: FitImageOptions, encoding: Encoding): Promise<Buffer> {
-	let pipeline = pipelineFor(source);
+	options.job?.throwIfStopped();
+	let pipeline = pipelineFor(source, options);
 	if (width !== source.width || height !== source.height) pipeline = pipeline.resize(width, height, { fit: 'fill' });
 	pipeline = withFormat(pipeline, options.format, encoding);
 	try {
 		return await pipeline.toBuffer();
 	} catch (error) {
-		throw undecodable(options.field, error);
+		throw undecodable(options, error);
 	}
 }
 
-function pipelineFor(source: Source): Sharp {
-	return source.raw
-		? sharp(source.input, { raw: source.raw })
-		: sharp(source.input, { animated: source.animated, failOn: 'error', autoOrient: !source.animated });
+function pipelineFor(source: Source, options: FitImageOptions): Sharp {
+	const limits = limitsOf(options);
+	const pipeline = source.raw
+		? sharp(source.input, { raw: source.raw, ...limits })
+		: sharp(source.input, { animated: source.animated, failOn: 'error', autoOrient: !source.animated, ...limits });
+	return options.job ? pipeline.timeout({ seconds: options.job.timeoutSeconds() }) : pipeline;
+}
+
+/** The second line after the header check: libvips itself refuses more pixels than the job allows. */
+function limitsOf(options: FitImageOptions): { limitInputPixels?: number } {
+	return options.job ? { limitInputPixels: options.job.limitInputPixels } : {};
 }
 
 function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sharp {
@@ -239,9 +252,9 @@ function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sha
 async function describeSource(input: Buffer | string, options: FitImageOptions): Promise<Source> {
 	let metadata: sharp.Metadata;
 	try {
-		metadata = await sharp(input, { failOn: 'error' }).metadata();
+		metadata = await sharp(input, { failOn: 'error', ...limitsOf(options) }).metadata();
 	} catch (error) {
-		throw undecodable(options.field, error);
+		throw undecodable(options, error);
 	}
 	const pages = metadata.pages ?? 1;
 	// Frames survive only in formats that can hold them; otherwise the first frame is stored.
@@ -272,7 +285,10 @@ export function scaledToSide(width: number, height: number, maxSide: number | un
 	};
 }
 
-function undecodable(field: string, error: unknown): ImageGenError {
+function undecodable(options: FitImageOptions, error: unknown): ImageGenError {
+	if (error instanceof ImageGenError) return error;
+	const { field, job } = options;
+	if (job && isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
 	return new ImageGenError(400, `'${field}' could not be decoded to fit it: the image data is damaged`, {
 		param: field,
 		code: 'undecodable_image',
@@ -284,10 +300,4 @@ function checkLimit(name: string, value: number | undefined): void {
 	if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
 		throw new RangeError(`${name} must be a positive integer; got ${value}`);
 	}
-}
-
-async function readAll(stream: Readable): Promise<Buffer> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
-	return Buffer.concat(chunks);
 }

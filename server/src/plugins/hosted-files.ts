@@ -4,6 +4,7 @@
  * from ready until close.
  */
 import fp from 'fastify-plugin';
+import { ImageWork } from '../media/image-work';
 import { HostedFiles } from '../storage/hosted-files';
 import { startSweeper, sweepInterval, type Sweeper } from '../storage/sweeper';
 
@@ -26,6 +27,7 @@ export default fp<HostedFilesPluginOptions>(
 			retentionSeconds: fastify.config.retentionSeconds,
 			publicBaseUrl: options.publicBaseUrl,
 			removeLeftovers: fastify.removeStorageLeftovers,
+			imageWork: new ImageWork({ maxPixels: fastify.config.maxImagePixels }),
 		});
 		fastify.decorate('hostedFiles', hostedFiles);
 

@@ -20,8 +20,13 @@ export default async function generationRoutes(v1: FastifyInstance): Promise<voi
 		providers: v1.providers,
 		prices: config.priceOverrides,
 		timeoutMs: config.generationTimeoutMs,
-		inputs: { fetchRemote: v1.fetchRemote, maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes) },
+		inputs: {
+			fetchRemote: v1.fetchRemote,
+			maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes),
+			maxImagePixels: config.maxImagePixels,
+		},
 		hostedFiles: v1.hostedFiles,
+		imageWork: v1.hostedFiles.imageWork,
 		usageLedger: v1.usageLedger,
 		log: v1.log,
 	});

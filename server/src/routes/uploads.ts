@@ -47,16 +47,16 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	};
 
 	/** Converts or fits the staged file as planned, then publishes it; whatever fails leaves nothing stored. */
-	const finish = async (staged: StagedFile, field: string, plan: UploadPlan): Promise<UploadResponse> => {
+	const finish = async (staged: StagedFile, field: string, plan: UploadPlan, signal?: AbortSignal): Promise<UploadResponse> => {
 		let current = staged;
 		try {
 			refuseImageOptionsForVideo(current.media, plan);
 			const { maxSide, maxBytes, expiresIn } = plan.options;
 			if (current.media.kind === 'image' && (maxSide !== undefined || maxBytes !== undefined)) {
 				const format = plan.outputFormat ?? (current.media.type as ImageType);
-				current = await store.fit(current, { maxSide, maxBytes, format, field });
+				current = await store.fit(current, { maxSide, maxBytes, format, field, signal });
 			} else if (plan.outputFormat && plan.outputFormat !== current.media.type) {
-				current = await store.convert(current, plan.outputFormat, field);
+				current = await store.convert(current, plan.outputFormat, field, signal);
 			}
 			return describe(await store.publish(current, { lifetimeSeconds: expiresIn }));
 		} catch (error) {
@@ -68,6 +68,7 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 
 	const receiveMultipart = async (request: FastifyRequest, reply: FastifyReply, key: string | undefined): Promise<FastifyReply> => {
 		const hasher = key === undefined ? undefined : new FingerprintHasher(request.method, ROUTE);
+		const clientGone = clientGoneSignal(reply);
 		let staged: StagedFile | null = null;
 		const fields = new Map<string, string>();
 		/** Set when output_format came before the file, so the file was converted as it streamed in. */
@@ -90,6 +91,7 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 						drainOnError: true,
 						accept: (media) => refuseImageOptionsForVideo(media, plan),
 						convertTo,
+						signal: clientGone,
 					});
 					// stage() has piped the part by now (it does so before its first await), so this
 					// second reader sees the very same chunks.
@@ -140,7 +142,7 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 				fingerprint: () => hasher!.digest(),
 				run: () => {
 					finishing = true;
-					return finish(received, 'file', plan);
+					return finish(received, 'file', plan, clientGone);
 				},
 			});
 		} finally {
@@ -151,8 +153,9 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		return v1.idempotency.reply(reply, answer);
 	};
 
-	const receiveJson = async (request: FastifyRequest): Promise<UploadResponse> => {
+	const receiveJson = async (request: FastifyRequest, reply: FastifyReply): Promise<UploadResponse> => {
 		const { body } = request;
+		const clientGone = clientGoneSignal(reply);
 		if (body === undefined || body === null) {
 			throw new ImageGenError(
 				400,
@@ -181,7 +184,7 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		// Fitting re-encodes anyway: converting first would only lose quality twice.
 		const convertTo = isFitting(options) ? undefined : upload.outputFormat;
 		let staged: StagedFile;
-		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind };
+		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind, signal: clientGone };
 		if (upload.input.kind === 'url') {
 			const remote = await v1.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
 			// Converted as it streams in: the original never needs storing.
@@ -202,7 +205,7 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 				: await store.stageBuffer(bytes, media, request.apiKeyId);
 		}
 		// Already in its final format when converted on the way into storage.
-		return finish(staged, field, convertTo ? { options } : plan);
+		return finish(staged, field, convertTo ? { options } : plan, clientGone);
 	};
 
 	v1.post('/uploads', async (request, reply) => {
@@ -211,9 +214,18 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		return v1.idempotency.send(request, reply, {
 			key,
 			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: () => receiveJson(request),
+			run: () => receiveJson(request, reply),
 		});
 	});
+}
+
+/** Aborted when the client goes away before its answer, so image work for it stops. */
+function clientGoneSignal(reply: FastifyReply): AbortSignal {
+	const client = new AbortController();
+	reply.raw.once('close', () => {
+		if (!reply.raw.writableFinished) client.abort(new Error('client closed the connection'));
+	});
+	return client.signal;
 }
 
 function isFitting(options: UploadOptions): boolean {

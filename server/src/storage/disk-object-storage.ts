@@ -57,6 +57,10 @@ export class DiskObjectStorage implements ObjectStorage {
 		return handle.createReadStream({ start: range?.start, end: range?.end, autoClose: true });
 	}
 
+	localPath(key: string): string {
+		return this.path(key);
+	}
+
 	async delete(keys: readonly string[]): Promise<void> {
 		await Promise.all(keys.map((key) => removeQuietly(this.path(key))));
 	}

@@ -5,12 +5,19 @@
  * sniffed from the bytes before the storage key `<id>.<ext>` is chosen.
  */
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import sharp from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import { fitImage, type FitImageOptions } from '../media/fit-image';
+import { checkPixels, declaredSizeOfFile, imageTooLarge, isPixelLimitError } from '../media/image-header';
+import { ImageWork, type ImageJob } from '../media/image-work';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
@@ -40,8 +47,10 @@ export interface StageOptions {
 	drainOnError?: boolean;
 	/** Refuses a sniffed type before anything is written (e.g. a video sent as `image`). */
 	accept?: (media: SniffedMedia) => void;
-	/** Re-encodes an image to this format on its way into storage (videos are never converted). */
+	/** Re-encodes an image to this format once stored (videos are never converted). */
 	convertTo?: UploadOutputFormat;
+	/** Aborted when the client leaves: image work for it stops. */
+	signal?: AbortSignal;
 }
 
 export interface HostedFilesOptions {
@@ -53,6 +62,8 @@ export interface HostedFilesOptions {
 	/** Extra cleanup each sweep (the embedded store's crash leftovers); answers how many it removed. */
 	removeLeftovers?: () => Promise<number>;
 	now?: () => number;
+	/** The bounded queue every conversion and fit runs through (and its pixel limit). */
+	imageWork?: ImageWork;
 }
 
 const NAME = /^([A-Za-z0-9_-]{16,64})\.([a-z0-9]{2,5})$/;
@@ -67,8 +78,10 @@ export class HostedFiles {
 	readonly metadata: FileMetadataStore;
 	private readonly retentionMs: number;
 	private readonly now: () => number;
+	readonly imageWork: ImageWork;
 
 	constructor(private readonly options: HostedFilesOptions) {
+		this.imageWork = options.imageWork ?? new ImageWork({ maxPixels: 100_000_000 });
 		this.storage = options.storage;
 		this.metadata = options.metadata;
 		this.retentionMs = options.retentionSeconds * 1000;
@@ -108,10 +121,13 @@ export class HostedFiles {
 				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
 			}
 			options.accept?.(media);
+			const staged = await this.writeStaged(inspector, media, options.ownerKeyId);
+			// Stored first, converted from the file: the header is checked before anything decodes,
+			// and libvips reads the file itself instead of sharp buffering the whole stream.
 			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
-				return await this.writeConverted(inspector, options.convertTo, field, options.ownerKeyId);
+				return await this.convert(staged, options.convertTo, field, options.signal);
 			}
-			return await this.writeStaged(inspector, media, options.ownerKeyId);
+			return staged;
 		} catch (error) {
 			abandonSource();
 			throw storageError(error);
@@ -130,14 +146,14 @@ export class HostedFiles {
 	}
 
 	/**
-	 * Re-encodes a staged image to `format`, streamed from storage through sharp into storage again
-	 * (works the same on every driver), and discards the original. Animated GIF/WebP stay animated
-	 * when the target is WebP.
+	 * Re-encodes a staged image to `format`, from its file through sharp into storage again (works
+	 * the same on every driver), and discards the original. Animated GIF/WebP stay animated when
+	 * the target is WebP.
 	 */
-	async convert(staged: StagedFile, format: UploadOutputFormat, field: string): Promise<StagedFile> {
+	async convert(staged: StagedFile, format: UploadOutputFormat, field: string, signal?: AbortSignal): Promise<StagedFile> {
 		let converted: StagedFile;
 		try {
-			converted = await this.writeConverted(await this.readStaged(staged), format, field, staged.ownerKeyId);
+			converted = await this.decodeStaged(staged, field, signal, (path, job) => this.writeConverted(path, format, field, staged.ownerKeyId, job));
 		} catch (error) {
 			await this.discard(staged);
 			throw error;
@@ -146,12 +162,13 @@ export class HostedFiles {
 	}
 
 	/**
-	 * Scales and re-encodes a staged image until it fits (media/fit-image.ts), read back from storage
-	 * so it works the same on every driver; the original is discarded once replaced. Answers the
-	 * staged file as it is when it already fitted in the wanted format.
+	 * Scales and re-encodes a staged image until it fits (media/fit-image.ts), from its file, so it
+	 * works the same on every driver and is never copied into memory; the original is discarded
+	 * once replaced. Answers the staged file as it is when it already fitted in the wanted format.
 	 */
-	async fit(staged: StagedFile, options: FitImageOptions): Promise<StagedFile> {
-		const fitted = await fitImage(await this.readStaged(staged), options);
+	async fit(staged: StagedFile, options: FitImageOptions & { signal?: AbortSignal }): Promise<StagedFile> {
+		const { signal, ...fitOptions } = options;
+		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, job }));
 		if (!fitted.reencoded) return staged;
 		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
 	}
@@ -165,6 +182,23 @@ export class HostedFiles {
 			throw error;
 		}
 		return replacement;
+	}
+
+	/**
+	 * The staged image as a local file (the disk driver's own; a temporary copy for a bucket),
+	 * its header checked against the pixel limit, then `work` in a slot of the image queue.
+	 */
+	private async decodeStaged<T>(staged: StagedFile, field: string, signal: AbortSignal | undefined, work: (path: string, job: ImageJob) => Promise<T>): Promise<T> {
+		const local = this.storage.localPath?.(staged.storageKey);
+		const temp = local ? undefined : await mkdtemp(join(tmpdir(), 'imagegen-image-'));
+		try {
+			const path = local ?? join(temp!, staged.storageKey);
+			if (temp) await pipeline(await this.readStaged(staged), createWriteStream(path));
+			checkPixels(await declaredSizeOfFile(path), this.imageWork.maxPixels, { field, status: 400 });
+			return await this.imageWork.run((job) => work(path, job), { signal });
+		} finally {
+			if (temp) await rm(temp, { recursive: true, force: true });
+		}
 	}
 
 	/**
@@ -281,38 +315,33 @@ export class HostedFiles {
 	}
 
 	/**
-	 * input → sharp → storage, streamed. A failure of sharp itself means the image is damaged (400
-	 * naming the field); the input's errors (size limit, client gone) and the storage's pass as they are.
+	 * file → sharp → storage, streamed. A failure of sharp itself means the image is damaged (400
+	 * naming the field; too many pixels: `image_too_large`); the storage's errors pass as they are.
 	 */
-	private async writeConverted(input: Readable, format: UploadOutputFormat, field: string, ownerKeyId: string): Promise<StagedFile> {
+	private async writeConverted(input: string, format: UploadOutputFormat, field: string, ownerKeyId: string, job: ImageJob): Promise<StagedFile> {
 		const animated = format === 'webp';
-		let converter = sharp({ animated, failOn: 'error' });
+		let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
 		if (!animated) converter = converter.rotate();
 		if (format === 'jpeg') converter = converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
 		else if (format === 'png') converter = converter.png();
 		else converter = converter.webp({ quality: 90 });
 		// Between sharp and the storage, so a storage failure never reads as sharp's and vice versa.
 		const output = new PassThrough();
-		let inputError: unknown;
 		let decodeError: unknown;
-		input.once('error', (error) => {
-			inputError = error;
-			output.destroy(error);
-		});
 		converter.once('error', (error) => {
 			decodeError = error;
 			output.destroy(error);
 		});
-		input.pipe(converter).pipe(output);
+		converter.pipe(output);
 		try {
 			return await this.writeStaged(output, MEDIA_DETAILS[format], ownerKeyId);
 		} catch (error) {
-			if (error === decodeError && inputError === undefined) {
+			if (error === decodeError) {
+				if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
 				throw invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
 			}
 			throw storageError(error);
 		} finally {
-			input.unpipe(converter);
 			converter.destroy();
 		}
 	}

@@ -51,6 +51,11 @@ export interface ObjectStorage {
 	 * Used for reservations never published. Must tolerate stores that cannot list uploads.
 	 */
 	removeIncomplete(key: string): Promise<void>;
+	/**
+	 * Where a complete object lies on the local file system, for libvips to read it in place
+	 * (image conversion and fitting); undefined when the driver keeps bytes elsewhere.
+	 */
+	localPath?(key: string): string;
 	/** A direct, time-limited GET link (redirect delivery); undefined when the driver has none. */
 	presignGet?(key: string, options: PresignOptions): Promise<string>;
 	/** Resolves when the store answers (the health check); rejects while it cannot be reached. */
