@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: a service on
- * its data dir carries neither `pg` nor the AWS SDK in memory. The built service is started in a
+ * its data dir carries neither `pg` nor the AWS SDK in memory (nor sharp, until an image needs it). The built service is started in a
  * child process (test/server/support/loaded-packages.cjs) that reports the packages Node loaded.
  */
 import { execFile } from 'node:child_process';
@@ -34,6 +34,8 @@ describe('engines are loaded only when configured', () => {
 		expect(packages).toEqual(expect.arrayContaining(['fastify', '@fastify/multipart']));
 		expect(packages.filter(isAwsSdk)).toEqual([]);
 		expect(packages.filter(isPg)).toEqual([]);
+		// Nor sharp: libvips is loaded by the first image that needs converting, fitting or drawing.
+		expect(packages).not.toContain('sharp');
 	});
 
 	describe('with the engines configured', () => {

@@ -3,7 +3,7 @@
  * the aspect ratio's dimensions. Bytes that already match pass through untouched.
  */
 import { imageSize } from 'image-size';
-import sharp from 'sharp';
+import sharp from '../media/sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { dimensionsFor } from '../../../core/models';

@@ -5,7 +5,8 @@
  * asked for (prompt, model, style, input images) is visible.
  */
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
+import type { OverlayOptions } from 'sharp';
+import sharp from '../media/sharp';
 import type { ImageOutputFormat, StyleType } from '../../../core/models';
 
 export interface SandboxScene {
@@ -135,7 +136,7 @@ function captionSvg(scene: SandboxScene): Buffer {
 }
 
 /** Input images as a grid of tiles covering the canvas. */
-async function tiles(scene: SandboxScene): Promise<sharp.OverlayOptions[]> {
+async function tiles(scene: SandboxScene): Promise<OverlayOptions[]> {
 	const count = scene.inputs.length;
 	const columns = Math.ceil(Math.sqrt(count));
 	const rows = Math.ceil(count / columns);
@@ -155,7 +156,7 @@ export async function renderSandboxImage(scene: SandboxScene, format: ImageOutpu
 		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
 	const palette = paletteFor(scene, seed);
-	const layers: sharp.OverlayOptions[] = [
+	const layers: OverlayOptions[] = [
 		{ input: backgroundSvg(scene, seed, palette), left: 0, top: 0 },
 		...(await tiles(scene)),
 		{ input: captionSvg(scene), left: 0, top: 0 },

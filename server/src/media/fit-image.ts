@@ -6,13 +6,11 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import sharp, { type Sharp } from 'sharp';
+import type { GifOptions, Metadata, PngOptions, Sharp } from 'sharp';
+import sharp from './sharp';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type ImageType, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
-
-// One-shot work: caching decoded images only costs memory.
-sharp.cache(false);
 
 export interface FitImageOptions {
 	/** Longest side allowed, in pixels. */
@@ -34,7 +32,7 @@ export interface FittedImage {
 	reencoded: boolean;
 }
 
-type Encoding = { quality: number } | { png: sharp.PngOptions } | { gif: sharp.GifOptions };
+type Encoding = { quality: number } | { png: PngOptions } | { gif: GifOptions };
 
 /** Lossy formats give up quality first, in steps a viewer barely notices at the top end. */
 const QUALITY_STEPS = [90, 80, 70, 60, 50, 40] as const;
@@ -237,7 +235,7 @@ function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sha
 }
 
 async function describeSource(input: Buffer | string, options: FitImageOptions): Promise<Source> {
-	let metadata: sharp.Metadata;
+	let metadata: Metadata;
 	try {
 		metadata = await sharp(input, { failOn: 'error' }).metadata();
 	} catch (error) {
