@@ -4,7 +4,8 @@
  * image is decoded only within the pixel limit (a broken or hostile host is a 502, never our
  * memory) and in a slot of the image queue.
  */
-import sharp from 'sharp';
+import type { SharpOptions } from 'sharp';
+import sharp from '../media/sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { dimensionsFor } from '../../../core/models';
@@ -55,7 +56,7 @@ export async function normalizeOutput(
 	);
 }
 
-function options(job: ImageJob): sharp.SharpOptions {
+function options(job: ImageJob): SharpOptions {
 	return { limitInputPixels: job.limitInputPixels };
 }
 

@@ -5,10 +5,11 @@
  * asked for (prompt, model, style, input images) is visible.
  */
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
+import type { OverlayOptions } from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { imageTooLarge, isPixelLimitError } from '../media/image-header';
 import type { ImageJob } from '../media/image-work';
+import sharp from '../media/sharp';
 import type { ImageOutputFormat, StyleType } from '../../../core/models';
 
 export interface SandboxScene {
@@ -144,7 +145,7 @@ function captionSvg(scene: SandboxScene): Buffer {
 }
 
 /** Input images as a grid of tiles covering the canvas; one that cannot be decoded is the client's 400. */
-async function tiles(scene: SandboxScene, job: ImageJob): Promise<sharp.OverlayOptions[]> {
+async function tiles(scene: SandboxScene, job: ImageJob): Promise<OverlayOptions[]> {
 	const count = scene.inputs.length;
 	const columns = Math.ceil(Math.sqrt(count));
 	const rows = Math.ceil(count / columns);
@@ -177,7 +178,7 @@ export async function renderSandboxImage(scene: SandboxScene, format: ImageOutpu
 		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
 	const palette = paletteFor(scene, seed);
-	const layers: sharp.OverlayOptions[] = [
+	const layers: OverlayOptions[] = [
 		{ input: backgroundSvg(scene, seed, palette), left: 0, top: 0 },
 		...(await tiles(scene, job)),
 		{ input: captionSvg(scene), left: 0, top: 0 },

@@ -5,15 +5,13 @@
  * caller gets either a file that fits or a 400 saying what the best attempt reached.
  */
 import { stat } from 'node:fs/promises';
-import sharp, { type Sharp } from 'sharp';
+import type { GifOptions, Metadata, PngOptions, Sharp } from 'sharp';
+import sharp from './sharp';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type ImageType, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
 import { imageTooLarge, isPixelLimitError } from './image-header';
 import type { ImageJob } from './image-work';
-
-// One-shot work: caching decoded images only costs memory.
-sharp.cache(false);
 
 export interface FitImageOptions {
 	/** Longest side allowed, in pixels. */
@@ -38,7 +36,7 @@ export interface FittedImage {
 	reencoded: boolean;
 }
 
-type Encoding = { quality: number } | { png: sharp.PngOptions } | { gif: sharp.GifOptions };
+type Encoding = { quality: number } | { png: PngOptions } | { gif: GifOptions };
 
 /** Lossy formats give up quality first, in steps a viewer barely notices at the top end. */
 const QUALITY_STEPS = [90, 80, 70, 60, 50, 40] as const;
@@ -250,7 +248,7 @@ function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sha
 }
 
 async function describeSource(input: Buffer | string, options: FitImageOptions): Promise<Source> {
-	let metadata: sharp.Metadata;
+	let metadata: Metadata;
 	try {
 		metadata = await sharp(input, { failOn: 'error', ...limitsOf(options) }).metadata();
 	} catch (error) {

@@ -4,15 +4,13 @@
  * the instance with them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`,
  * `idempotencyStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
  * and closes every engine.
+ *
+ * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: `pg` and the
+ * AWS SDK cost tens of MB of resident memory that a service on the data dir would carry for nothing.
  */
 import { join } from 'node:path';
 import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
-import { openDatabase } from '../db/postgres';
-import { PgFileMetadataStore } from '../db/pg-file-metadata';
-import { PgIdempotencyStore } from '../db/pg-idempotency-store';
-import { PgRateLimiter } from '../db/pg-rate-limiter';
-import { PgUsageLedger } from '../db/pg-usage-ledger';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
@@ -21,7 +19,6 @@ import { DiskObjectStorage } from '../storage/disk-object-storage';
 import { EmbeddedFileMetadata } from '../storage/embedded-file-metadata';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
-import { S3ObjectStorage } from '../storage/s3-object-storage';
 import { JsonlUsageLedger, type LedgerLogger } from '../usage/jsonl-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
@@ -81,6 +78,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 /** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
 export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
 	const { bucket, endpoint, region, forcePathStyle, prefix } = storage;
+	const { S3ObjectStorage } = await import('../storage/s3-object-storage');
 	return S3ObjectStorage.open({ bucket, endpoint, region, forcePathStyle, prefix });
 }
 
@@ -89,6 +87,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgRateLimiter, PgUsageLedger } = await import('../db/database-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);

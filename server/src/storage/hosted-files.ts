@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import sharp from 'sharp';
+import sharp from '../media/sharp';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
@@ -69,9 +69,6 @@ export interface HostedFilesOptions {
 const NAME = /^([A-Za-z0-9_-]{16,64})\.([a-z0-9]{2,5})$/;
 const ID_BYTES = 18; // 144 random bits → 24 base64url characters
 const SWEEP_BATCH = 100;
-
-// Converting is one-shot work: caching decoded images only costs memory.
-sharp.cache(false);
 
 export class HostedFiles {
 	readonly storage: ObjectStorage;

@@ -17,12 +17,12 @@ import {
 	ListMultipartUploadsCommand,
 	S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable, Transform, finished, type TransformCallback } from 'node:stream';
 import { inlineContentDisposition } from './content-disposition';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions, PresignOptions } from './object-storage';
 import { describeS3Error, isNoSuchUpload, isNotFound, isNotImplemented } from './s3-errors';
+import { PartBuffers, writeInParts } from './s3-part-writer';
 
 export interface S3ObjectStorageOptions {
 	bucket: string;
@@ -38,15 +38,12 @@ export interface S3ObjectStorageOptions {
 }
 
 /**
- * S3's minimum part size (objects up to 48.8 GiB within the 10 000-part limit). lib-storage copies
- * each part out of the stream and keeps the last copy until the next one, so a write holds about
- * (QUEUE_SIZE + 2) × PART_SIZE; bench/s3-upload.mjs measures what that costs in resident memory.
+ * S3's minimum part size (objects up to 48.8 GiB within the 10 000-part limit). A write holds
+ * (QUEUE_SIZE + 1) part buffers, reused from part to part (s3-part-writer.ts); bench/s3-upload.mjs
+ * and bench/s3-server-upload.mjs measure what that costs in resident memory.
  */
 export const PART_SIZE = 5 * 1024 * 1024;
-/**
- * Parts uploaded at once: one can be on the wire while the next fills. Each more costs a part and
- * its copies awaiting garbage collection: about 10 MB of peak RSS per step in bench/s3-upload.mjs.
- */
+/** Parts uploaded at once: one can be on the wire while the next fills. Each more costs a part buffer. */
 export const QUEUE_SIZE = 2;
 /** DeleteObjects takes at most this many keys per request. */
 const DELETE_BATCH = 1000;
@@ -68,6 +65,8 @@ export class S3ObjectStorage implements ObjectStorage {
 	private readonly client: S3Client;
 	private readonly ownsClient: boolean;
 	private readonly prefix: string;
+	/** One write's part buffers stay between writes, so a steady stream of uploads allocates none. */
+	private readonly partBuffers = new PartBuffers(PART_SIZE, QUEUE_SIZE + 1);
 
 	constructor(private readonly options: S3ObjectStorageOptions) {
 		this.bucket = options.bucket;
@@ -107,11 +106,16 @@ export class S3ObjectStorage implements ObjectStorage {
 		// The first thing that went wrong on our side (the source failed, the caller aborted). It is
 		// what the caller is told, rather than what the store answered to the resulting abort.
 		let failure: unknown;
+		const cancelParts = new AbortController();
+		// Ending the body stops the reading; cancelling stops the parts in flight. The multipart upload
+		// is then aborted before the write settles, so nothing is left when `write` rejects.
+		const stop = (error: unknown) => {
+			cancelParts.abort(error);
+			if (!counter.destroyed && !counter.readableEnded) counter.destroy(error instanceof Error ? error : new Error(String(error)));
+		};
 		const fail = (error: unknown) => {
 			failure ??= error;
-			// Ending the body makes lib-storage stop reading, wait for the parts in flight and abort the
-			// multipart upload before `done()` settles, so nothing is left when `write` rejects.
-			if (!counter.destroyed && !counter.readableEnded) counter.destroy(error instanceof Error ? error : new Error(String(error)));
+			stop(error);
 		};
 		const onAbort = () => fail(options.signal?.reason ?? abortError());
 		options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -119,15 +123,17 @@ export class S3ObjectStorage implements ObjectStorage {
 		const stopWatchingSource = finished(source, { writable: false }, (error) => error && fail(error));
 		source.pipe(counter);
 
-		const upload = new Upload({
-			client: this.client,
-			params: { Bucket: this.bucket, Key: this.objectKey(key), Body: counter, ContentType: options.contentType },
-			partSize: PART_SIZE,
-			queueSize: QUEUE_SIZE,
-			leavePartsOnError: false,
-		});
 		try {
-			await upload.done();
+			await writeInParts(counter, {
+				client: this.client,
+				bucket: this.bucket,
+				key: this.objectKey(key),
+				contentType: options.contentType,
+				buffers: this.partBuffers,
+				queueSize: QUEUE_SIZE,
+				signal: cancelParts.signal,
+				onPartFailure: stop,
+			});
 			if (failure !== undefined) {
 				// Aborted after the last byte was read, while a single-request upload was in flight:
 				// the object exists now, and the caller has been promised it does not.
@@ -136,9 +142,6 @@ export class S3ObjectStorage implements ObjectStorage {
 			}
 			return counter.bytes;
 		} catch (error) {
-			// Upload has already aborted the multipart upload (or tried: the store may not implement
-			// it); this also stops any part lib-storage would still start.
-			await upload.abort();
 			// The source is left to the caller (to drain a request body, or destroy it), but an error
 			// it emits later, such as a client disconnecting, must not go unhandled and end the process.
 			source.on('error', ignore);

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PART_SIZE, S3BucketUnreachableError, S3ObjectStorage } from '../../../server/src/storage/s3-object-storage';
+import { PART_SIZE, QUEUE_SIZE, S3BucketUnreachableError, S3ObjectStorage } from '../../../server/src/storage/s3-object-storage';
 import { chunked, failingAfter, patterned, readAll, stallingAfter } from '../support/byte-streams';
 import { describeObjectStorageContract } from '../support/object-storage-contract';
 import { startRecordingS3, type RecordingS3 } from '../support/recording-s3';
@@ -308,6 +308,36 @@ describe('s3 driver against a recording stand-in S3', () => {
 			const failure = new Error('source broke');
 			await expect(storage.write('refused.mp4', failingAfter(patterned(PART_SIZE + 1), failure), { contentType: 'video/mp4' })).rejects.toBe(failure);
 			expect(standIn.callsOf('AbortMultipartUpload')).toHaveLength(1);
+		});
+		it('whose part the store refuses, rejects with that answer and aborts the upload without waiting for the source to end', async () => {
+			standIn.failNext('UploadPart', 403, 'AccessDenied');
+			// Every byte delivered, then the source neither ends nor fails: a client that went quiet.
+			const source = stallingAfter(patterned(2 * PART_SIZE + 5));
+			const error = await storage.write('refused-part.mp4', source.stream, { contentType: 'video/mp4' }).catch((caught: unknown) => caught);
+			expect(error).toMatchObject({ name: 'AccessDenied' });
+			expect(standIn.callsOf('AbortMultipartUpload')).toHaveLength(1);
+			expect(standIn.callsOf('CompleteMultipartUpload')).toHaveLength(0);
+			expect(standIn.uploads).toEqual([]);
+			source.stream.destroy();
+		});
+
+		it('reuses its part buffers: a write of many parts holds QUEUE_SIZE + 1 of them, and the next write allocates none', async () => {
+			const fresh = new S3ObjectStorage({ bucket: standIn.bucket, endpoint: standIn.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: 'p' });
+			const allocate = jest.spyOn(Buffer, 'allocUnsafeSlow');
+			const partBuffers = () => allocate.mock.calls.filter(([size]) => size === PART_SIZE).length;
+			try {
+				const size = 12 * PART_SIZE + 3;
+				expect(await fresh.write('many-parts.mp4', chunked(patterned(size)), { contentType: 'video/mp4' })).toBe(size);
+				expect(standIn.callsOf('UploadPart')).toHaveLength(13);
+				expect(partBuffers()).toBeGreaterThan(0);
+				expect(partBuffers()).toBeLessThanOrEqual(QUEUE_SIZE + 1);
+				allocate.mockClear();
+				await fresh.write('again.mp4', chunked(patterned(3 * PART_SIZE)), { contentType: 'video/mp4' });
+				expect(partBuffers()).toBe(0);
+			} finally {
+				allocate.mockRestore();
+				await fresh.close();
+			}
 		});
 	});
 

@@ -1,0 +1,144 @@
+/**
+ * A stream written to S3 in parts cut into buffers that are reused: a part's buffer goes back to a
+ * small pool once S3 has acknowledged it, so a write holds (queue size + 1) part buffers whatever
+ * the size of the file, and a long upload allocates nothing per part. (lib-storage's `Upload`
+ * concatenates every part into a fresh buffer and leaves the old ones to the garbage collector,
+ * which let resident memory run tens of MB above what is in use.)
+ *
+ * A stream that ends within the first part is one PutObject; a longer one is a multipart upload,
+ * aborted on any failure so that its parts are not kept (and billed) by the store.
+ */
+import {
+	AbortMultipartUploadCommand,
+	ChecksumAlgorithm,
+	CompleteMultipartUploadCommand,
+	CreateMultipartUploadCommand,
+	PutObjectCommand,
+	UploadPartCommand,
+	type CompletedPart,
+	type S3Client,
+} from '@aws-sdk/client-s3';
+
+/** Part-sized buffers to reuse; keeps at most `keepIdle` between writes, the rest go to the collector. */
+export class PartBuffers {
+	private readonly idle: Buffer[] = [];
+
+	constructor(
+		readonly partSize: number,
+		private readonly keepIdle: number,
+	) {}
+
+	take(): Buffer {
+		// Outside Node's shared slab: a part buffer is freed or reused as a whole.
+		return this.idle.pop() ?? Buffer.allocUnsafeSlow(this.partSize);
+	}
+
+	give(buffer: Buffer): void {
+		if (this.idle.length < this.keepIdle) this.idle.push(buffer);
+	}
+}
+
+export interface PartWriteOptions {
+	client: S3Client;
+	bucket: string;
+	key: string;
+	contentType: string;
+	buffers: PartBuffers;
+	/** Parts on the wire at once. */
+	queueSize: number;
+	/** Cancels the parts in flight (the write has failed on the caller's side). */
+	signal: AbortSignal;
+	/** A part failed: the caller stops `body`, so that reading it does not wait for more bytes. */
+	onPartFailure(error: unknown): void;
+}
+
+/** Writes `body` to `options.key`; on failure nothing is left in the bucket but what a lost abort leaves. */
+export async function writeInParts(body: AsyncIterable<Buffer>, options: PartWriteOptions): Promise<void> {
+	const { client, bucket, key, contentType, buffers, queueSize, signal } = options;
+	const partSize = buffers.partSize;
+	const inFlight = new Set<Promise<void>>();
+	const completed: CompletedPart[] = [];
+	let creating: Promise<string> | undefined;
+	let partFailure: { error: unknown } | undefined;
+	let partNumber = 0;
+
+	const create = async (): Promise<string> => {
+		const checksums = await client.config.requestChecksumCalculation();
+		// Not cancelled by `signal`: an upload the store created must be known, to be aborted.
+		const answer = await client.send(
+			new CreateMultipartUploadCommand({
+				Bucket: bucket,
+				Key: key,
+				ContentType: contentType,
+				// As lib-storage does: the parts' checksums are then checked again on completion.
+				ChecksumAlgorithm: checksums === 'WHEN_SUPPORTED' ? ChecksumAlgorithm.CRC32 : undefined,
+			}),
+		);
+		if (!answer.UploadId) throw new Error(`S3 answered CreateMultipartUpload for '${key}' without an upload id`);
+		return answer.UploadId;
+	};
+
+	const uploadPart = async (buffer: Buffer, length: number, number: number): Promise<void> => {
+		const uploadId = await (creating ??= create());
+		const answer = await client.send(
+			new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: number, Body: buffer.subarray(0, length) }),
+			{ abortSignal: signal },
+		);
+		if (!answer.ETag) throw new Error(`S3 answered UploadPart ${number} for '${key}' without an ETag`);
+		const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = answer;
+		completed.push({ PartNumber: number, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 });
+		// Only an acknowledged part's buffer is reused: a cancelled request may still reference its bytes.
+		buffers.give(buffer);
+	};
+
+	/** Sends a part once fewer than `queueSize` are on the wire. */
+	const dispatch = async (buffer: Buffer, length: number): Promise<void> => {
+		while (inFlight.size >= queueSize) await Promise.race(inFlight);
+		if (partFailure) throw partFailure.error;
+		const sending = uploadPart(buffer, length, ++partNumber).catch((error: unknown) => {
+			partFailure ??= { error };
+			options.onPartFailure(error);
+		});
+		inFlight.add(sending);
+		void sending.finally(() => inFlight.delete(sending));
+	};
+
+	let current = buffers.take();
+	let filled = 0;
+	try {
+		for await (const chunk of body) {
+			for (let offset = 0; offset < chunk.length; ) {
+				// A full part is sent only once a byte beyond it arrives: the last part may be short,
+				// and a file of exactly one part is one PutObject.
+				if (filled === partSize) {
+					await dispatch(current, filled);
+					current = buffers.take();
+					filled = 0;
+				}
+				const copied = chunk.copy(current, filled, offset);
+				filled += copied;
+				offset += copied;
+			}
+		}
+		if (partNumber === 0) {
+			// Not cancelled by `signal`: the caller deletes an object that was stored after all.
+			await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, Body: current.subarray(0, filled) }));
+			buffers.give(current);
+			return;
+		}
+		await dispatch(current, filled);
+		await Promise.all(inFlight);
+		if (partFailure) throw partFailure.error;
+		completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
+		await client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: await creating!, MultipartUpload: { Parts: completed } }));
+	} catch (error) {
+		await Promise.all(inFlight);
+		const uploadId = await creating?.catch(() => undefined);
+		if (uploadId !== undefined) {
+			// A store that refuses the abort (or does not implement it) keeps the parts until a bucket
+			// lifecycle rule or `removeIncomplete` removes them; the write's own failure is what matters.
+			await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
+		}
+		throw error;
+	}
+}
