@@ -64,4 +64,40 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
 		`,
 	},
+	{
+		version: 2,
+		name: 'managed keys and their budget charges',
+		sql: `
+			CREATE TABLE api_keys (
+				id text PRIMARY KEY,
+				name text NOT NULL,
+				prefix text NOT NULL,
+				-- Hex SHA-256 of the secret: the secret itself is never stored.
+				secret_hash text NOT NULL UNIQUE,
+				previous_secret_hash text,
+				previous_valid_until timestamptz,
+				created_at timestamptz NOT NULL,
+				expires_at timestamptz,
+				blocked boolean NOT NULL DEFAULT false,
+				revoked_at timestamptz,
+				models text[],
+				rate_limit_per_minute integer,
+				budget_limit_usd numeric,
+				budget_period text
+			);
+			CREATE INDEX api_keys_previous_secret_hash ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
+
+			-- A generation's price, reserved before it runs (settled false, counted until lease_until),
+			-- then settled with its cost or deleted when it failed.
+			CREATE TABLE key_charges (
+				id text PRIMARY KEY,
+				key_id text NOT NULL,
+				amount_usd numeric NOT NULL,
+				at timestamptz NOT NULL,
+				settled boolean NOT NULL DEFAULT false,
+				lease_until timestamptz NOT NULL
+			);
+			CREATE INDEX key_charges_key_at ON key_charges (key_id, at);
+		`,
+	},
 ];
