@@ -15,6 +15,7 @@ import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
 import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
 import configPlugin from './plugins/config';
+import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
 import providersPlugin from './plugins/providers';
@@ -144,6 +145,7 @@ async function registerService(
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
+	await app.register(generationPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);

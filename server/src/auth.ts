@@ -55,6 +55,12 @@ export function managedKeyPolicy(key: ManagedKey): ApiKeyPolicy {
 	return { id: key.id, managed: true, models: key.models, rateLimitPerMinute: key.rateLimitPerMinute, budget: key.budget };
 }
 
+/** The caller's key policy, set by the /v1 guard; only the admin key has none, and it never reaches these routes. */
+export function keyPolicyOf(request: FastifyRequest): ApiKeyPolicy {
+	if (!request.apiKey) throw new ImageGenError(403, 'This route takes an API key', { code: 'admin_key_not_accepted' });
+	return request.apiKey;
+}
+
 export interface AuthenticatorOptions {
 	apiKeys: readonly string[];
 	adminKey?: string;
