@@ -24,7 +24,6 @@ afterAll(async () => {
 	await infrastructure?.stop();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are checked field by field
 type Answer = { status: number; body: any };
 
 async function call(replica: RunningServer, method: string, path: string, secret: string, body?: unknown): Promise<Answer> {
