@@ -87,17 +87,48 @@ export const MIGRATIONS: readonly Migration[] = [
 			);
 			CREATE INDEX api_keys_previous_secret_hash ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
 
-			-- A generation's price, reserved before it runs (settled false, counted until lease_until),
-			-- then settled with its cost or deleted when it failed.
-			CREATE TABLE key_charges (
+			-- Settled spend per key and UTC day: a budget period sums at most a month of rows
+			-- (all of a key's days for a total budget), however many generations it holds.
+			CREATE TABLE key_spend_days (
+				key_id text NOT NULL,
+				day date NOT NULL,
+				spent_usd numeric NOT NULL,
+				PRIMARY KEY (key_id, day)
+			);
+
+			-- Prices of generations in flight, counted until settled, released or their lease ends.
+			CREATE TABLE key_reservations (
 				id text PRIMARY KEY,
 				key_id text NOT NULL,
 				amount_usd numeric NOT NULL,
 				at timestamptz NOT NULL,
-				settled boolean NOT NULL DEFAULT false,
 				lease_until timestamptz NOT NULL
 			);
-			CREATE INDEX key_charges_key_at ON key_charges (key_id, at);
+			CREATE INDEX key_reservations_key ON key_reservations (key_id);
+
+			-- Budget admission in one statement: the key's row lock is held only while PostgreSQL runs
+			-- this, never across a round trip to a busy replica. Each statement of a volatile function
+			-- takes a fresh snapshot, so the sums after the lock see every admission committed before it.
+			CREATE FUNCTION imagegen_admit_charge(p_key_id text, p_id text, p_amount numeric, p_limit numeric, p_since timestamptz, p_now timestamptz, p_lease_until timestamptz)
+			RETURNS TABLE (admitted boolean, spent numeric, reserved numeric)
+			LANGUAGE plpgsql VOLATILE AS $$
+			DECLARE
+				v_spent numeric;
+				v_reserved numeric;
+			BEGIN
+				PERFORM 1 FROM api_keys WHERE id = p_key_id FOR UPDATE;
+				SELECT COALESCE(sum(spent_usd), 0) INTO v_spent FROM key_spend_days
+					WHERE key_id = p_key_id AND day >= (p_since AT TIME ZONE 'UTC')::date;
+				SELECT COALESCE(sum(amount_usd), 0) INTO v_reserved FROM key_reservations
+					WHERE key_id = p_key_id AND at >= p_since AND lease_until > p_now;
+				IF v_spent + v_reserved + p_amount > p_limit THEN
+					RETURN QUERY SELECT false, v_spent, v_reserved;
+					RETURN;
+				END IF;
+				INSERT INTO key_reservations (id, key_id, amount_usd, at, lease_until) VALUES (p_id, p_key_id, p_amount, p_now, p_lease_until);
+				RETURN QUERY SELECT true, v_spent, v_reserved;
+			END
+			$$;
 		`,
 	},
 ];

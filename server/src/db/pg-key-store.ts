@@ -1,14 +1,13 @@
 /**
- * Managed keys and their spend in PostgreSQL, shared by every replica. A budget admission takes
- * the key's row lock and then, in a fresh statement of the same transaction (so it sees every
- * charge committed by whoever held the lock before), sums spend and live reservations and inserts
- * its own reservation only if it fits: replicas admitting at once are applied one after another.
+ * Managed keys and their spend in PostgreSQL, shared by every replica. A budget admission is one
+ * call of imagegen_admit_charge (migration 2): it takes the key's row lock, sums the spend of the
+ * period and the live reservations, and inserts its own reservation only if it fits, so replicas
+ * admitting at once are applied one after another, and the lock is held only inside PostgreSQL.
  */
 import type { Pool } from 'pg';
 import type { ModelId } from '../../../core/models';
 import type { Admission, KeyStore, Reservation } from '../keys/key-store';
 import type { BudgetPeriod, KeySettings, ManagedKey } from '../keys/managed-key';
-import { withConnection } from './connection';
 
 const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
 	revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period`;
@@ -31,19 +30,12 @@ interface KeyRow {
 	budget_period: string | null;
 }
 
-const ADMIT = `
-	WITH totals AS (
-		SELECT
-			COALESCE(sum(amount_usd) FILTER (WHERE settled), 0) AS spent,
-			COALESCE(sum(amount_usd) FILTER (WHERE NOT settled), 0) AS reserved
-		FROM key_charges
-		WHERE key_id = $1 AND at >= $2 AND (settled OR lease_until > $6)
-	), admitted AS (
-		INSERT INTO key_charges (id, key_id, amount_usd, at, settled, lease_until)
-		SELECT $3, $1, $4::numeric, $6, false, $7 FROM totals WHERE spent + reserved + $4::numeric <= $5::numeric
-		RETURNING id
-	)
-	SELECT spent, reserved, (SELECT count(*) FROM admitted)::int AS admitted FROM totals`;
+/** Moves a reservation into the spend of its UTC day, in one statement: never counted twice, never lost between. */
+const SETTLE = `
+	WITH settled AS (DELETE FROM key_reservations WHERE id = $1 RETURNING key_id, at)
+	INSERT INTO key_spend_days AS spend (key_id, day, spent_usd)
+	SELECT key_id, (at AT TIME ZONE 'UTC')::date, $2::numeric FROM settled
+	ON CONFLICT (key_id, day) DO UPDATE SET spent_usd = spend.spent_usd + EXCLUDED.spent_usd`;
 
 export class PgKeyStore implements KeyStore {
 	constructor(private readonly pool: Pool) {}
@@ -128,39 +120,25 @@ export class PgKeyStore implements KeyStore {
 	}
 
 	async reserve(reservation: Reservation, now: Date = new Date()): Promise<Admission> {
-		return withConnection(
-			this.pool,
-			async (client) => {
-				// The key's row is the lock every admission for this key queues on.
-				await client.query('SELECT 1 FROM api_keys WHERE id = $1 FOR UPDATE', [reservation.keyId]);
-				const { rows } = await client.query<{ spent: string; reserved: string; admitted: number }>(ADMIT, [
-					reservation.keyId,
-					reservation.since,
-					reservation.id,
-					reservation.amountUsd.toString(),
-					reservation.limitUsd.toString(),
-					now,
-					reservation.leaseUntil,
-				]);
-				const row = rows[0]!;
-				if (row.admitted === 1) return { admitted: true } as const;
-				return { admitted: false, spentUsd: Number(row.spent), reservedUsd: Number(row.reserved) } as const;
-			},
-			{ transaction: true },
+		const { rows } = await this.pool.query<{ admitted: boolean; spent: string; reserved: string }>(
+			'SELECT admitted, spent, reserved FROM imagegen_admit_charge($1, $2, $3::numeric, $4::numeric, $5, $6, $7)',
+			[reservation.keyId, reservation.id, reservation.amountUsd.toString(), reservation.limitUsd.toString(), reservation.since, now, reservation.leaseUntil],
 		);
+		const row = rows[0]!;
+		return row.admitted ? { admitted: true } : { admitted: false, spentUsd: Number(row.spent), reservedUsd: Number(row.reserved) };
 	}
 
 	async settle(reservationId: string, amountUsd: number): Promise<void> {
-		await this.pool.query('UPDATE key_charges SET settled = true, amount_usd = $2::numeric WHERE id = $1', [reservationId, amountUsd.toString()]);
+		await this.pool.query(SETTLE, [reservationId, amountUsd.toString()]);
 	}
 
 	async release(reservationId: string): Promise<void> {
-		await this.pool.query('DELETE FROM key_charges WHERE id = $1 AND NOT settled', [reservationId]);
+		await this.pool.query('DELETE FROM key_reservations WHERE id = $1', [reservationId]);
 	}
 
 	async spent(keyId: string, since: Date): Promise<number> {
 		const { rows } = await this.pool.query<{ spent: string }>(
-			'SELECT COALESCE(sum(amount_usd), 0) AS spent FROM key_charges WHERE key_id = $1 AND at >= $2 AND settled',
+			"SELECT COALESCE(sum(spent_usd), 0) AS spent FROM key_spend_days WHERE key_id = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date",
 			[keyId, since],
 		);
 		return Number(rows[0]!.spent);
