@@ -109,8 +109,10 @@ export const MIGRATIONS: readonly Migration[] = [
 			-- Budget admission in one statement: the key's row lock is held only while PostgreSQL runs
 			-- this, never across a round trip to a busy replica. Each statement of a volatile function
 			-- takes a fresh snapshot, so the sums after the lock see every admission committed before it.
-			CREATE FUNCTION imagegen_admit_charge(p_key_id text, p_id text, p_amount numeric, p_limit numeric, p_since timestamptz, p_now timestamptz, p_lease_until timestamptz)
-			RETURNS TABLE (admitted boolean, spent numeric, reserved numeric)
+			-- A replica sends the admissions waiting for one key together; they are decided in order,
+			-- each counting those admitted before it.
+			CREATE FUNCTION imagegen_admit_charges(p_key_id text, p_ids text[], p_amounts numeric[], p_limit numeric, p_since timestamptz, p_now timestamptz, p_lease_until timestamptz)
+			RETURNS TABLE (ordinal integer, admitted boolean, spent numeric, reserved numeric)
 			LANGUAGE plpgsql VOLATILE AS $$
 			DECLARE
 				v_spent numeric;
@@ -121,12 +123,17 @@ export const MIGRATIONS: readonly Migration[] = [
 					WHERE key_id = p_key_id AND day >= (p_since AT TIME ZONE 'UTC')::date;
 				SELECT COALESCE(sum(amount_usd), 0) INTO v_reserved FROM key_reservations
 					WHERE key_id = p_key_id AND at >= p_since AND lease_until > p_now;
-				IF v_spent + v_reserved + p_amount > p_limit THEN
-					RETURN QUERY SELECT false, v_spent, v_reserved;
-					RETURN;
-				END IF;
-				INSERT INTO key_reservations (id, key_id, amount_usd, at, lease_until) VALUES (p_id, p_key_id, p_amount, p_now, p_lease_until);
-				RETURN QUERY SELECT true, v_spent, v_reserved;
+				FOR i IN 1 .. COALESCE(array_length(p_ids, 1), 0) LOOP
+					ordinal := i;
+					spent := v_spent;
+					reserved := v_reserved;
+					admitted := v_spent + v_reserved + p_amounts[i] <= p_limit;
+					IF admitted THEN
+						INSERT INTO key_reservations (id, key_id, amount_usd, at, lease_until) VALUES (p_ids[i], p_key_id, p_amounts[i], p_now, p_lease_until);
+						v_reserved := v_reserved + p_amounts[i];
+					END IF;
+					RETURN NEXT;
+				END LOOP;
 			END
 			$$;
 		`,

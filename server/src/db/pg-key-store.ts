@@ -1,12 +1,15 @@
 /**
  * Managed keys and their spend in PostgreSQL, shared by every replica. A budget admission is one
- * call of imagegen_admit_charge (migration 2): it takes the key's row lock, sums the spend of the
- * period and the live reservations, and inserts its own reservation only if it fits, so replicas
+ * call of imagegen_admit_charges (migration 2): it takes the key's row lock, sums the spend of the
+ * period and the live reservations, and inserts each reservation only if it fits, so replicas
  * admitting at once are applied one after another, and the lock is held only inside PostgreSQL.
+ * Admissions (per key) and settlements that arrive while one call is under way go out together
+ * in the next: under load one round trip serves many generations.
  */
 import type { Pool } from 'pg';
 import type { ModelId } from '../../../core/models';
 import type { Admission, KeyStore, Reservation } from '../keys/key-store';
+import { Batcher } from './batcher';
 import type { BudgetPeriod, KeySettings, ManagedKey } from '../keys/managed-key';
 
 const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
@@ -30,15 +33,29 @@ interface KeyRow {
 	budget_period: string | null;
 }
 
-/** Moves a reservation into the spend of its UTC day, in one statement: never counted twice, never lost between. */
+/** Moves reservations into the spend of their UTC day, in one statement: never counted twice, never lost between. */
 const SETTLE = `
-	WITH settled AS (DELETE FROM key_reservations WHERE id = $1 RETURNING key_id, at)
+	WITH input AS (SELECT * FROM unnest($1::text[], $2::numeric[]) AS input (id, amount)),
+	settled AS (DELETE FROM key_reservations AS held USING input WHERE held.id = input.id RETURNING held.key_id, held.at, input.amount)
 	INSERT INTO key_spend_days AS spend (key_id, day, spent_usd)
-	SELECT key_id, (at AT TIME ZONE 'UTC')::date, $2::numeric FROM settled
+	SELECT key_id, (at AT TIME ZONE 'UTC')::date, sum(amount) FROM settled GROUP BY 1, 2
 	ON CONFLICT (key_id, day) DO UPDATE SET spent_usd = spend.spent_usd + EXCLUDED.spent_usd`;
 
+const ADMIT = 'SELECT ordinal, admitted, spent, reserved FROM imagegen_admit_charges($1, $2::text[], $3::numeric[], $4::numeric, $5, $6, $7) ORDER BY ordinal';
+
+interface Settlement {
+	id: string;
+	amountUsd: number;
+}
+
 export class PgKeyStore implements KeyStore {
-	constructor(private readonly pool: Pool) {}
+	/** Admissions waiting for one key (and limit and period): sent together, decided in order. */
+	private readonly admissions = new Map<string, Batcher<{ reservation: Reservation; now: Date }, Admission>>();
+	private readonly settlements: Batcher<Settlement, void>;
+
+	constructor(private readonly pool: Pool) {
+		this.settlements = new Batcher((batch) => this.settleAll(batch));
+	}
 
 	async create(key: ManagedKey): Promise<void> {
 		await this.pool.query(
@@ -120,16 +137,47 @@ export class PgKeyStore implements KeyStore {
 	}
 
 	async reserve(reservation: Reservation, now: Date = new Date()): Promise<Admission> {
-		const { rows } = await this.pool.query<{ admitted: boolean; spent: string; reserved: string }>(
-			'SELECT admitted, spent, reserved FROM imagegen_admit_charge($1, $2, $3::numeric, $4::numeric, $5, $6, $7)',
-			[reservation.keyId, reservation.id, reservation.amountUsd.toString(), reservation.limitUsd.toString(), reservation.since, now, reservation.leaseUntil],
-		);
-		const row = rows[0]!;
-		return row.admitted ? { admitted: true } : { admitted: false, spentUsd: Number(row.spent), reservedUsd: Number(row.reserved) };
+		const group = `${reservation.keyId}\u0000${reservation.limitUsd}\u0000${reservation.since.getTime()}`;
+		let batcher = this.admissions.get(group);
+		if (!batcher) {
+			batcher = new Batcher((batch) => this.admitAll(batch), 256, () => this.admissions.delete(group));
+			this.admissions.set(group, batcher);
+		}
+		return batcher.submit({ reservation, now });
 	}
 
 	async settle(reservationId: string, amountUsd: number): Promise<void> {
-		await this.pool.query(SETTLE, [reservationId, amountUsd.toString()]);
+		await this.settlements.submit({ id: reservationId, amountUsd });
+	}
+
+	private async admitAll(batch: Array<{ reservation: Reservation; now: Date }>): Promise<Admission[]> {
+		const first = batch[0]!.reservation;
+		const now = batch[batch.length - 1]!.now;
+		const leaseUntil = new Date(Math.max(...batch.map((each) => each.reservation.leaseUntil.getTime())));
+		// Named: prepared once per connection, not parsed and planned on every call.
+		const { rows } = await this.pool.query<{ admitted: boolean; spent: string; reserved: string }>({
+			name: 'imagegen-admit-charges',
+			text: ADMIT,
+			values: [
+				first.keyId,
+				batch.map((each) => each.reservation.id),
+				batch.map((each) => each.reservation.amountUsd.toString()),
+				first.limitUsd.toString(),
+				first.since,
+				now,
+				leaseUntil,
+			],
+		});
+		return rows.map((row) => (row.admitted ? { admitted: true } : { admitted: false, spentUsd: Number(row.spent), reservedUsd: Number(row.reserved) }));
+	}
+
+	private async settleAll(batch: Settlement[]): Promise<void[]> {
+		await this.pool.query({
+			name: 'imagegen-settle-charges',
+			text: SETTLE,
+			values: [batch.map((each) => each.id), batch.map((each) => each.amountUsd.toString())],
+		});
+		return batch.map(() => undefined);
 	}
 
 	async release(reservationId: string): Promise<void> {
