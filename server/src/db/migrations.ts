@@ -87,8 +87,9 @@ export const MIGRATIONS: readonly Migration[] = [
 			);
 			CREATE INDEX api_keys_previous_secret_hash ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
 
-			-- Settled spend per key and UTC day: a budget period sums at most a month of rows
-			-- (all of a key's days for a total budget), however many generations it holds.
+			-- Spend per key and UTC day, generations in flight included (charged when admitted,
+			-- refunded when they fail): a budget period sums at most a month of rows (all of a key's
+			-- days for a total budget), however many generations it holds.
 			CREATE TABLE key_spend_days (
 				key_id text NOT NULL,
 				day date NOT NULL,
@@ -96,44 +97,34 @@ export const MIGRATIONS: readonly Migration[] = [
 				PRIMARY KEY (key_id, day)
 			);
 
-			-- Prices of generations in flight, counted until settled, released or their lease ends.
-			CREATE TABLE key_reservations (
-				id text PRIMARY KEY,
-				key_id text NOT NULL,
-				amount_usd numeric NOT NULL,
-				at timestamptz NOT NULL,
-				lease_until timestamptz NOT NULL
-			);
-			CREATE INDEX key_reservations_key ON key_reservations (key_id);
-
 			-- Budget admission in one statement: the key's row lock is held only while PostgreSQL runs
 			-- this, never across a round trip to a busy replica. Each statement of a volatile function
-			-- takes a fresh snapshot, so the sums after the lock see every admission committed before it.
+			-- takes a fresh snapshot, so the sum after the lock sees every admission committed before it.
 			-- A replica sends the admissions waiting for one key together; they are decided in order,
-			-- each counting those admitted before it.
-			CREATE FUNCTION imagegen_admit_charges(p_key_id text, p_ids text[], p_amounts numeric[], p_limit numeric, p_since timestamptz, p_now timestamptz, p_lease_until timestamptz)
-			RETURNS TABLE (ordinal integer, admitted boolean, spent numeric, reserved numeric)
+			-- each counting those admitted before it, and charged to p_day in one row update.
+			CREATE FUNCTION imagegen_admit_charges(p_key_id text, p_amounts numeric[], p_limit numeric, p_since date, p_day date)
+			RETURNS TABLE (ordinal integer, admitted boolean, spent numeric)
 			LANGUAGE plpgsql VOLATILE AS $$
 			DECLARE
 				v_spent numeric;
-				v_reserved numeric;
+				v_charged numeric := 0;
 			BEGIN
 				PERFORM 1 FROM api_keys WHERE id = p_key_id FOR UPDATE;
-				SELECT COALESCE(sum(spent_usd), 0) INTO v_spent FROM key_spend_days
-					WHERE key_id = p_key_id AND day >= (p_since AT TIME ZONE 'UTC')::date;
-				SELECT COALESCE(sum(amount_usd), 0) INTO v_reserved FROM key_reservations
-					WHERE key_id = p_key_id AND at >= p_since AND lease_until > p_now;
-				FOR i IN 1 .. COALESCE(array_length(p_ids, 1), 0) LOOP
+				SELECT COALESCE(sum(spent_usd), 0) INTO v_spent FROM key_spend_days WHERE key_id = p_key_id AND day >= p_since;
+				FOR i IN 1 .. COALESCE(array_length(p_amounts, 1), 0) LOOP
 					ordinal := i;
 					spent := v_spent;
-					reserved := v_reserved;
-					admitted := v_spent + v_reserved + p_amounts[i] <= p_limit;
+					admitted := v_spent + p_amounts[i] <= p_limit;
 					IF admitted THEN
-						INSERT INTO key_reservations (id, key_id, amount_usd, at, lease_until) VALUES (p_ids[i], p_key_id, p_amounts[i], p_now, p_lease_until);
-						v_reserved := v_reserved + p_amounts[i];
+						v_spent := v_spent + p_amounts[i];
+						v_charged := v_charged + p_amounts[i];
 					END IF;
 					RETURN NEXT;
 				END LOOP;
+				IF v_charged > 0 THEN
+					INSERT INTO key_spend_days AS spend (key_id, day, spent_usd) VALUES (p_key_id, p_day, v_charged)
+					ON CONFLICT (key_id, day) DO UPDATE SET spent_usd = spend.spent_usd + EXCLUDED.spent_usd;
+				END IF;
 			END
 			$$;
 		`,

@@ -1,15 +1,16 @@
 /**
  * Managed keys and their spend in PostgreSQL, shared by every replica. A budget admission is one
- * call of imagegen_admit_charges (migration 2): it takes the key's row lock, sums the spend of the
- * period and the live reservations, and inserts each reservation only if it fits, so replicas
+ * call of imagegen_admit_charges (migration 2): it takes the key's row lock, sums the period's
+ * spend (generations in flight included) and charges each price only if it fits, so replicas
  * admitting at once are applied one after another, and the lock is held only inside PostgreSQL.
- * Admissions (per key) and settlements that arrive while one call is under way go out together
- * in the next: under load one round trip serves many generations.
+ * Admissions (per key) and refunds that arrive while one call is under way go out together in
+ * the next: under load one round trip serves many generations.
  */
 import type { Pool } from 'pg';
 import type { ModelId } from '../../../core/models';
 import type { Admission, KeyStore, Reservation } from '../keys/key-store';
 import { Batcher } from './batcher';
+import { toMicros } from '../keys/managed-key';
 import type { BudgetPeriod, KeySettings, ManagedKey } from '../keys/managed-key';
 
 const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
@@ -33,28 +34,42 @@ interface KeyRow {
 	budget_period: string | null;
 }
 
-/** Moves reservations into the spend of their UTC day, in one statement: never counted twice, never lost between. */
-const SETTLE = `
-	WITH input AS (SELECT * FROM unnest($1::text[], $2::numeric[]) AS input (id, amount)),
-	settled AS (DELETE FROM key_reservations AS held USING input WHERE held.id = input.id RETURNING held.key_id, held.at, input.amount)
+/**
+ * Adds (or, negative, refunds) amounts to keys' days, in one statement. Rows are locked in key
+ * and day order, so two replicas adjusting the same keys never wait on each other in a circle.
+ */
+const ADJUST = `
 	INSERT INTO key_spend_days AS spend (key_id, day, spent_usd)
-	SELECT key_id, (at AT TIME ZONE 'UTC')::date, sum(amount) FROM settled GROUP BY 1, 2
+	SELECT key_id, day, sum(amount) FROM unnest($1::text[], $2::date[], $3::numeric[]) AS input (key_id, day, amount)
+	GROUP BY key_id, day ORDER BY key_id, day
 	ON CONFLICT (key_id, day) DO UPDATE SET spent_usd = spend.spent_usd + EXCLUDED.spent_usd`;
 
-const ADMIT = 'SELECT ordinal, admitted, spent, reserved FROM imagegen_admit_charges($1, $2::text[], $3::numeric[], $4::numeric, $5, $6, $7) ORDER BY ordinal';
+const ADMIT = 'SELECT ordinal, admitted, spent FROM imagegen_admit_charges($1, $2::numeric[], $3::numeric, $4::date, $5::date) ORDER BY ordinal';
 
-interface Settlement {
-	id: string;
+/** A change of a key's spend on one UTC day. */
+interface Adjustment {
+	keyId: string;
+	day: string;
 	amountUsd: number;
 }
 
+/** What this process charged for a generation still running: refunded if it fails. */
+interface Held {
+	keyId: string;
+	day: string;
+	amountUsd: number;
+}
+
+const utcDay = (date: Date) => date.toISOString().slice(0, 10);
+
 export class PgKeyStore implements KeyStore {
-	/** Admissions waiting for one key (and limit and period): sent together, decided in order. */
-	private readonly admissions = new Map<string, Batcher<{ reservation: Reservation; now: Date }, Admission>>();
-	private readonly settlements: Batcher<Settlement, void>;
+	/** Admissions waiting for one key (limit, period and day): sent together, decided in order. */
+	private readonly admissions = new Map<string, Batcher<Reservation, Admission>>();
+	private readonly adjustments: Batcher<Adjustment, void>;
+	private readonly held = new Map<string, Held>();
 
 	constructor(private readonly pool: Pool) {
-		this.settlements = new Batcher((batch) => this.settleAll(batch));
+		this.adjustments = new Batcher((batch) => this.adjustAll(batch));
 	}
 
 	async create(key: ManagedKey): Promise<void> {
@@ -136,58 +151,64 @@ export class PgKeyStore implements KeyStore {
 		return rows[0] ? toKey(rows[0]) : null;
 	}
 
+	/**
+	 * Charges the price at admission, so a generation in flight counts as spent on every replica
+	 * without a second write when it succeeds (the common case); a failure refunds it. A replica
+	 * that dies mid-generation leaves the charge: the key never spends past its budget. The
+	 * reservation's lease is therefore not needed here.
+	 */
 	async reserve(reservation: Reservation, now: Date = new Date()): Promise<Admission> {
-		const group = `${reservation.keyId}\u0000${reservation.limitUsd}\u0000${reservation.since.getTime()}`;
+		const day = utcDay(now);
+		const group = `${reservation.keyId}\u0000${reservation.limitUsd}\u0000${utcDay(reservation.since)}\u0000${day}`;
 		let batcher = this.admissions.get(group);
 		if (!batcher) {
-			batcher = new Batcher((batch) => this.admitAll(batch), 256, () => this.admissions.delete(group));
+			batcher = new Batcher((batch) => this.admitAll(batch, utcDay(reservation.since), day), 256, () => this.admissions.delete(group));
 			this.admissions.set(group, batcher);
 		}
-		return batcher.submit({ reservation, now });
+		const admission = await batcher.submit(reservation);
+		if (admission.admitted) this.held.set(reservation.id, { keyId: reservation.keyId, day, amountUsd: reservation.amountUsd });
+		return admission;
 	}
 
+	/** Only a cost that differs from the price charged at admission needs a write. */
 	async settle(reservationId: string, amountUsd: number): Promise<void> {
-		await this.settlements.submit({ id: reservationId, amountUsd });
+		const held = this.held.get(reservationId);
+		if (!held) return;
+		this.held.delete(reservationId);
+		if (toMicros(amountUsd) !== toMicros(held.amountUsd)) await this.adjustments.submit({ keyId: held.keyId, day: held.day, amountUsd: amountUsd - held.amountUsd });
 	}
 
-	private async admitAll(batch: Array<{ reservation: Reservation; now: Date }>): Promise<Admission[]> {
-		const first = batch[0]!.reservation;
-		const now = batch[batch.length - 1]!.now;
-		const leaseUntil = new Date(Math.max(...batch.map((each) => each.reservation.leaseUntil.getTime())));
+	async release(reservationId: string): Promise<void> {
+		const held = this.held.get(reservationId);
+		if (!held) return;
+		this.held.delete(reservationId);
+		await this.adjustments.submit({ keyId: held.keyId, day: held.day, amountUsd: -held.amountUsd });
+	}
+
+	private async admitAll(batch: Reservation[], since: string, day: string): Promise<Admission[]> {
+		const first = batch[0]!;
 		// Named: prepared once per connection, not parsed and planned on every call.
-		const { rows } = await this.pool.query<{ admitted: boolean; spent: string; reserved: string }>({
+		const { rows } = await this.pool.query<{ admitted: boolean; spent: string }>({
 			name: 'imagegen-admit-charges',
 			text: ADMIT,
-			values: [
-				first.keyId,
-				batch.map((each) => each.reservation.id),
-				batch.map((each) => each.reservation.amountUsd.toString()),
-				first.limitUsd.toString(),
-				first.since,
-				now,
-				leaseUntil,
-			],
+			values: [first.keyId, batch.map((each) => each.amountUsd.toString()), first.limitUsd.toString(), since, day],
 		});
-		return rows.map((row) => (row.admitted ? { admitted: true } : { admitted: false, spentUsd: Number(row.spent), reservedUsd: Number(row.reserved) }));
+		return rows.map((row) => (row.admitted ? { admitted: true } : { admitted: false, spentUsd: Number(row.spent), reservedUsd: 0 }));
 	}
 
-	private async settleAll(batch: Settlement[]): Promise<void[]> {
+	private async adjustAll(batch: Adjustment[]): Promise<void[]> {
 		await this.pool.query({
-			name: 'imagegen-settle-charges',
-			text: SETTLE,
-			values: [batch.map((each) => each.id), batch.map((each) => each.amountUsd.toString())],
+			name: 'imagegen-adjust-spend',
+			text: ADJUST,
+			values: [batch.map((each) => each.keyId), batch.map((each) => each.day), batch.map((each) => each.amountUsd.toString())],
 		});
 		return batch.map(() => undefined);
 	}
 
-	async release(reservationId: string): Promise<void> {
-		await this.pool.query('DELETE FROM key_reservations WHERE id = $1', [reservationId]);
-	}
-
 	async spent(keyId: string, since: Date): Promise<number> {
 		const { rows } = await this.pool.query<{ spent: string }>(
-			"SELECT COALESCE(sum(spent_usd), 0) AS spent FROM key_spend_days WHERE key_id = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date",
-			[keyId, since],
+			'SELECT COALESCE(sum(spent_usd), 0) AS spent FROM key_spend_days WHERE key_id = $1 AND day >= $2::date',
+			[keyId, utcDay(since)],
 		);
 		return Number(rows[0]!.spent);
 	}

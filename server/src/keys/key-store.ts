@@ -4,8 +4,9 @@
  *
  * Spend is kept as charges: a generation reserves its price before it runs (admitted only while
  * spent + reserved + price ≤ limit, atomically), then the reservation is settled with the actual
- * cost or released when the generation failed. A reservation left by a dead process stops
- * counting when its lease ends.
+ * cost or released when the generation failed. The embedded store holds reservations in memory
+ * (a process that dies takes them along); PostgreSQL charges them as spend at once and refunds a
+ * release, so a replica that dies mid-generation leaves its charge and the key never overspends.
  */
 import type { KeySettings, ManagedKey } from './managed-key';
 
@@ -17,7 +18,7 @@ export interface Reservation {
 	limitUsd: number;
 	/** Charges at or after this instant count against the limit (the budget period's start). */
 	since: Date;
-	/** Until when an unsettled reservation counts (a process that died never settles). */
+	/** Until when an unsettled reservation counts, where an engine keeps reservations apart from spend. */
 	leaseUntil: Date;
 }
 
