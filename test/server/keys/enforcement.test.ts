@@ -131,9 +131,10 @@ describe.each(engines)('managed keys enforced on the %s', (_engine, engineArgs) 
 	});
 
 	it('refuses an expired key with key_expired', async () => {
-		const key = await createKey({ expires_at: new Date(Date.now() + 1500).toISOString() });
+		const expiresAt = Date.now() + 4_000;
+		const key = await createKey({ expires_at: new Date(expiresAt).toISOString() });
 		expect((await generate(key.key)).status).toBe(200);
-		await new Promise((resolve) => setTimeout(resolve, 1700));
+		await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt + 200 - Date.now())));
 		const expired = await generate(key.key);
 		expect(expired.status).toBe(401);
 		expect(expired.body.error).toMatchObject({ type: 'authentication_error', code: 'key_expired' });

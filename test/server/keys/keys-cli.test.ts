@@ -94,14 +94,16 @@ describe.each([
 		const key = JSON.parse((await keys(['create', '--name', 'rotating', '--json', '--data-dir', dir, ...args])).stdout) as { id: string; key: string };
 		const server = await startServer({ dataDir: dir, args });
 		servers.push(server);
-		const rotated = await keys(['rotate', key.id, '--grace-seconds', '2', '--json', '--data-dir', dir, ...args]);
+		const started = Date.now();
+		const rotated = await keys(['rotate', key.id, '--grace-seconds', '6', '--json', '--data-dir', dir, ...args]);
 		expect(rotated.code).toBe(0);
 		const next = JSON.parse(rotated.stdout) as { id: string; key: string };
 		expect(next.id).toBe(key.id);
 		await delay(600);
 		expect((await models(server, next.key)).status).toBe(200);
 		expect((await models(server, key.key)).status).toBe(200);
-		await delay(2_600);
+		// The grace time counts from the rotation, which happened after `started`.
+		await delay(Math.max(0, started + 6_000 + 1_100 - Date.now()));
 		expect((await models(server, key.key)).status).toBe(401);
 		expect((await models(server, next.key)).status).toBe(200);
 	});

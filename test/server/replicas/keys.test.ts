@@ -78,7 +78,7 @@ describe('managed keys on a fleet', () => {
 	it('a rotated key: the new secret works everywhere at once, the old one until its grace time ends', async () => {
 		const key = await createKey();
 		await warm(key.key);
-		const graceSeconds = 3;
+		const graceSeconds = 5;
 		const rotated = await admin(fleet.replicas[0]!, 'POST', `/keys/${key.id}/rotate`, { grace_seconds: graceSeconds });
 		expect(rotated.status).toBe(200);
 		const rotatedAt = Date.now();
