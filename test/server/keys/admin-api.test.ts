@@ -2,6 +2,8 @@
  * The admin API over real HTTP on both metadata engines: who may call it, the key object, every
  * bad field named, and managed keys authenticating /v1 from the next request on.
  */
+import type { FastifyRequest } from 'fastify';
+import type { ImageGenError } from '../../../core/errors';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
@@ -191,6 +193,26 @@ describe.each(engines)('admin API on the %s', (_engine, engineArgs) => {
 		expect(all.body.total).toEqual({ images: 3, cost_usd: 0.0105 });
 		const one = await call('GET', `/v1/admin/usage?key_id=${key.id}`);
 		expect(one.body.data).toEqual([{ date: today, key_id: key.id, model: 'p-image', images: 1, cost_usd: 0.0035 }]);
+	});
+});
+
+describe('fastify.requireAdmin (the guard of routes outside /v1 that only the admin may use, such as GET /metrics)', () => {
+	let service: InProcessApp;
+	beforeAll(async () => {
+		service = await buildTestApp(['--admin-key', ADMIN_KEY]);
+	});
+	afterAll(() => service.close());
+	const guard = (authorization?: string) =>
+		service.app.requireAdmin({ headers: authorization === undefined ? {} : { authorization } } as FastifyRequest).then(
+			() => 'admitted',
+			(error: ImageGenError) => `${error.status} ${error.code}`,
+		);
+
+	it('admits the admin key only', async () => {
+		expect(await guard(`Bearer ${ADMIN_KEY}`)).toBe('admitted');
+		expect(await guard(service.auth.authorization)).toBe('403 admin_only');
+		expect(await guard('Bearer not-a-key-at-all')).toBe('401 invalid_api_key');
+		expect(await guard()).toBe('401 missing_api_key');
 	});
 });
 
