@@ -1,8 +1,8 @@
 /**
  * `fastify.authenticate` (who is calling: admin, flat key or managed key), `fastify.keyAdmin`
- * (managing keys on the configured engine) and `fastify.requireAdmin`, an onRequest hook for
- * routes outside /v1 that only the admin key may use (GET /metrics). The /v1 scope applies its
- * own rules in plugins/api-guard.ts.
+ * (managing keys on the configured engine), and two onRequest hooks: `fastify.requireAdmin` for
+ * routes only the admin key may use (GET /metrics) and `fastify.requireApiKey` for routes of API
+ * keys (the /v1 scope through plugins/api-guard.ts, the MCP endpoint).
  */
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -17,6 +17,12 @@ declare module 'fastify' {
 		keyAdmin: KeyAdmin;
 		/** Refuses every caller but the admin key: 403 `admin_only` for an API key, 401 for no key. */
 		requireAdmin: (request: FastifyRequest) => Promise<void>;
+		/**
+		 * What every API-key route does first (the /v1 scope, and any other way in such as /mcp):
+		 * authenticates, refuses the admin key (403 `admin_key_not_accepted`), sets request.apiKeyId
+		 * and request.apiKey, and applies the key's rate limit (429).
+		 */
+		requireApiKey: (request: FastifyRequest) => Promise<void>;
 	}
 }
 
@@ -40,6 +46,22 @@ export default fp(
 		fastify.decorate('requireAdmin', async (request: FastifyRequest) => {
 			const principal = await authenticate(request);
 			if (principal.kind !== 'admin') throw adminOnly();
+		});
+		const limiter = fastify.rateLimiter;
+		fastify.decorate('requireApiKey', async (request: FastifyRequest) => {
+			const principal = await authenticate(request);
+			if (principal.kind === 'admin') throw adminKeyNotAccepted();
+			request.apiKey = principal.key;
+			request.apiKeyId = principal.key.id;
+			const perMinute = principal.key.rateLimitPerMinute ?? limiter.perMinute;
+			const decision = await limiter.take(request.apiKeyId, perMinute);
+			if (!decision.allowed) {
+				throw new ImageGenError(
+					429,
+					`Rate limit of ${perMinute} requests per minute reached for this API key; retry in ${decision.retryAfterSeconds} s`,
+					{ retryAfterSeconds: decision.retryAfterSeconds },
+				);
+			}
 		});
 	},
 	{ name: 'auth', dependencies: ['config', 'backends'] },

@@ -214,6 +214,14 @@ describe('fastify.requireAdmin (the guard of routes outside /v1 that only the ad
 		expect(await guard('Bearer not-a-key-at-all')).toBe('401 invalid_api_key');
 		expect(await guard()).toBe('401 missing_api_key');
 	});
+
+	it('fastify.requireApiKey (for /v1 and other ways in such as /mcp) refuses the admin key and sets the key policy', async () => {
+		const request = { headers: { authorization: `Bearer ${ADMIN_KEY}` } } as FastifyRequest;
+		await expect(service.app.requireApiKey(request)).rejects.toMatchObject({ status: 403, code: 'admin_key_not_accepted' });
+		const flat = { headers: service.auth } as unknown as FastifyRequest;
+		await service.app.requireApiKey(flat);
+		expect(flat.apiKey).toEqual({ id: flat.apiKeyId, managed: false, models: null, rateLimitPerMinute: null, budget: null });
+	});
 });
 
 describe('without --admin-key', () => {
