@@ -13,12 +13,15 @@ import { answerClientError, installConnectionHandling } from './connections';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 import apiGuard from './plugins/api-guard';
+import authPlugin from './plugins/auth';
 import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
 import configPlugin from './plugins/config';
+import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
+import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
@@ -144,10 +147,12 @@ async function registerService(
 
 	await app.register(configPlugin, { config });
 	await app.register(backendsPlugin, { backends: parts.backends });
+	await app.register(authPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
+	await app.register(generationPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
@@ -160,6 +165,7 @@ async function registerService(
 			await v1.register(fileInfoRoutes);
 			await v1.register(generationRoutes);
 			await v1.register(usageRoutes);
+			await v1.register(adminRoutes);
 		},
 		{ prefix: '/v1' },
 	);

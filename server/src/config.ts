@@ -42,6 +42,8 @@ export interface ServiceConfig {
 	databaseTimeoutMs: number;
 	/** Largest picture (width × height, from the header) decoded for a conversion, a fit, an edit input or a provider output. */
 	maxImagePixels: number;
+	/** The management credential (admin API, /metrics); undefined → those routes do not exist. */
+	adminKey?: string;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -102,6 +104,7 @@ export const OPTIONS = [
 	{ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', kind: 'number', defaultText: '60', description: 'How long a client may send nothing while its request is incomplete (408)' },
 	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
 	{ flag: 'max-image-pixels', env: 'IMAGEGEN_MAX_IMAGE_PIXELS', kind: 'integer', defaultText: '100000000', description: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)' },
+	{ flag: 'admin-key', env: 'IMAGEGEN_ADMIN_KEY', kind: 'string', defaultText: '(none: no admin API, no /metrics)', description: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -116,6 +119,7 @@ export function helpText(): string {
 	});
 	return [
 		'Usage: imagegen-server [options]',
+		'       imagegen-server keys create|list|revoke|rotate …  (manage API keys; see keys --help)',
 		'',
 		'Image generation and 24-hour file hosting over HTTP (base path /v1).',
 		'',
@@ -263,6 +267,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		throw new ConfigError(`${source('file-delivery')} redirect needs --storage s3 (a disk has no presigned URLs); use proxy`);
 	}
 
+	const adminKey = text('admin-key');
+	// Never echo the value: it is a secret, and this message reaches logs.
+	if (adminKey !== undefined && (adminKey.length < 16 || !/^[\x21-\x7e]+$/.test(adminKey))) {
+		throw new ConfigError(`${source('admin-key')} must be at least 16 printable characters without spaces`);
+	}
+	if (adminKey !== undefined && apiKeys.includes(adminKey)) {
+		throw new ConfigError(`${source('admin-key')} must differ from every key of ${source('api-keys')}`);
+	}
+
 	const host = text('host') ?? '127.0.0.1';
 	return {
 		host,
@@ -290,6 +303,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		databaseTimeoutMs: Math.round(positive('database-timeout-seconds', 15) * 1000),
 		// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
 		maxImagePixels: integer('max-image-pixels', 100_000_000, 1),
+		adminKey,
 	};
 }
 

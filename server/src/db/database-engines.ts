@@ -7,3 +7,4 @@ export { PgFileMetadataStore } from './pg-file-metadata';
 export { PgIdempotencyStore } from './pg-idempotency-store';
 export { PgRateLimiter } from './pg-rate-limiter';
 export { PgUsageLedger } from './pg-usage-ledger';
+export { PgKeyStore } from './pg-key-store';

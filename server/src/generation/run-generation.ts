@@ -1,6 +1,8 @@
 /**
- * One generation, from a validated request to the answer body: the model's provider draws, every
+ * One generation, from a validated request to the answer body: the caller's key policy is
+ * enforced (allowed models, budget: generation/key-policy.ts), the model's provider draws, every
  * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
+ * Every way in (HTTP, MCP) runs generations through this, so every one obeys the key's limits.
  * The time limit and the client going away both stop the provider; they end in different errors.
  */
 import { randomInt, randomUUID } from 'node:crypto';
@@ -10,10 +12,12 @@ import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageWork } from '../media/image-work';
+import type { ApiKeyPolicy } from '../auth';
 import type { PriceOverrides } from '../prices';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
+import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
 import { normalizeOutput } from './normalize-output';
 import type { GenerationProvider, ProviderImage } from './provider';
 import { checkProviderLimits } from './provider-limits';
@@ -29,12 +33,16 @@ export interface GenerationServices {
 	usageLedger: UsageLedger;
 	/** The bounded image queue shared with uploads; its own one (same pixel limit) when not given. */
 	imageWork?: ImageWork;
+	/** Reserves a budgeted key's price before the provider runs. */
+	budgets: BudgetGate;
 	/** Where a usage line that could not be made durable is reported (it is retried meanwhile). */
 	log: { error(details: object, message: string): void };
 }
 
 export interface GenerationCaller {
 	apiKeyId: string;
+	/** The caller's key: its models and budget are enforced here (request.apiKey). */
+	apiKey: ApiKeyPolicy;
 	/** Aborted when the client goes away, so providers stop working for nobody. */
 	clientGone: AbortSignal;
 }
@@ -45,32 +53,39 @@ export type GenerationRunner = (generation: GenerationRequest, caller: Generatio
 const USAGE_WAIT_MS = 2_000;
 
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
-	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger } = services;
+	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger, budgets } = services;
 	const imageWork = services.imageWork ?? new ImageWork({ maxPixels: inputs.maxImagePixels ?? 100_000_000 });
 
 	return async (request, caller) => {
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
 		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
 		const seed = generation.seed;
+		checkModelAllowed(caller.apiKey, generation.model);
 		const provider = providers[generation.model];
 		checkProviderLimits(generation, provider);
-		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
-		const stopped = () => stoppedError(signal, timeoutMs, provider);
-		const outputs = await runProvider(provider, generation, { inputs, imageWork }, signal, stopped);
-
-		const data: GeneratedImage[] = [];
-		for (const output of outputs) {
-			const bytes = await providerBytes(output, provider, inputs, signal, stopped);
-			const image = await normalizeOutput(bytes, generation, provider.name, imageWork, signal);
-			if (generation.response_format === 'b64_json') {
-				data.push({ b64_json: image.bytes.toString('base64'), seed });
-			} else {
-				const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
-				data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
-			}
-		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
+		const hold = await budgets.admit(caller.apiKey, price);
+		const data: GeneratedImage[] = [];
+		try {
+			const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
+			const stopped = () => stoppedError(signal, timeoutMs, provider);
+			const outputs = await runProvider(provider, generation, { inputs, imageWork }, signal, stopped);
+			for (const output of outputs) {
+				const bytes = await providerBytes(output, provider, inputs, signal, stopped);
+				const image = await normalizeOutput(bytes, generation, provider.name, imageWork, signal);
+				if (generation.response_format === 'b64_json') {
+					data.push({ b64_json: image.bytes.toString('base64'), seed });
+				} else {
+					const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
+					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
+				}
+			}
+		} catch (error) {
+			await releaseHold(hold, services.log);
+			throw error;
+		}
 		const costUsd = roundUsd(price * data.length);
+		await settleHold(hold, costUsd, services.log);
 		const recorded = usageLedger
 			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID() })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
@@ -88,6 +103,16 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			usage: { images: data.length, cost_usd: costUsd },
 		};
 	};
+}
+
+/** A failed generation costs nothing; a release that fails only lets the reservation run out its lease. */
+async function releaseHold(hold: BudgetHold | null, log: GenerationServices['log']): Promise<void> {
+	await hold?.release().catch((error: unknown) => log.error({ err: error }, 'releasing a budget reservation failed'));
+}
+
+/** The images exist: the answer goes out even if the charge cannot be written (reported for the operator). */
+async function settleHold(hold: BudgetHold | null, costUsd: number, log: GenerationServices['log']): Promise<void> {
+	await hold?.settle(costUsd).catch((error: unknown) => log.error({ err: error, costUsd }, 'charging a budget failed'));
 }
 
 async function runProvider(

@@ -13,6 +13,8 @@ import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
+import { EmbeddedKeyStore } from '../keys/embedded-key-store';
+import type { KeyStore } from '../keys/key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
@@ -29,6 +31,8 @@ export interface Engines {
 	usageLedger: UsageLedger;
 	rateLimiter: RateLimiter;
 	idempotencyStore: IdempotencyStore;
+	/** Managed keys and their spend. */
+	keyStore: KeyStore;
 	/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
 	removeStorageLeftovers?: () => Promise<number>;
 }
@@ -71,6 +75,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		usageLedger,
 		rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
 		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
+		keyStore: await EmbeddedKeyStore.open(config.dataDir),
 		removeStorageLeftovers,
 	};
 }
@@ -87,7 +92,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgRateLimiter, PgUsageLedger } = await import('../db/database-engines');
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('../db/database-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -97,6 +102,7 @@ export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLog
 			usageLedger: new PgUsageLedger(database.pool, { log }),
 			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
+			keyStore: new PgKeyStore(database.pool),
 			close: () => database.close(),
 		};
 	} catch (error) {
@@ -122,6 +128,7 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('usageLedger', backends.usageLedger);
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
+		fastify.decorate('keyStore', backends.keyStore);
 		if (backends.removeStorageLeftovers) fastify.decorate('removeStorageLeftovers', backends.removeStorageLeftovers);
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
@@ -130,6 +137,7 @@ export default fp<{ backends: Backends }>(
 				backends.fileMetadata.close?.(),
 				backends.rateLimiter.close?.(),
 				backends.idempotencyStore.close?.(),
+				backends.keyStore.close?.(),
 				backends.storage.close?.(),
 			]);
 			await backends.close?.();
