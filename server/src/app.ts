@@ -16,6 +16,7 @@ import backendsPlugin, { openBackends, type Backends } from './plugins/backends'
 import configPlugin from './plugins/config';
 import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
+import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
 import fileInfoRoutes from './routes/file-info';
@@ -137,6 +138,7 @@ async function registerService(
 
 	await app.register(configPlugin, { config });
 	await app.register(backendsPlugin, { backends: parts.backends });
+	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });

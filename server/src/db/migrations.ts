@@ -64,4 +64,12 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
 		`,
 	},
+	{
+		version: 2,
+		name: 'the provider that served each generation',
+		sql: `
+			-- NULL on rows written before fallback chains existed.
+			ALTER TABLE usage_entries ADD COLUMN provider text;
+		`,
+	},
 ];

@@ -15,6 +15,17 @@ export interface GenerationContext {
 	 * URLs through the SSRF-checked fetcher. Throws a 400 naming `images[i]` on failure.
 	 */
 	loadInputImage(index: number): Promise<Buffer>;
+	/**
+	 * Told of each host a fallback chain tried (provider-chain.ts): which one served, which failed
+	 * and why. A single provider does not call it; the caller knows that provider already.
+	 */
+	attempted?(attempt: ProviderAttempt): void;
+}
+
+export interface ProviderAttempt {
+	provider: string;
+	/** Absent when this host served. */
+	error?: unknown;
 }
 
 export interface GenerationProvider {

@@ -24,6 +24,7 @@ export default async function generationRoutes(v1: FastifyInstance): Promise<voi
 		hostedFiles: v1.hostedFiles,
 		usageLedger: v1.usageLedger,
 		log: v1.log,
+		metrics: v1.metrics,
 	});
 
 	v1.post('/images/generations', async (request, reply) => {

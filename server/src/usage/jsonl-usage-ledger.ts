@@ -25,6 +25,8 @@ interface Line {
 	images: number;
 	cost_usd: number;
 	id?: string;
+	/** The host that served (absent on lines written before fallback chains). */
+	provider?: string;
 }
 
 interface Queued {
@@ -89,7 +91,7 @@ export class JsonlUsageLedger implements UsageLedger {
 	 */
 	record(entry: UsageEntry): Promise<void> {
 		if (this.counted.has(entry.requestId)) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
-		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId };
+		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId, ...(entry.provider === undefined ? {} : { provider: entry.provider }) };
 		this.counted.add(entry.requestId);
 		this.count(line);
 		const written = new Promise<void>((resolve) => {
@@ -205,7 +207,8 @@ function parseLine(text: string): Line | undefined {
 			typeof line.model === 'string' &&
 			Number.isFinite(line.images) &&
 			Number.isFinite(line.cost_usd) &&
-			(line.id === undefined || typeof line.id === 'string');
+			(line.id === undefined || typeof line.id === 'string') &&
+			(line.provider === undefined || typeof line.provider === 'string');
 		return valid ? line : undefined;
 	} catch {
 		return undefined;
