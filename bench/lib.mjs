@@ -33,6 +33,24 @@ export function startProcess(script, args = [], env = {}) {
 	});
 }
 
+/** A throwaway PostgreSQL cluster (the test suites' runner): answers its URL and a stop function. */
+export function startPostgres() {
+	const child = spawn(process.execPath, [join(ROOT, 'test', 'server', 'support', 'postgres-process.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+	return new Promise((resolve, reject) => {
+		let output = '';
+		child.stdout.on('data', (chunk) => {
+			output += chunk;
+			if (!output.includes('\n')) return;
+			const { port, password } = JSON.parse(output.split('\n')[0]);
+			resolve({
+				url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+				stop: () => new Promise((done) => (child.exitCode !== null ? done() : (child.once('exit', done), child.stdin.end()))),
+			});
+		});
+		child.once('exit', (code) => reject(new Error(`PostgreSQL runner exited with ${code}`)));
+	});
+}
+
 export function startImagegenServer(dataDir, args = [], env = {}) {
 	return startProcess(SERVER_CLI, ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args], env);
 }

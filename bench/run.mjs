@@ -1,18 +1,19 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,keys` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { idempotencyBench } from './idempotency.mjs';
+import { keysBench } from './keys.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'keys'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -83,6 +84,14 @@ if (only.includes('idempotency')) {
 	const r = (results.idempotency = await idempotencyBench());
 	rows.push([`idempotent replays, provider calls`, String(r.replayCalls), `${r.firstCalls} for the first calls`, '', '0', r.replayCalls === 0 && r.mismatched === 0 && r.errors === 0 ? 'yes' : 'NO']);
 	rows.push([`idempotent replay p50 latency`, `${r.replayP50Ms} ms`, `first call ${r.firstP50Ms} ms`, r.ratio, '', '']);
+}
+
+if (only.includes('keys')) {
+	log('keys: generations with a managed, budgeted key vs a flat key, one service on PostgreSQL');
+	const k = (results.keys = await keysBench());
+	rows.push([`generation, managed budgeted key (PostgreSQL)`, `${k.managed.rps} req/s`, `flat key ${k.flat.rps} req/s`, k.ratio, '≥ 0.9', k.ratio >= 0.9 ? 'yes' : 'NO']);
+	rows.push([`managed key p50 / p99`, `${k.managed.p50Ms} / ${k.managed.p99Ms} ms`, `${k.flat.p50Ms} / ${k.flat.p99Ms} ms`, `+${k.addedP50Ms} ms p50`, '', '']);
+	rows.push([`managed key errors`, String(k.errors), '', '', '0', k.errors === 0 ? 'yes' : 'NO']);
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -6,6 +6,8 @@
 export const ERROR_TYPES = {
 	400: 'invalid_request_error',
 	401: 'authentication_error',
+	402: 'billing_error',
+	403: 'permission_error',
 	404: 'not_found_error',
 	409: 'invalid_request_error',
 	413: 'invalid_request_error',
@@ -67,6 +69,10 @@ function defaultCode(status: ErrorStatus): string {
 			return 'invalid_value';
 		case 401:
 			return 'invalid_api_key';
+		case 402:
+			return 'budget_exceeded';
+		case 403:
+			return 'permission_denied';
 		case 404:
 			return 'not_found';
 		case 409:

@@ -2,6 +2,13 @@
 
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
+/**
+ * Never repeated, whatever else says so: a spent budget (402) and a refused key or model (401,
+ * 403) stay refused until an operator acts or the budget period resets, and every repeat of a
+ * 402 would only add load to a service that has already said no.
+ */
+export const FINAL_STATUSES: ReadonlySet<number> = new Set([401, 402, 403]);
+
 export interface RetryPolicy {
 	/** Repeats after the first attempt; 0 disables retrying. */
 	maxRetries: number;
@@ -51,6 +58,7 @@ export const IDEMPOTENCY_IN_PROGRESS = 'idempotency_in_progress';
 /** `errorCode`: the `error.code` of the service's answer, when there is one. */
 export function shouldRetry(status: number, attempt: number, policy: RetryPolicy, errorCode?: string): boolean {
 	if (attempt > policy.maxRetries) return false;
+	if (FINAL_STATUSES.has(status)) return false;
 	return RETRYABLE_STATUSES.has(status) || (status === 409 && errorCode === IDEMPOTENCY_IN_PROGRESS);
 }
 

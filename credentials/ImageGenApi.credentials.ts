@@ -50,5 +50,20 @@ export class ImageGenApi implements ICredentialType {
 			baseURL: '={{$credentials.baseUrl.replace(/\\/+$/, "")}}',
 			url: '/models',
 		},
+		rules: [
+			{
+				// The only 403 GET /models gives: the service's admin key (--admin-key) was entered.
+				type: 'responseCode',
+				properties: {
+					value: 403,
+					message:
+						"This is the service's admin key, which only manages keys and metrics. Enter an API key instead: one of --api-keys, or a key made with 'imagegen-server keys create' or POST /v1/admin/keys.",
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: { value: 401, message: 'The service refused this API key: it is wrong, revoked, expired or blocked. Check the API Key field.' },
+			},
+		],
 	};
 }

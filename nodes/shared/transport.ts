@@ -69,6 +69,15 @@ export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Pro
 	}
 }
 
+/** What to do about refusals that no parameter can fix: they come from the API key's limits. */
+const KEY_ADVICE: Readonly<Record<string, string>> = {
+	budget_exceeded:
+		"The budget of this API key is spent; not retried, since repeating cannot succeed before the budget resets. Wait until then or ask the service's operator to raise it",
+	admin_key_not_accepted: "The credential holds the service's admin key, which only manages it; enter an API key in the ImageGen API credential instead",
+	key_expired: "This API key has expired; ask the service's operator for a new one and update the ImageGen API credential",
+	key_blocked: "This API key is blocked by the service's operator",
+};
+
 /** The service's own message first; the field it names mapped back to the parameter users see. */
 export function apiError(
 	context: IExecuteFunctions,
@@ -90,7 +99,7 @@ export function apiError(
 	const details = [`HTTP ${status}`, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
 	return new NodeApiError(context.getNode(), body as unknown as JsonObject, {
 		message,
-		description: parameter ? `Check the parameter '${parameter}' (${details}).` : `${details}.`,
+		description: KEY_ADVICE[code] ? `${KEY_ADVICE[code]} (${details}).` : parameter ? `Check the parameter '${parameter}' (${details}).` : `${details}.`,
 		httpCode: status,
 		itemIndex,
 	});

@@ -12,17 +12,21 @@ import { ImageGenError } from '../../core/errors';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 import apiGuard from './plugins/api-guard';
+import authPlugin from './plugins/auth';
 import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
 import configPlugin from './plugins/config';
+import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
 import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
+import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import healthRoutes from './routes/health';
+import metricsRoutes from './routes/metrics';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -138,14 +142,17 @@ async function registerService(
 
 	await app.register(configPlugin, { config });
 	await app.register(backendsPlugin, { backends: parts.backends });
+	await app.register(authPlugin);
 	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
+	await app.register(generationPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
+	await app.register(metricsRoutes);
 	await app.register(
 		async (v1) => {
 			await v1.register(apiGuard);
@@ -155,6 +162,7 @@ async function registerService(
 			await v1.register(fileInfoRoutes);
 			await v1.register(generationRoutes);
 			await v1.register(usageRoutes);
+			await v1.register(adminRoutes);
 		},
 		{ prefix: '/v1' },
 	);

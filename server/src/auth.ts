@@ -1,16 +1,43 @@
 /**
- * Bearer-key authentication for /v1. Keys are compared as SHA-256 digests with timingSafeEqual, so
- * neither the key's content nor its length leaks through timing. Only the Authorization header
- * counts: a key in a query string or body never authenticates (it would end up in logs and history).
+ * Bearer-key authentication. Who the caller is: the admin (`--admin-key`), a flat key
+ * (`--api-keys` or the generated key) or a managed key (issued through the admin API or
+ * `imagegen-server keys`). Flat and admin keys are compared as SHA-256 digests with
+ * timingSafeEqual, so neither their content nor their length leaks through timing; a managed key
+ * is found by the SHA-256 of the secret, the only form in which it is stored. Only the
+ * Authorization header counts: a key in a query string or body never authenticates (it would end
+ * up in logs and history).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../core/errors';
+import type { ModelId } from '../../core/models';
+import type { ManagedKeyCache } from './keys/key-cache';
+import type { KeyBudget, ManagedKey } from './keys/managed-key';
+
+/** What a key may do; flat keys may do everything. Generation enforces it (generation/key-policy.ts). */
+export interface ApiKeyPolicy {
+	/** The same as request.apiKeyId. */
+	id: string;
+	managed: boolean;
+	/** null: every model. */
+	models: readonly ModelId[] | null;
+	/** null: the service's default. */
+	rateLimitPerMinute: number | null;
+	budget: KeyBudget | null;
+}
+
+export type Principal = { kind: 'admin' } | { kind: 'api_key'; key: ApiKeyPolicy };
 
 declare module 'fastify' {
 	interface FastifyRequest {
-		/** Non-secret identifier of the caller's key (first 16 hex chars of its SHA-256). */
+		/**
+		 * Non-secret, stable identifier of the caller's key: usage, file ownership, idempotency keys
+		 * and rate limits are kept under it. A flat key's is the first 16 hex chars of its SHA-256;
+		 * a managed key's is its `key_…` id, which survives rotation.
+		 */
 		apiKeyId: string;
+		/** The caller's key and its limits (set with apiKeyId; null for the admin key). */
+		apiKey: ApiKeyPolicy | null;
 	}
 }
 
@@ -20,30 +47,83 @@ export function apiKeyIdOf(key: string): string {
 	return digest(key).toString('hex').slice(0, 16);
 }
 
-export type Authenticator = (request: FastifyRequest) => void;
+export function flatKeyPolicy(id: string): ApiKeyPolicy {
+	return { id, managed: false, models: null, rateLimitPerMinute: null, budget: null };
+}
 
-export function createAuthenticator(keys: readonly string[]): Authenticator {
-	const known = keys.map((key) => ({ digest: digest(key), id: apiKeyIdOf(key) }));
-	return (request) => {
-		const header = request.headers.authorization;
-		if (header === undefined || header.trim() === '') {
-			throw new ImageGenError(401, 'Missing API key: send the header Authorization: Bearer <API_KEY>', {
-				code: 'missing_api_key',
-			});
-		}
-		const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-		if (!match) {
-			throw new ImageGenError(401, 'Unsupported Authorization scheme: send Authorization: Bearer <API_KEY>', {
-				code: 'invalid_authorization_scheme',
-			});
-		}
-		const presented = digest(match[1]!);
+export function managedKeyPolicy(key: ManagedKey): ApiKeyPolicy {
+	return { id: key.id, managed: true, models: key.models, rateLimitPerMinute: key.rateLimitPerMinute, budget: key.budget };
+}
+
+/** The caller's key policy, set by the /v1 guard; only the admin key has none, and it never reaches these routes. */
+export function keyPolicyOf(request: FastifyRequest): ApiKeyPolicy {
+	if (!request.apiKey) throw new ImageGenError(403, 'This route takes an API key', { code: 'admin_key_not_accepted' });
+	return request.apiKey;
+}
+
+export interface AuthenticatorOptions {
+	apiKeys: readonly string[];
+	adminKey?: string;
+	managedKeys?: ManagedKeyCache;
+	now?: () => number;
+}
+
+export type Authenticator = (request: FastifyRequest) => Promise<Principal>;
+
+export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+	const now = options.now ?? Date.now;
+	const flat = options.apiKeys.map((key) => ({ digest: digest(key), id: apiKeyIdOf(key) }));
+	const admin = options.adminKey === undefined ? undefined : digest(options.adminKey);
+	return async (request) => {
+		const presented = bearerOf(request);
+		const presentedDigest = digest(presented);
 		let found: string | null = null;
 		// Every key is compared, match or not, so the time taken does not depend on which one matched.
-		for (const candidate of known) {
-			if (timingSafeEqual(presented, candidate.digest)) found = candidate.id;
+		for (const candidate of flat) {
+			if (timingSafeEqual(presentedDigest, candidate.digest)) found = candidate.id;
 		}
-		if (found === null) throw new ImageGenError(401, 'Invalid API key', { code: 'invalid_api_key' });
-		request.apiKeyId = found;
+		const isAdmin = admin !== undefined && timingSafeEqual(presentedDigest, admin);
+		if (isAdmin) return { kind: 'admin' };
+		if (found !== null) return { kind: 'api_key', key: flatKeyPolicy(found) };
+		if (options.managedKeys) {
+			const hash = presentedDigest.toString('hex');
+			const key = await options.managedKeys.lookup(hash);
+			if (key) return { kind: 'api_key', key: managedKeyPolicy(admitManaged(key, hash, now())) };
+		}
+		throw invalidKey();
 	};
+}
+
+/** The key if it may be used now; else the 401 that says why. */
+function admitManaged(key: ManagedKey, hash: string, now: number): ManagedKey {
+	if (key.revokedAt !== null) throw invalidKey();
+	if (key.secretHash !== hash && !(key.previousSecretHash === hash && key.previousValidUntil !== null && key.previousValidUntil.getTime() > now)) {
+		// The secret replaced by a rotation whose grace time has passed.
+		throw invalidKey();
+	}
+	if (key.expiresAt !== null && key.expiresAt.getTime() <= now) {
+		throw new ImageGenError(401, `This API key expired at ${key.expiresAt.toISOString()}`, { code: 'key_expired' });
+	}
+	if (key.blocked) throw new ImageGenError(401, 'This API key is blocked; ask the operator of this service', { code: 'key_blocked' });
+	return key;
+}
+
+function invalidKey(): ImageGenError {
+	return new ImageGenError(401, 'Invalid API key', { code: 'invalid_api_key' });
+}
+
+function bearerOf(request: FastifyRequest): string {
+	const header = request.headers.authorization;
+	if (header === undefined || header.trim() === '') {
+		throw new ImageGenError(401, 'Missing API key: send the header Authorization: Bearer <API_KEY>', {
+			code: 'missing_api_key',
+		});
+	}
+	const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+	if (!match) {
+		throw new ImageGenError(401, 'Unsupported Authorization scheme: send Authorization: Bearer <API_KEY>', {
+			code: 'invalid_authorization_scheme',
+		});
+	}
+	return match[1]!;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * imagegen-server: parses flags and environment, makes sure there is an API key, starts the
- * service and prints where it listens. Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
+ * service and prints where it listens. `imagegen-server keys …` manages keys instead (keys/keys-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
 import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './api-key-file';
@@ -10,6 +10,14 @@ import { ConfigError, helpText, parseConfig, type ServiceConfig } from './config
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
+	if (process.argv[2] === 'keys') {
+		const { runKeysCommand } = await import('./keys/keys-cli');
+		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, {
+			out: (text) => process.stdout.write(text),
+			err: (text) => process.stderr.write(text),
+		});
+		return;
+	}
 	let parsed: ServiceConfig | 'help';
 	try {
 		parsed = parseConfig(process.argv.slice(2), process.env);

@@ -36,6 +36,8 @@ export interface ServiceConfig {
 	fileDelivery: FileDelivery;
 	/** How long a SIGTERM waits for in-flight requests before giving up. */
 	drainTimeoutMs: number;
+	/** The management credential (admin API, /metrics); undefined → those routes do not exist. */
+	adminKey?: string;
 }
 
 export type FileDelivery = 'proxy' | 'redirect';
@@ -93,6 +95,7 @@ export const OPTIONS = [
 	{ flag: 'database-url', env: 'IMAGEGEN_DATABASE_URL', kind: 'string', defaultText: '(embedded files in the data dir)', description: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)' },
 	{ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', kind: 'string', defaultText: 'proxy', description: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)' },
 	{ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'On SIGTERM, how long in-flight requests may take to finish' },
+	{ flag: 'admin-key', env: 'IMAGEGEN_ADMIN_KEY', kind: 'string', defaultText: '(none: no admin API, no /metrics)', description: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -107,6 +110,7 @@ export function helpText(): string {
 	});
 	return [
 		'Usage: imagegen-server [options]',
+		'       imagegen-server keys create|list|revoke|rotate …  (manage API keys; see keys --help)',
 		'',
 		'Image generation and 24-hour file hosting over HTTP (base path /v1).',
 		'',
@@ -254,6 +258,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		throw new ConfigError(`${source('file-delivery')} redirect needs --storage s3 (a disk has no presigned URLs); use proxy`);
 	}
 
+	const adminKey = text('admin-key');
+	// Never echo the value: it is a secret, and this message reaches logs.
+	if (adminKey !== undefined && (adminKey.length < 16 || !/^[\x21-\x7e]+$/.test(adminKey))) {
+		throw new ConfigError(`${source('admin-key')} must be at least 16 printable characters without spaces`);
+	}
+	if (adminKey !== undefined && apiKeys.includes(adminKey)) {
+		throw new ConfigError(`${source('admin-key')} must differ from every key of ${source('api-keys')}`);
+	}
+
 	const host = text('host') ?? '127.0.0.1';
 	return {
 		host,
@@ -277,6 +290,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		databaseUrl,
 		fileDelivery,
 		drainTimeoutMs: Math.round(positive('drain-timeout-seconds', 30) * 1000),
+		adminKey,
 	};
 }
 

@@ -4,6 +4,7 @@
  * imagegen-server. Checked: the exact request we send, that the bytes behind our URL are the
  * host's image, failures in our error shape, bounded retries, the time limit and cancellation.
  */
+import { flatKeyPolicy } from '../../server/src/auth';
 import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
 import { parseGenerationRequest } from '../../core/schemas';
@@ -351,13 +352,14 @@ describe('the run tells our time limit from a client that went away, also while 
 			// Neither is reached: both runs end before anything is stored or charged.
 			hostedFiles: undefined,
 			usageLedger: undefined,
+			budgets: { admit: async () => null },
 		} as unknown as GenerationServices);
 	const dripping = () => fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r960', status: 'succeeded', output: [`${fake.origin}/drip/r960.png`], urls: {} } });
 
 	test('the client leaves mid-download: cancelled, not a time-out', async () => {
 		dripping();
 		const client = new AbortController();
-		const run = runner(30_000)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', clientGone: client.signal });
+		const run = runner(30_000)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', apiKey: flatKeyPolicy('k'), clientGone: client.signal });
 		const settled = run.catch((error: unknown) => error);
 		expect(await eventually(() => fake.callsTo('GET', '/drip/').length === 1)).toBe(true);
 		client.abort(new Error('client closed the connection'));
@@ -366,7 +368,7 @@ describe('the run tells our time limit from a client that went away, also while 
 
 	test('the time limit passes mid-download: 504 generation_timeout', async () => {
 		dripping();
-		const run = runner(500)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', clientGone: new AbortController().signal });
+		const run = runner(500)(parseGenerationRequest({ model: 'p-image', prompt: 'x' }), { apiKeyId: 'k', apiKey: flatKeyPolicy('k'), clientGone: new AbortController().signal });
 		expect(await run.catch((error: unknown) => error)).toMatchObject({ status: 504, code: 'generation_timeout' });
 		expect(fake.callsTo('GET', '/drip/')).toHaveLength(1);
 	});

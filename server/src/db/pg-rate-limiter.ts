@@ -43,13 +43,13 @@ export class PgRateLimiter implements RateLimiter {
 		if (!Number.isSafeInteger(perMinute) || perMinute < 0) throw new RangeError(`perMinute must be a non-negative integer; got ${perMinute}`);
 	}
 
-	async take(apiKeyId: string): Promise<RateDecision> {
+	async take(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
 		// 0 means no limit, as for the in-memory limiter.
-		if (this.perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
-		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(TAKE, [apiKeyId, this.perMinute, this.options.now?.() ?? null]);
+		if (perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
+		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(TAKE, [apiKeyId, perMinute, this.options.now?.() ?? null]);
 		const bucket = rows[0]!;
 		if (bucket.allowed) return { allowed: true, retryAfterSeconds: 0 };
-		const tokensPerSecond = this.perMinute / 60;
+		const tokensPerSecond = perMinute / 60;
 		return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / tokensPerSecond)) };
 	}
 }

@@ -1,6 +1,8 @@
 /**
- * One generation, from a validated request to the answer body: the model's provider draws, every
+ * One generation, from a validated request to the answer body: the caller's key policy is
+ * enforced (allowed models, budget: generation/key-policy.ts), the model's provider draws, every
  * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
+ * Every way in (HTTP, MCP) runs generations through this, so every one obeys the key's limits.
  * The time limit and the client going away both stop the provider; they end in different errors.
  */
 import { randomInt, randomUUID } from 'node:crypto';
@@ -9,10 +11,12 @@ import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
+import type { ApiKeyPolicy } from '../auth';
 import type { PriceOverrides } from '../prices';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
+import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
 import { normalizeOutput } from './normalize-output';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
@@ -29,6 +33,8 @@ export interface GenerationServices {
 	inputs: InputImageSource;
 	hostedFiles: HostedFiles;
 	usageLedger: UsageLedger;
+	/** Reserves a budgeted key's price before the provider runs. */
+	budgets: BudgetGate;
 	/** Where a usage line that could not be made durable is reported (it is retried meanwhile). */
 	log: { error(details: object, message: string): void };
 	/** Counts generations, their cost and provider failures; none when absent. */
@@ -37,6 +43,8 @@ export interface GenerationServices {
 
 export interface GenerationCaller {
 	apiKeyId: string;
+	/** The caller's key: its models and budget are enforced here (request.apiKey). */
+	apiKey: ApiKeyPolicy;
 	/** Aborted when the client goes away, so providers stop working for nobody. */
 	clientGone: AbortSignal;
 }
@@ -47,7 +55,7 @@ export type GenerationRunner = (generation: GenerationRequest, caller: Generatio
 const USAGE_WAIT_MS = 2_000;
 
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
-	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger } = services;
+	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger, budgets } = services;
 	const metrics = services.metrics ?? NO_METRICS;
 
 	const observed: GenerationRunner = async (request, caller) => {
@@ -68,26 +76,35 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
 		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
 		const seed = generation.seed;
+		checkModelAllowed(caller.apiKey, generation.model);
 		const provider = providers[generation.model];
 		checkProviderLimits(generation, provider);
-		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
-		const stopped = () => stoppedError(signal, timeoutMs, provider);
-		seen.provider = chainMembers(provider)[0]!;
-		const { outputs, servedBy } = await runProvider(provider, generation, { inputs, signal, stopped, metrics, seen });
-
-		const data: GeneratedImage[] = [];
-		for (const output of outputs) {
-			const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
-			const image = await normalizeOutput(bytes, generation, servedBy);
-			if (generation.response_format === 'b64_json') {
-				data.push({ b64_json: image.bytes.toString('base64'), seed });
-			} else {
-				const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
-				data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
-			}
-		}
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
+		const hold = await budgets.admit(caller.apiKey, price);
+		const data: GeneratedImage[] = [];
+		let servedBy: string;
+		try {
+			const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
+			const stopped = () => stoppedError(signal, timeoutMs, provider);
+			seen.provider = chainMembers(provider)[0]!;
+			const ran = await runProvider(provider, generation, { inputs, signal, stopped, metrics, seen });
+			servedBy = ran.servedBy;
+			for (const output of ran.outputs) {
+				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
+				const image = await normalizeOutput(bytes, generation, servedBy);
+				if (generation.response_format === 'b64_json') {
+					data.push({ b64_json: image.bytes.toString('base64'), seed });
+				} else {
+					const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
+					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
+				}
+			}
+		} catch (error) {
+			await releaseHold(hold, services.log);
+			throw error;
+		}
 		const costUsd = roundUsd(price * data.length);
+		await settleHold(hold, costUsd, services.log);
 		const recorded = usageLedger
 			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID(), provider: servedBy })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
@@ -106,6 +123,16 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		};
 	};
 	return observed;
+}
+
+/** A failed generation costs nothing; a release that fails only lets the reservation run out its lease. */
+async function releaseHold(hold: BudgetHold | null, log: GenerationServices['log']): Promise<void> {
+	await hold?.release().catch((error: unknown) => log.error({ err: error }, 'releasing a budget reservation failed'));
+}
+
+/** The images exist: the answer goes out even if the charge cannot be written (reported for the operator). */
+async function settleHold(hold: BudgetHold | null, costUsd: number, log: GenerationServices['log']): Promise<void> {
+	await hold?.settle(costUsd).catch((error: unknown) => log.error({ err: error, costUsd }, 'charging a budget failed'));
 }
 
 /** What the metrics learn while a generation runs: the host that served, or the one that failed last. */

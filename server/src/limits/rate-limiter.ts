@@ -10,6 +10,7 @@ export interface RateDecision {
 
 export interface RateLimiter {
 	readonly perMinute: number;
-	take(apiKeyId: string): Promise<RateDecision>;
+	/** `perMinute`: this key's own limit (a managed key's), instead of the service's default. */
+	take(apiKeyId: string, perMinute?: number): Promise<RateDecision>;
 	close?(): Promise<void>;
 }

@@ -11,10 +11,13 @@ import type { ServiceConfig, StorageConfig } from '../config';
 import { openDatabase } from '../db/postgres';
 import { PgFileMetadataStore } from '../db/pg-file-metadata';
 import { PgIdempotencyStore } from '../db/pg-idempotency-store';
+import { PgKeyStore } from '../db/pg-key-store';
 import { PgRateLimiter } from '../db/pg-rate-limiter';
 import { PgUsageLedger } from '../db/pg-usage-ledger';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
+import { EmbeddedKeyStore } from '../keys/embedded-key-store';
+import type { KeyStore } from '../keys/key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
@@ -32,6 +35,8 @@ export interface Engines {
 	usageLedger: UsageLedger;
 	rateLimiter: RateLimiter;
 	idempotencyStore: IdempotencyStore;
+	/** Managed keys and their spend. */
+	keyStore: KeyStore;
 	/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
 	removeStorageLeftovers?: () => Promise<number>;
 }
@@ -74,6 +79,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		usageLedger,
 		rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
 		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
+		keyStore: await EmbeddedKeyStore.open(config.dataDir),
 		removeStorageLeftovers,
 	};
 }
@@ -98,6 +104,7 @@ export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLog
 			usageLedger: new PgUsageLedger(database.pool, { log }),
 			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
+			keyStore: new PgKeyStore(database.pool),
 			close: () => database.close(),
 		};
 	} catch (error) {
@@ -123,6 +130,7 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('usageLedger', backends.usageLedger);
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
+		fastify.decorate('keyStore', backends.keyStore);
 		if (backends.removeStorageLeftovers) fastify.decorate('removeStorageLeftovers', backends.removeStorageLeftovers);
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
@@ -131,6 +139,7 @@ export default fp<{ backends: Backends }>(
 				backends.fileMetadata.close?.(),
 				backends.rateLimiter.close?.(),
 				backends.idempotencyStore.close?.(),
+				backends.keyStore.close?.(),
 				backends.storage.close?.(),
 			]);
 			await backends.close?.();

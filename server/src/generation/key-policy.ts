@@ -1,0 +1,73 @@
+/**
+ * What a key may generate, enforced where every way in (the HTTP route, the MCP endpoint, …)
+ * passes: the shared generation runner. A model outside the key's list is refused before any
+ * provider is called; a budgeted key reserves the generation's price first and is refused with a
+ * 402 when spent + reserved + price would pass its limit. The reservation becomes spend when the
+ * generation succeeds and is dropped when it fails, so a failure costs nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import { ImageGenError } from '../../../core/errors';
+import type { ModelId } from '../../../core/models';
+import { roundUsd } from '../../../core/units';
+import type { ApiKeyPolicy } from '../auth';
+import type { KeyStore } from '../keys/key-store';
+import { periodEnd, periodStart, type KeyBudget } from '../keys/managed-key';
+
+export function checkModelAllowed(key: ApiKeyPolicy, model: ModelId): void {
+	if (key.models === null || key.models.includes(model)) return;
+	throw new ImageGenError(403, `This API key may not use the model '${model}'; it may use: ${key.models.join(', ')}`, {
+		param: 'model',
+		code: 'model_not_allowed',
+	});
+}
+
+/** A budget reservation held while the generation runs. */
+export interface BudgetHold {
+	/** The generation succeeded: `costUsd` becomes spend. */
+	settle(costUsd: number): Promise<void>;
+	/** The generation failed: nothing is charged. */
+	release(): Promise<void>;
+}
+
+export interface BudgetGate {
+	/** Null for a key without a budget; throws the 402 when the price does not fit. */
+	admit(key: ApiKeyPolicy, priceUsd: number): Promise<BudgetHold | null>;
+}
+
+export function createBudgetGate(store: KeyStore, options: { leaseMs: number; now?: () => Date }): BudgetGate {
+	const now = options.now ?? (() => new Date());
+	return {
+		async admit(key, priceUsd) {
+			if (!key.budget) return null;
+			const at = now();
+			const id = randomUUID();
+			const admission = await store.reserve(
+				{
+					id,
+					keyId: key.id,
+					amountUsd: priceUsd,
+					limitUsd: key.budget.limitUsd,
+					since: periodStart(key.budget.period, at),
+					leaseUntil: new Date(at.getTime() + options.leaseMs),
+				},
+				at,
+			);
+			if (!admission.admitted) throw budgetExceeded(key.budget, admission.spentUsd, admission.reservedUsd, priceUsd, at);
+			return { settle: (costUsd) => store.settle(id, costUsd), release: () => store.release(id) };
+		},
+	};
+}
+
+const PERIOD_NAMES = { day: 'daily (UTC)', month: 'monthly (UTC)', total: 'total' } as const;
+
+function budgetExceeded(budget: KeyBudget, spentUsd: number, reservedUsd: number, priceUsd: number, at: Date): ImageGenError {
+	const resets = periodEnd(budget.period, at);
+	const inFlight = reservedUsd > 0 ? ` (plus $${roundUsd(reservedUsd)} held by generations in progress)` : '';
+	const when = resets ? `it resets at ${resets.toISOString()}` : 'it does not reset; ask the operator to raise it';
+	return new ImageGenError(
+		402,
+		`Budget exceeded: this API key has spent $${roundUsd(spentUsd)}${inFlight} of its ${PERIOD_NAMES[budget.period]} budget of $${budget.limitUsd}, ` +
+			`and this generation costs $${roundUsd(priceUsd)}; ${when}`,
+		{ code: 'budget_exceeded' },
+	);
+}

@@ -1,0 +1,50 @@
+/**
+ * Where managed keys and their spend live: PostgreSQL for a fleet (db/pg-key-store.ts), the data
+ * dir for one process (embedded-key-store.ts). Both pass test/server/support/key-store-contract.ts.
+ *
+ * Spend is kept as charges: a generation reserves its price before it runs (admitted only while
+ * spent + reserved + price ≤ limit, atomically), then the reservation is settled with the actual
+ * cost or released when the generation failed. The embedded store holds reservations in memory
+ * (a process that dies takes them along); PostgreSQL charges them as spend at once and refunds a
+ * release, so a replica that dies mid-generation leaves its charge and the key never overspends.
+ */
+import type { KeySettings, ManagedKey } from './managed-key';
+
+export interface Reservation {
+	/** Unique per generation. */
+	id: string;
+	keyId: string;
+	amountUsd: number;
+	limitUsd: number;
+	/** Charges at or after this instant count against the limit (the budget period's start). */
+	since: Date;
+	/** Until when an unsettled reservation counts, where an engine keeps reservations apart from spend. */
+	leaseUntil: Date;
+}
+
+export type Admission = { admitted: true } | { admitted: false; spentUsd: number; reservedUsd: number };
+
+export interface KeyStore {
+	create(key: ManagedKey): Promise<void>;
+	/** Keys not revoked, oldest first; `includeRevoked` adds the revoked ones (usage reports). */
+	list(options?: { includeRevoked?: boolean }): Promise<ManagedKey[]>;
+	/** A key that is not revoked. */
+	get(id: string): Promise<ManagedKey | null>;
+	/** Replaces the settings of a key that is not revoked; null when there is none. */
+	update(id: string, settings: KeySettings): Promise<ManagedKey | null>;
+	/** False when there was no such key (or it was revoked already). */
+	revoke(id: string, at: Date): Promise<boolean>;
+	/** Installs a new secret; the current one stays valid until `previousValidUntil` (null: at once invalid). */
+	rotate(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): Promise<ManagedKey | null>;
+	/** The key, revoked or not, whose current or previous secret has this hash. */
+	findBySecretHash(hash: string): Promise<ManagedKey | null>;
+	/** Admits a charge only while spent + reserved + amount ≤ limit, atomically for every caller of the store. */
+	reserve(reservation: Reservation, now?: Date): Promise<Admission>;
+	/** Turns a reservation into spend of `amountUsd` (the actual cost). */
+	settle(reservationId: string, amountUsd: number): Promise<void>;
+	/** Forgets a reservation: the generation failed and costs nothing. */
+	release(reservationId: string): Promise<void>;
+	/** Settled spend of a key since an instant. */
+	spent(keyId: string, since: Date): Promise<number>;
+	close?(): Promise<void>;
+}

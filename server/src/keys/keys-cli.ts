@@ -1,0 +1,225 @@
+/**
+ * `imagegen-server keys create|list|revoke|rotate`: managing keys from a shell, on the same
+ * configuration as the service (--data-dir, --database-url and their environment variables),
+ * whether or not a service runs: the first key of a new deployment is made this way. A running
+ * service sees the change within a second (PostgreSQL: its key cache; data dir: keys.json is
+ * re-read when it changes). Exit codes: 0 done, 1 failed (no such key, engine unreachable),
+ * 2 bad usage.
+ */
+import { mkdir } from 'node:fs/promises';
+import { ImageGenError } from '../../../core/errors';
+import { ConfigError, parseConfig, type ServiceConfig } from '../config';
+import { openDatabase } from '../db/postgres';
+import { PgKeyStore } from '../db/pg-key-store';
+import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
+import { EmbeddedKeyStore } from './embedded-key-store';
+import { KeyAdmin, type KeyObject } from './key-admin';
+
+/** Flags of the keys commands; everything else is the service's configuration. */
+const KEY_FLAGS = {
+	name: 'name',
+	models: 'models',
+	'budget-usd': 'budget_usd',
+	'budget-period': 'budget_period',
+	'rate-limit-per-minute': 'rate_limit_per_minute',
+	'expires-at': 'expires_at',
+	'grace-seconds': 'grace_seconds',
+} as const;
+type KeyFlag = keyof typeof KEY_FLAGS;
+const FIELD_TO_FLAG = Object.fromEntries(Object.entries(KEY_FLAGS).map(([flag, field]) => [field, `--${flag}`])) as Record<string, string>;
+
+export const KEYS_HELP = `Usage: imagegen-server keys <command> [options]
+
+Manage API keys on the service's own engine (PostgreSQL with --database-url, else the data dir),
+with or without a running service.
+
+Commands:
+  create --name <name> [--models a,b] [--budget-usd <usd>] [--budget-period day|month|total]
+         [--rate-limit-per-minute <n>] [--expires-at <ISO 8601>]
+                          Issue a key; its secret is printed once
+  list                    Keys with their limits and spend
+  revoke <id>             Refuse the key from the next request on (its files and usage stay)
+  rotate <id> [--grace-seconds <n>]
+                          New secret; the old one keeps working for n seconds (default 0)
+
+Options:
+  --json                  Print the answer as the admin API's JSON
+  --data-dir, --database-url (and IMAGEGEN_DATA_DIR, IMAGEGEN_DATABASE_URL) as for the service
+`;
+
+class UsageError extends Error {}
+
+interface Output {
+	out(text: string): void;
+	err(text: string): void;
+}
+
+export async function runKeysCommand(argv: readonly string[], env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+	let parsed: ParsedCommand;
+	try {
+		parsed = parseCommand(argv, env);
+	} catch (error) {
+		if (error instanceof UsageError || error instanceof ConfigError) {
+			output.err(`imagegen-server keys: ${error.message}\n`);
+			return 2;
+		}
+		throw error;
+	}
+	if (parsed.command === 'help') {
+		output.out(KEYS_HELP);
+		return 0;
+	}
+	let store: { admin: KeyAdmin; close(): Promise<void> };
+	try {
+		store = await openKeyAdmin(parsed.config);
+	} catch (error) {
+		output.err(`imagegen-server keys: ${(error as Error).message}\n`);
+		return 1;
+	}
+	try {
+		return await execute(parsed, store.admin, output);
+	} catch (error) {
+		if (error instanceof ImageGenError && error.status === 400) {
+			const flag = (error.param && FIELD_TO_FLAG[error.param.replace(/\[\d+\]$/, '')]) ?? error.param;
+			output.err(`imagegen-server keys: ${flag ? `${flag}: ` : ''}${error.message}\n`);
+			return 2;
+		}
+		output.err(`imagegen-server keys: ${(error as Error).message}\n`);
+		return 1;
+	} finally {
+		await store.close();
+	}
+}
+
+interface ParsedCommand {
+	command: 'create' | 'list' | 'revoke' | 'rotate' | 'help';
+	id?: string;
+	fields: Partial<Record<KeyFlag, string>>;
+	json: boolean;
+	config: ServiceConfig;
+}
+
+function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCommand {
+	const [command, ...rest] = argv;
+	if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { command: 'help', fields: {}, json: false, config: undefined as never };
+	if (!['create', 'list', 'revoke', 'rotate'].includes(command)) throw new UsageError(`unknown command '${command}' (create, list, revoke, rotate; see --help)`);
+	const fields: Partial<Record<KeyFlag, string>> = {};
+	const serviceArgs: string[] = [];
+	const positional: string[] = [];
+	let json = false;
+	for (let i = 0; i < rest.length; i++) {
+		const argument = rest[i]!;
+		if (argument === '--json') {
+			json = true;
+			continue;
+		}
+		if (argument === '--help' || argument === '-h') return { command: 'help', fields: {}, json: false, config: undefined as never };
+		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
+		if (match && match[1]! in KEY_FLAGS) {
+			const value = match[2] ?? rest[++i];
+			if (value === undefined) throw new UsageError(`--${match[1]} needs a value`);
+			fields[match[1] as KeyFlag] = value;
+			continue;
+		}
+		if (match) {
+			// A service option (and its value, if it takes one): validated by the service's own parser.
+			serviceArgs.push(argument);
+			if (match[2] === undefined && rest[i + 1] !== undefined && !rest[i + 1]!.startsWith('--')) serviceArgs.push(rest[++i]!);
+			continue;
+		}
+		positional.push(argument);
+	}
+	const allowed: Record<string, KeyFlag[]> = {
+		create: ['name', 'models', 'budget-usd', 'budget-period', 'rate-limit-per-minute', 'expires-at'],
+		list: [],
+		revoke: [],
+		rotate: ['grace-seconds'],
+	};
+	for (const flag of Object.keys(fields) as KeyFlag[]) {
+		if (!allowed[command]!.includes(flag)) throw new UsageError(`--${flag} does not apply to 'keys ${command}'`);
+	}
+	const needsId = command === 'revoke' || command === 'rotate';
+	if (positional.length !== (needsId ? 1 : 0)) {
+		throw new UsageError(needsId ? `'keys ${command}' takes one key id, e.g. keys ${command} key_AbC123…` : `'keys ${command}' takes no arguments; got '${positional.join(' ')}'`);
+	}
+	// Environment variables of the service's own flags that a keys command reads apply; the rest are ignored.
+	const config = parseConfig(serviceArgs, env);
+	if (config === 'help') return { command: 'help', fields: {}, json: false, config: undefined as never };
+	return { command: command as ParsedCommand['command'], id: positional[0], fields, json, config };
+}
+
+async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; close(): Promise<void> }> {
+	if (config.databaseUrl !== undefined) {
+		const database = await openDatabase(config.databaseUrl, { maxConnections: 2 });
+		return { admin: new KeyAdmin(new PgKeyStore(database.pool)), close: () => database.close() };
+	}
+	await mkdir(config.dataDir, { recursive: true });
+	const store = await EmbeddedKeyStore.open(config.dataDir);
+	return { admin: new KeyAdmin(store), close: () => store.close() };
+}
+
+async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): Promise<number> {
+	const print = (value: unknown, human: string) => output.out(parsed.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+	switch (parsed.command) {
+		case 'create': {
+			const { fields } = parsed;
+			const request = parseAdmin(createKeySchema, {
+				name: fields.name,
+				models: fields.models === undefined ? undefined : fields.models.split(',').map((model) => model.trim()).filter(Boolean),
+				budget_usd: numberOf(fields['budget-usd']),
+				budget_period: fields['budget-period'],
+				rate_limit_per_minute: numberOf(fields['rate-limit-per-minute']),
+				expires_at: fields['expires-at'],
+			});
+			const created = await admin.create(request);
+			print(created, `${describe(created)}\n  secret: ${created.key}\n  (shown only now: store it where the client keeps its secrets)\n`);
+			return 0;
+		}
+		case 'list': {
+			const keys = await admin.list();
+			print({ object: 'list', data: keys }, keys.length === 0 ? 'No managed keys.\n' : `${keys.map(describe).join('\n')}\n`);
+			return 0;
+		}
+		case 'revoke': {
+			const id = parseAdmin(keyIdSchema, parsed.id, 'id');
+			if (!(await admin.revoke(id))) return notFound(id, output);
+			print({ id, object: 'api_key', revoked: true }, `Revoked ${id}: refused from the next request on.\n`);
+			return 0;
+		}
+		case 'rotate': {
+			const id = parseAdmin(keyIdSchema, parsed.id, 'id');
+			const { grace_seconds: grace } = parseAdmin(rotateKeySchema, { grace_seconds: numberOf(parsed.fields['grace-seconds']) });
+			const rotated = await admin.rotate(id, grace ?? 0);
+			if (!rotated) return notFound(id, output);
+			const until = grace ? `the old secret works for ${grace} more seconds` : 'the old secret no longer works';
+			print(rotated, `${describe(rotated)}\n  new secret: ${rotated.key}\n  (shown only now; ${until})\n`);
+			return 0;
+		}
+		default:
+			return 2;
+	}
+}
+
+function notFound(id: string, output: Output): number {
+	output.err(`imagegen-server keys: no key '${id}' (it never existed or was revoked)\n`);
+	return 1;
+}
+
+/** Numbers as numbers, so the schema names a bad value; anything unreadable stays a string and is refused by type. */
+function numberOf(text: string | undefined): number | string | undefined {
+	if (text === undefined) return undefined;
+	return /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text;
+}
+
+function describe(key: KeyObject): string {
+	const limits = [
+		key.models ? `models ${key.models.join(',')}` : 'every model',
+		key.budget
+			? `budget $${key.budget.spent_usd} of $${key.budget.limit_usd} (${key.budget.period}${key.budget.resets_at ? `, resets ${key.budget.resets_at}` : ''})`
+			: 'no budget',
+		key.rate_limit_per_minute ? `${key.rate_limit_per_minute}/min` : 'default rate limit',
+		key.expires_at ? `expires ${key.expires_at}` : 'no expiry',
+		...(key.blocked ? ['BLOCKED'] : []),
+	];
+	return `${key.id}  ${key.prefix}…  ${key.name}\n  ${limits.join('; ')}`;
+}

@@ -1,0 +1,40 @@
+/**
+ * `fastify.runGeneration`: the one generation runner of the service, shared by every way in
+ * (POST /v1/images/generations, the MCP endpoint), so each enforces the caller's key policy
+ * (models, budget) and records usage the same way. Callers pass `apiKey: request.apiKey`.
+ */
+import fp from 'fastify-plugin';
+import { createBudgetGate } from '../generation/key-policy';
+import { createGenerationRunner, type GenerationRunner } from '../generation/run-generation';
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		runGeneration: GenerationRunner;
+	}
+}
+
+/** Input images of a generation request are held in memory while the provider works. */
+const MAX_INPUT_IMAGE_BYTES = 50 * 1024 * 1024;
+/** Beyond the slowest a generation may take, before a reservation counts as left by a dead process. */
+const RESERVATION_MARGIN_MS = 60_000;
+
+export default fp(
+	async (fastify) => {
+		const { config } = fastify;
+		fastify.decorate(
+			'runGeneration',
+			createGenerationRunner({
+				providers: fastify.providers,
+				prices: config.priceOverrides,
+				timeoutMs: config.generationTimeoutMs,
+				inputs: { fetchRemote: fastify.fetchRemote, maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes) },
+				hostedFiles: fastify.hostedFiles,
+				usageLedger: fastify.usageLedger,
+				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS }),
+				log: fastify.log,
+				metrics: fastify.metrics,
+			}),
+		);
+	},
+	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics'] },
+);
