@@ -25,6 +25,7 @@ import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
+import adminPageRoutes from './routes/admin-page';
 import healthRoutes from './routes/health';
 import metricsRoutes from './routes/metrics';
 import modelRoutes from './routes/models';
@@ -153,6 +154,7 @@ async function registerService(
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
 	await app.register(metricsRoutes);
+	await app.register(adminPageRoutes);
 	await app.register(
 		async (v1) => {
 			await v1.register(apiGuard);
