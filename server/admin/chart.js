@@ -37,9 +37,10 @@ export function drawSpend(container, days, series) {
 			width,
 			height: 260,
 			tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-			scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+			// Half a day either side, so the first and last days' bars are drawn whole.
+			scales: { x: { time: true, range: (_u, min, max) => [min - DAY_SECONDS / 2, max + DAY_SECONDS / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
 			axes: [{ stroke: '#667085', grid: { stroke: '#eef0f3' } }, { stroke: '#667085', grid: { stroke: '#eef0f3' }, values: (_u, ticks) => ticks.map((tick) => `$${tick.toFixed(tick < 1 ? 3 : 2)}`), size: 64 }],
-			series: [{}, ...series.map((each, index) => ({ label: each.label, stroke: PALETTE[index % PALETTE.length], fill: `${PALETTE[index % PALETTE.length]}33`, width: 1.5, paths: bars, value: (_u, v) => (v == null ? '–' : `$${v.toFixed(4)}`) }))],
+			series: [{}, ...series.map((each, index) => ({ label: each.label, stroke: PALETTE[index % PALETTE.length], fill: `${PALETTE[index % PALETTE.length]}33`, width: 1.5, paths: bars, points: { show: false }, value: (_u, v) => (v == null ? '–' : `$${v.toFixed(4)}`) }))],
 		},
 		[x, ...series.map((each) => each.values)],
 		container,
