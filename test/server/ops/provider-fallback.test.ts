@@ -9,10 +9,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { Client } from 'pg';
 import { parseProviderSelection } from '../../../server/src/generation/providers';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { postJson } from '../support/http';
+import { startTestPostgres } from '../support/postgres';
 import { makeImage } from '../support/media';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
@@ -24,6 +26,7 @@ const ATTEMPTS = 4;
 let fake: FakeHosts;
 let chained: RunningServer;
 let prunaDown: RunningServer;
+let refusedPort: number;
 
 /** A loopback port nothing listens on: connections to it are refused. */
 async function closedPort(): Promise<number> {
@@ -37,6 +40,7 @@ async function closedPort(): Promise<number> {
 beforeAll(async () => {
 	fake = await startFakeHosts();
 	const port = await closedPort();
+	refusedPort = port;
 	const env = { ...FAST, PRUNA_API_KEY: 'pruna-key', REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` };
 	[chained, prunaDown] = await Promise.all([
 		startServer({ args: CHAIN, env: { ...env, PRUNA_BASE_URL: `${fake.origin}/v1` } }),
@@ -161,3 +165,27 @@ describe('--providers chains', () => {
 		await expect(startServer({ args: ['--providers', 'p-image=sandbox|replicate'], env: { REPLICATE_API_TOKEN: '' } })).rejects.toThrow(/REPLICATE_API_TOKEN/);
 	});
 });
+
+test('the PostgreSQL usage ledger records the serving host too', async () => {
+	const postgres = await startTestPostgres();
+	let server: RunningServer | undefined;
+	try {
+		const databaseUrl = await postgres.createDatabase();
+		server = await startServer({
+			args: [...CHAIN, '--database-url', databaseUrl],
+			env: { ...FAST, PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `http://127.0.0.1:${refusedPort}/v1`, REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
+		});
+		expect((await generate(server)).status).toBe(200);
+		const client = new Client({ connectionString: databaseUrl });
+		await client.connect();
+		try {
+			const { rows } = await client.query<{ provider: string | null }>('SELECT provider FROM usage_entries');
+			expect(rows).toEqual([{ provider: 'replicate' }]);
+		} finally {
+			await client.end();
+		}
+	} finally {
+		await server?.stop({ removeData: true });
+		await postgres.stop();
+	}
+}, 120_000);
