@@ -12,6 +12,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY core core
 COPY server/src server/src
 COPY server/bin server/bin
+COPY server/admin server/admin
 COPY server/README.md server/LICENSE server/
 RUN npx tsc -p server/tsconfig.json \
 	&& npm pack --workspace server --pack-destination /tmp \

@@ -19,13 +19,16 @@ import configPlugin from './plugins/config';
 import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
+import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
 import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
+import adminPageRoutes from './routes/admin-page';
 import healthRoutes from './routes/health';
+import metricsRoutes from './routes/metrics';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -148,6 +151,7 @@ async function registerService(
 	await app.register(configPlugin, { config });
 	await app.register(backendsPlugin, { backends: parts.backends });
 	await app.register(authPlugin);
+	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
@@ -156,6 +160,8 @@ async function registerService(
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
+	await app.register(metricsRoutes);
+	await app.register(adminPageRoutes);
 	await app.register(
 		async (v1) => {
 			await v1.register(apiGuard);

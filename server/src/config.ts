@@ -89,7 +89,7 @@ export const OPTIONS = [
 	{ flag: 'rate-limit-per-minute', env: 'IMAGEGEN_RATE_LIMIT_PER_MINUTE', kind: 'integer', defaultText: '600', description: 'Requests per minute per API key on /v1 (0 = unlimited)' },
 	{ flag: 'generation-timeout-seconds', env: 'IMAGEGEN_GENERATION_TIMEOUT_SECONDS', kind: 'number', defaultText: '120', description: 'Time limit for one generation request' },
 	{ flag: 'fetch-timeout-seconds', env: 'IMAGEGEN_FETCH_TIMEOUT_SECONDS', kind: 'number', defaultText: '30', description: 'Time limit for fetching one URL input' },
-	{ flag: 'providers', env: 'IMAGEGEN_PROVIDERS', kind: 'string', defaultText: '(sandbox for every model)', description: 'Provider per model, e.g. p-image=replicate,textimage-v2=ideogram' },
+	{ flag: 'providers', env: 'IMAGEGEN_PROVIDERS', kind: 'string', defaultText: '(sandbox for every model)', description: 'Provider per model, e.g. p-image=replicate,textimage-v2=ideogram; p-image=pruna|replicate is a fallback chain (the next host only when the previous one provably made nothing)' },
 	{ flag: 'prices', env: 'IMAGEGEN_PRICES', kind: 'string', defaultText: '(catalog prices)', description: 'Price per image overrides in USD, e.g. textimage-v2=0.08' },
 	{ flag: 'log-level', env: 'IMAGEGEN_LOG_LEVEL', kind: 'string', defaultText: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}` },
 	{ flag: 'storage', env: 'IMAGEGEN_STORAGE', kind: 'string', defaultText: 'disk', description: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' },

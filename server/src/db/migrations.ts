@@ -130,6 +130,14 @@ export const MIGRATIONS: readonly Migration[] = [
 		`,
 	},
 	{
+		version: 3,
+		name: 'the provider that served each generation',
+		sql: `
+			-- NULL on rows written before fallback chains existed.
+			ALTER TABLE usage_entries ADD COLUMN provider text;
+		`,
+	},
+	{
 		version: 4,
 		name: 'idempotent answers know the files they point at',
 		sql: `

@@ -160,8 +160,8 @@ export class PgUsageLedger implements UsageLedger {
 
 	private async insert(entries: UsageEntry[]): Promise<void> {
 		await this.pool.query(
-			`INSERT INTO usage_entries (request_id, api_key_id, day, model, images, cost_usd, at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::numeric[], $7::timestamptz[])
+			`INSERT INTO usage_entries (request_id, api_key_id, day, model, images, cost_usd, at, provider)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::numeric[], $7::timestamptz[], $8::text[])
 			ON CONFLICT (request_id) DO NOTHING`,
 			[
 				entries.map((entry) => entry.requestId),
@@ -171,12 +171,16 @@ export class PgUsageLedger implements UsageLedger {
 				entries.map((entry) => entry.images),
 				entries.map((entry) => entry.costUsd.toString()),
 				entries.map((entry) => entry.at),
+				entries.map((entry) => entry.provider ?? null),
 			],
 		);
 	}
 }
 
 function invalidEntry(entry: UsageEntry): string | undefined {
+	if (entry.provider !== undefined && (typeof entry.provider !== 'string' || entry.provider.length > MAX_TEXT || entry.provider.includes('\u0000'))) {
+		return `provider must be a string of at most ${MAX_TEXT} characters without NUL`;
+	}
 	for (const field of ['requestId', 'apiKeyId', 'model'] as const) {
 		const value = entry[field];
 		// PostgreSQL text cannot hold NUL.

@@ -18,6 +18,17 @@ export interface GenerationContext {
 	loadInputImage(index: number): Promise<Buffer>;
 	/** The service's bounded image queue (media/image-work.ts), for providers that draw with sharp. */
 	imageWork: ImageWork;
+	/**
+	 * Told of each host a fallback chain tried (provider-chain.ts): which one served, which failed
+	 * and why. A single provider does not call it; the caller knows that provider already.
+	 */
+	attempted?(attempt: ProviderAttempt): void;
+}
+
+export interface ProviderAttempt {
+	provider: string;
+	/** Absent when this host served. */
+	error?: unknown;
 }
 
 export interface GenerationProvider {

@@ -19,7 +19,10 @@ import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
 import { normalizeOutput } from './normalize-output';
-import type { GenerationProvider, ProviderImage } from './provider';
+import type { ServiceMetrics } from '../metrics/service-metrics';
+import { NO_METRICS } from '../metrics/service-metrics';
+import type { GenerationProvider, ProviderAttempt, ProviderImage } from './provider';
+import { chainMembers } from './provider-chain';
 import { checkProviderLimits } from './provider-limits';
 import type { ProviderTable } from './providers';
 
@@ -37,6 +40,8 @@ export interface GenerationServices {
 	budgets: BudgetGate;
 	/** Where a usage line that could not be made durable is reported (it is retried meanwhile). */
 	log: { error(details: object, message: string): void };
+	/** Counts generations, their cost and provider failures; none when absent. */
+	metrics?: ServiceMetrics;
 }
 
 export interface GenerationCaller {
@@ -55,8 +60,23 @@ const USAGE_WAIT_MS = 2_000;
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
 	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger, budgets } = services;
 	const imageWork = services.imageWork ?? new ImageWork({ maxPixels: inputs.maxImagePixels ?? 100_000_000 });
+	const metrics = services.metrics ?? NO_METRICS;
 
-	return async (request, caller) => {
+	const observed: GenerationRunner = async (request, caller) => {
+		const started = performance.now();
+		const seen: Observed = { provider: 'none' };
+		const seconds = () => (performance.now() - started) / 1000;
+		try {
+			const response = await run(request, caller, seen);
+			metrics.generation({ model: request.model, provider: seen.provider, outcome: 'success', seconds: seconds(), costUsd: response.usage.cost_usd });
+			return response;
+		} catch (error) {
+			metrics.generation({ model: request.model, provider: seen.provider, outcome: errorCode(error), seconds: seconds(), costUsd: 0 });
+			throw error;
+		}
+	};
+
+	const run = async (request: GenerationRequest, caller: GenerationCaller, seen: Observed): Promise<GenerationResponse> => {
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
 		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
 		const seed = generation.seed;
@@ -66,13 +86,16 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
 		const hold = await budgets.admit(caller.apiKey, price);
 		const data: GeneratedImage[] = [];
+		let servedBy: string;
 		try {
 			const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
 			const stopped = () => stoppedError(signal, timeoutMs, provider);
-			const outputs = await runProvider(provider, generation, { inputs, imageWork }, signal, stopped);
-			for (const output of outputs) {
-				const bytes = await providerBytes(output, provider, inputs, signal, stopped);
-				const image = await normalizeOutput(bytes, generation, provider.name, imageWork, signal);
+			seen.provider = chainMembers(provider)[0]!;
+			const ran = await runProvider(provider, generation, { inputs, imageWork, signal, stopped, metrics, seen });
+			servedBy = ran.servedBy;
+			for (const output of ran.outputs) {
+				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
+				const image = await normalizeOutput(bytes, generation, servedBy, imageWork, signal);
 				if (generation.response_format === 'b64_json') {
 					data.push({ b64_json: image.bytes.toString('base64'), seed });
 				} else {
@@ -87,7 +110,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const costUsd = roundUsd(price * data.length);
 		await settleHold(hold, costUsd, services.log);
 		const recorded = usageLedger
-			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID() })
+			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID(), provider: servedBy })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 		// The billing line is durable before the answer, so a crash right after it loses nothing and
 		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays
@@ -103,6 +126,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			usage: { images: data.length, cost_usd: costUsd },
 		};
 	};
+	return observed;
 }
 
 /** A failed generation costs nothing; a release that fails only lets the reservation run out its lease. */
@@ -115,12 +139,69 @@ async function settleHold(hold: BudgetHold | null, costUsd: number, log: Generat
 	await hold?.settle(costUsd).catch((error: unknown) => log.error({ err: error, costUsd }, 'charging a budget failed'));
 }
 
+/** What the metrics learn while a generation runs: the host that served, or the one that failed last. */
+interface Observed {
+	provider: string;
+}
+
+function errorCode(error: unknown): string {
+	return error instanceof ImageGenError ? error.code : 'internal_error';
+}
+
+interface ProviderRun {
+	inputs: InputImageSource;
+	imageWork: ImageWork;
+	signal: AbortSignal;
+	stopped: () => ImageGenError;
+	metrics: ServiceMetrics;
+	seen: Observed;
+}
+
+/**
+ * Runs the model's provider (a single host or a fallback chain) and reports every host's failure
+ * to the metrics. Answers the images and the host that served them.
+ */
 async function runProvider(
+	provider: GenerationProvider,
+	generation: GenerationRequest,
+	{ inputs, imageWork, signal, stopped, metrics, seen }: ProviderRun,
+): Promise<{ outputs: ProviderImage[]; servedBy: string }> {
+	const attempts: ProviderAttempt[] = [];
+	const members = chainMembers(provider);
+	try {
+		const outputs = await generateOnce(provider, generation, { inputs, imageWork }, signal, stopped, (attempt) => attempts.push(attempt));
+		const served = attempts.find((attempt) => attempt.error === undefined)?.provider ?? members[0]!;
+		countFailures(attempts, metrics);
+		seen.provider = served;
+		return { outputs, servedBy: served };
+	} catch (error) {
+		// Reports that arrive after the time limit has already decided are not this run's.
+		const reported = attempts.slice();
+		const failedAt = reported.at(-1);
+		const finalReported = failedAt?.error !== undefined && (failedAt.error === error || (error as Error | undefined)?.cause === failedAt.error);
+		if (!finalReported) reported.push({ provider: members[Math.min(reported.length, members.length - 1)]!, error });
+		countFailures(reported, metrics);
+		seen.provider = reported.at(-1)!.provider;
+		throw error;
+	}
+}
+
+/** A client that went away is not the host's failure. */
+function countFailures(attempts: readonly ProviderAttempt[], metrics: ServiceMetrics): void {
+	for (const attempt of attempts) {
+		if (attempt.error === undefined) continue;
+		const code = errorCode(attempt.error);
+		if (code !== 'cancelled') metrics.providerError(attempt.provider, code);
+	}
+}
+
+async function generateOnce(
 	provider: GenerationProvider,
 	generation: GenerationRequest,
 	{ inputs, imageWork }: { inputs: InputImageSource; imageWork: ImageWork },
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
+	attempted: (attempt: ProviderAttempt) => void,
 ): Promise<ProviderImage[]> {
 	const aborted = new Promise<never>((_, reject) => {
 		const fail = () => reject(stopped());
@@ -128,7 +209,7 @@ async function runProvider(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal), imageWork });
+		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal), attempted, imageWork });
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });
@@ -154,18 +235,21 @@ function stoppedError(signal: AbortSignal, timeoutMs: number, provider: Generati
 
 async function providerBytes(
 	output: ProviderImage,
-	provider: GenerationProvider,
+	provider: string,
 	inputs: InputImageSource,
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
+	metrics: ServiceMetrics,
 ): Promise<Buffer> {
 	if ('bytes' in output) return output.bytes;
 	try {
 		return await inputs.fetchRemote(new URL(output.url), { field: 'output', maxBytes: inputs.maxInputImageBytes * 2, signal });
 	} catch (error) {
 		// A download cut short by our own limit is a time-out, not a broken output.
-		if (signal.aborted) throw stopped();
-		const reason = error instanceof Error ? error.message : String(error);
-		throw new ImageGenError(502, `The ${provider.name} provider's image could not be downloaded: ${reason}`, { code: 'upstream_failed', cause: error });
+		const failure = signal.aborted
+			? stopped()
+			: new ImageGenError(502, `The ${provider} provider's image could not be downloaded: ${error instanceof Error ? error.message : String(error)}`, { code: 'upstream_failed', cause: error });
+		if (failure.code !== 'cancelled') metrics.providerError(provider, failure.code);
+		throw failure;
 	}
 }

@@ -37,8 +37,9 @@ export default fp(
 				usageLedger: fastify.usageLedger,
 				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS }),
 				log: fastify.log,
+				metrics: fastify.metrics,
 			}),
 		);
 	},
-	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files'] },
+	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics'] },
 );

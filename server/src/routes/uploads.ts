@@ -40,6 +40,9 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	const { maxUploadBytes, retentionSeconds } = v1.config;
 	const limits = { retentionSeconds };
 
+	/** The media kind of uploads that failed once it was known, for the metrics' `kind` label. */
+	const failedKinds = new WeakMap<object, string>();
+
 	const describe = (file: FileRecord): UploadResponse => {
 		const url = store.publicUrl(file);
 		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size };
@@ -58,8 +61,11 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 			} else if (plan.outputFormat && plan.outputFormat !== current.media.type) {
 				current = await store.convert(current, plan.outputFormat, field, signal);
 			}
-			return describe(await store.publish(current, { lifetimeSeconds: expiresIn }));
+			const published = await store.publish(current, { lifetimeSeconds: expiresIn });
+			v1.metrics.upload({ kind: current.media.kind, outcome: 'success', bytes: published.size });
+			return describe(published);
 		} catch (error) {
+			if (error !== null && typeof error === 'object') failedKinds.set(error, current.media.kind);
 			// Already gone when converting or publishing failed; a second discard finds nothing.
 			await store.discard(current).catch(() => undefined);
 			throw error;
@@ -209,13 +215,19 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	};
 
 	v1.post('/uploads', async (request, reply) => {
-		const key = v1.idempotency.keyOf(request);
-		if (request.isMultipart()) return receiveMultipart(request, reply, key);
-		return v1.idempotency.send(request, reply, {
-			key,
-			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: () => receiveJson(request, reply),
-		});
+		try {
+			const key = v1.idempotency.keyOf(request);
+			if (request.isMultipart()) return await receiveMultipart(request, reply, key);
+			return await v1.idempotency.send(request, reply, {
+				key,
+				fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
+				run: () => receiveJson(request, reply),
+			});
+		} catch (error) {
+			const kind = error !== null && typeof error === 'object' ? failedKinds.get(error) : undefined;
+			v1.metrics.upload({ kind: kind ?? 'unknown', outcome: error instanceof ImageGenError ? error.code : 'internal_error', bytes: 0 });
+			throw error;
+		}
 	});
 }
 

@@ -50,6 +50,8 @@ interface Line {
 	images: number;
 	cost_usd: number;
 	id?: string;
+	/** The host that served (absent on lines written before fallback chains). */
+	provider?: string;
 }
 
 interface Queued {
@@ -161,7 +163,7 @@ export class JsonlUsageLedger implements UsageLedger {
 	 * way go out together in the next one, so a busy service makes one append per batch.
 	 */
 	record(entry: UsageEntry): Promise<void> {
-		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId };
+		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId, ...(entry.provider === undefined ? {} : { provider: entry.provider }) };
 		if (!this.remember(entry.requestId, entry.at.getTime())) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
 		this.count(line);
 		if (this.today() !== this.checkedDay) this.rollUpDue = true;
@@ -354,7 +356,8 @@ function parseLine(text: string): Line | undefined {
 			typeof line.model === 'string' &&
 			Number.isFinite(line.images) &&
 			Number.isFinite(line.cost_usd) &&
-			(line.id === undefined || typeof line.id === 'string');
+			(line.id === undefined || typeof line.id === 'string') &&
+			(line.provider === undefined || typeof line.provider === 'string');
 		return valid ? line : undefined;
 	} catch {
 		return undefined;

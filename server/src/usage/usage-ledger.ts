@@ -17,6 +17,8 @@ export interface UsageEntry {
 	at: Date;
 	/** Idempotency of the record itself: the same id is counted once (retried appends). */
 	requestId: string;
+	/** The host that made the images (the one that served in a fallback chain). */
+	provider?: string;
 }
 
 export interface LedgerHealth {

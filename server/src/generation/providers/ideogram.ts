@@ -56,6 +56,7 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				credentials,
 				json: { image_request: ideogramImageRequest(request) },
 				signal: context.signal,
+				submit: true,
 				retry,
 			});
 			const images = (answer.data ?? []).filter((image) => typeof image.url === 'string');

@@ -27,6 +27,36 @@ export interface ProviderRequest {
 	form?: FormData;
 	signal: AbortSignal;
 	retry?: RetryPolicy;
+	/**
+	 * This call comes before the host has accepted any billable work (it creates the job, or
+	 * prepares one). Its failures that prove the host made nothing become a NothingMadeError, which
+	 * a fallback chain may pass on to the next host; the same failure on a later call (a status
+	 * poll, a download) proves nothing, because the job may already be running and billed.
+	 */
+	submit?: boolean;
+}
+
+/**
+ * A provider failure that proves no image was made and nothing was charged: the connection was
+ * refused, the name did not resolve, or the host answered 429, 5xx, 401 or 403 to the submit.
+ * Only this lets a fallback chain try the next host without risking a double charge. Answered
+ * exactly like the ImageGenError it stands for.
+ */
+export class NothingMadeError extends ImageGenError {
+	constructor(
+		readonly provider: string,
+		error: ImageGenError,
+	) {
+		super(error.status, error.message, { param: error.param, code: error.code, retryAfterSeconds: error.retryAfterSeconds, cause: error.cause });
+	}
+}
+
+/** Connection failures before any byte of the request reached the host. */
+const NOT_CONNECTED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
+
+/** Statuses a host gives to a submit it did not take on: rate limited, failing, or refusing our key. */
+function refusedSubmit(status: number): boolean {
+	return status === 429 || status >= 500 || status === 401 || status === 403;
 }
 
 /** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
@@ -46,7 +76,8 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
 			await sleep(wait, undefined, { signal: request.signal });
 			continue;
 		}
-		throw await toProviderError(request.provider, response);
+		const error = await toProviderError(request.provider, response);
+		throw request.submit && refusedSubmit(response.status) ? new NothingMadeError(request.provider, error) : error;
 	}
 }
 
@@ -98,8 +129,18 @@ async function fetchOnce(request: ProviderRequest, url: string, init: RequestIni
 	} catch (error) {
 		if (request.signal.aborted) throw error;
 		const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
-		throw new ImageGenError(502, `The ${request.provider} provider could not be reached: ${reason}`, { code: 'upstream_unreachable', cause: error });
+		const unreachable = new ImageGenError(502, `The ${request.provider} provider could not be reached: ${reason}`, { code: 'upstream_unreachable', cause: error });
+		throw request.submit && neverConnected(error) ? new NothingMadeError(request.provider, unreachable) : unreachable;
 	}
+}
+
+/** fetch's TypeError carries the socket error as its cause (an AggregateError when every address failed). */
+function neverConnected(error: unknown): boolean {
+	const cause = (error as { cause?: { code?: unknown; errors?: unknown } } | undefined)?.cause;
+	if (!cause) return false;
+	if (typeof cause.code === 'string' && NOT_CONNECTED_CODES.has(cause.code)) return true;
+	const all = Array.isArray(cause.errors) ? (cause.errors as Array<{ code?: unknown }>) : [];
+	return all.length > 0 && all.every((each) => typeof each.code === 'string' && NOT_CONNECTED_CODES.has(each.code));
 }
 
 async function toProviderError(provider: string, response: Response): Promise<ImageGenError> {

@@ -65,7 +65,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 						const form = new FormData();
 						const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
 						form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
-						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, credentials, form, signal: context.signal, retry });
+						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, credentials, form, signal: context.signal, retry, submit: true });
 						const url = file.urls?.get ?? file.url;
 						if (!url) throw new ImageGenError(502, 'The pruna provider accepted an input image but returned no URL for it', { code: 'upstream_invalid_output' });
 						return url;
@@ -80,6 +80,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				credentials,
 				json: { input },
 				signal: context.signal,
+				submit: true,
 				retry,
 			});
 			while (status.status !== 'succeeded' && status.status !== 'failed' && status.status !== 'canceled') {

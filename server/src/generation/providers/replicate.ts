@@ -83,7 +83,7 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 		limits: REPLICATE_LIMITS[model],
 		async generate(request, context) {
 			let prediction = await call(
-				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal },
+				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal, submit: true },
 				{ prefer: 'wait=60' },
 			);
 			try {

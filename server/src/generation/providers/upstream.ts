@@ -28,6 +28,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				json: { ...request, ...(images ? { images } : {}), response_format: 'b64_json' },
 				signal: context.signal,
 				retry,
+				submit: true,
 			});
 			if (!Array.isArray(answer?.data)) {
 				throw new ImageGenError(502, 'The upstream provider answered without a data array', { code: 'upstream_invalid_output' });

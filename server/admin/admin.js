@@ -1,0 +1,231 @@
+// The operator page: sign in with the admin key, manage keys, see spend per day.
+import { api, ApiError, session } from '/admin/assets/api.js';
+import { daysSince, drawSpend, seriesOf } from '/admin/assets/chart.js';
+
+const $ = (selector) => document.querySelector(selector);
+/** Cents, or tenths of a cent where that is all there is (an image costs a fraction of a cent). */
+const usd = (value) => `$${Number(value).toFixed(value > 0 && value < 0.01 ? 4 : 2)}`;
+let keys = [];
+
+function element(tag, properties = {}, children = []) {
+	const node = Object.assign(document.createElement(tag), properties);
+	node.append(...children);
+	return node;
+}
+
+function showError(target, error) {
+	$(target).textContent = error ? error.message : '';
+}
+
+async function signedIn() {
+	$('#sign-in').hidden = true;
+	$('#console').hidden = false;
+	$('#sign-out').hidden = false;
+	await refresh();
+}
+
+function signedOut(message = '') {
+	session.clear();
+	$('#console').hidden = true;
+	$('#sign-out').hidden = true;
+	$('#sign-in').hidden = false;
+	$('#sign-in-error').textContent = message;
+	$('#admin-key').focus();
+}
+
+/** A refused admin key ends the session instead of showing the same error on every action. */
+async function guarded(work, errorTarget) {
+	try {
+		showError(errorTarget, null);
+		return await work();
+	} catch (error) {
+		if (error instanceof ApiError && (error.status === 401 || error.code === 'admin_only')) signedOut('That is not the admin key of this service.');
+		else showError(errorTarget, error);
+		return undefined;
+	}
+}
+
+async function refresh() {
+	await guarded(async () => {
+		keys = await api.listKeys();
+		renderKeys();
+		await renderUsage();
+	}, '#console-error');
+}
+
+function status(key) {
+	if (key.blocked) return element('span', { className: 'badge blocked', textContent: 'blocked' });
+	if (key.expires_at && Date.parse(key.expires_at) <= Date.now()) return element('span', { className: 'badge expired', textContent: 'expired' });
+	return element('span', { className: 'badge', textContent: 'active' });
+}
+
+function spend(key) {
+	if (!key.budget) return element('span', { className: 'hint', textContent: 'no budget' });
+	const { spent_usd: spent, limit_usd: limit, period, resets_at: resets } = key.budget;
+	const meter = element('meter', { min: 0, max: limit, value: Math.min(spent, limit), low: limit * 0.7, high: limit * 0.9, optimum: 0 });
+	const period_ = period === 'total' ? 'in total' : `per UTC ${period}`;
+	const note = element('small', { textContent: `${usd(spent)} of ${usd(limit)} ${period_}${resets ? ` · resets ${resets.slice(0, 10)}` : ''}` });
+	return element('div', { className: 'spend' }, [meter, note]);
+}
+
+function actions(key) {
+	const button = (label, action, danger = false) => {
+		const node = element('button', { type: 'button', className: danger ? 'small danger' : 'small', textContent: label });
+		node.dataset.action = action;
+		node.dataset.id = key.id;
+		return node;
+	};
+	return [button('Edit', 'edit'), button(key.blocked ? 'Unblock' : 'Block', 'block'), button('Rotate', 'rotate'), button('Revoke', 'revoke', true)];
+}
+
+function renderKeys() {
+	const rows = keys.map((key) =>
+		element('tr', {}, [
+			element('td', { textContent: key.name }),
+			element('td', { className: 'prefix', textContent: `${key.prefix}…` }),
+			element('td', {}, [status(key)]),
+			element('td', { textContent: key.models ? key.models.join(', ') : 'all' }),
+			element('td', {}, [spend(key)]),
+			element('td', { textContent: key.rate_limit_per_minute ? `${key.rate_limit_per_minute}/min` : 'default' }),
+			element('td', { textContent: key.expires_at ? key.expires_at.slice(0, 10) : 'never' }),
+			element('td', { className: 'actions' }, actions(key)),
+		]),
+	);
+	$('#keys tbody').replaceChildren(...rows);
+	$('#keys').hidden = keys.length === 0;
+	$('#no-keys').hidden = keys.length > 0;
+}
+
+async function renderUsage() {
+	const from = new Date(Date.now() - (Number($('#range').value) - 1) * 86_400_000).toISOString().slice(0, 10);
+	const usage = await api.usage(from);
+	const names = new Map(keys.map((key) => [key.id, key.name]));
+	const days = daysSince(from);
+	const series = seriesOf(usage.data, days, (id) => names.get(id) ?? (id.startsWith('key_') ? `${id} (revoked)` : `flat key ${id.slice(0, 6)}`));
+	drawSpend($('#chart'), days, series);
+	$('#no-usage').hidden = series.length > 0;
+}
+
+// Create and edit share one form; `editing` is the key being edited, or null for a new key.
+let editing = null;
+
+function openKeyForm(key) {
+	editing = key;
+	const form = $('#key-form');
+	form.reset();
+	showError('#key-form-error', null);
+	$('#key-dialog-title').textContent = key ? `Edit ${key.name}` : 'New key';
+	$('#key-form-submit').textContent = key ? 'Save' : 'Create';
+	if (key) {
+		form.elements.name.value = key.name;
+		for (const box of form.querySelectorAll('input[name="models"]')) box.checked = key.models?.includes(box.value) ?? false;
+		form.elements.budget_usd.value = key.budget?.limit_usd ?? '';
+		form.elements.budget_period.value = key.budget?.period ?? 'total';
+		form.elements.rate_limit_per_minute.value = key.rate_limit_per_minute ?? '';
+		form.elements.expires_at.value = key.expires_at ? key.expires_at.slice(0, 10) : '';
+	}
+	$('#key-dialog').showModal();
+}
+
+/** The form as the admin API takes it; on edit an emptied field is `null` (the limit is cleared). */
+function fieldsOf(form) {
+	const empty = editing ? null : undefined;
+	const number = (name) => (form.elements[name].value === '' ? empty : Number(form.elements[name].value));
+	const models = [...form.querySelectorAll('input[name="models"]:checked')].map((box) => box.value);
+	const budget = number('budget_usd');
+	const fields = {
+		name: form.elements.name.value.trim(),
+		models: models.length > 0 ? models : empty,
+		budget_usd: budget,
+		rate_limit_per_minute: number('rate_limit_per_minute'),
+		expires_at: form.elements.expires_at.value ? new Date(`${form.elements.expires_at.value}T23:59:59Z`).toISOString() : empty,
+	};
+	if (budget !== null && budget !== undefined) fields.budget_period = form.elements.budget_period.value;
+	return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+function showSecret(secret) {
+	$('#secret').textContent = secret;
+	$('#copied').textContent = '';
+	$('#secret-dialog').showModal();
+}
+
+/** Resolves true when the operator confirms. */
+function confirmAction(title, text, withGrace = false) {
+	$('#confirm-title').textContent = title;
+	$('#confirm-text').textContent = text;
+	$('#grace-field').hidden = !withGrace;
+	$('#grace').value = '0';
+	$('#confirm-dialog').showModal();
+	return new Promise((resolve) => {
+		const ok = $('#confirm-ok');
+		const done = (answer) => {
+			ok.removeEventListener('click', yes);
+			$('#confirm-dialog').removeEventListener('close', no);
+			resolve(answer);
+		};
+		const yes = () => {
+			done(true);
+			$('#confirm-dialog').close();
+		};
+		const no = () => done(false);
+		ok.addEventListener('click', yes);
+		$('#confirm-dialog').addEventListener('close', no);
+	});
+}
+
+async function act(action, key) {
+	if (action === 'edit') return openKeyForm(key);
+	if (action === 'block') {
+		await guarded(() => api.updateKey(key.id, { blocked: !key.blocked }), '#console-error');
+	} else if (action === 'rotate') {
+		if (!(await confirmAction(`Rotate ${key.name}?`, 'A new secret is issued; callers must switch to it.', true))) return;
+		const rotated = await guarded(() => api.rotateKey(key.id, Number($('#grace').value)), '#console-error');
+		if (rotated) showSecret(rotated.key);
+	} else if (action === 'revoke') {
+		if (!(await confirmAction(`Revoke ${key.name}?`, 'The key is refused from the next request on, on every replica. Its files and usage stay.'))) return;
+		await guarded(() => api.revokeKey(key.id), '#console-error');
+	}
+	await refresh();
+}
+
+function wire() {
+	$('#sign-in-form').addEventListener('submit', async (event) => {
+		event.preventDefault();
+		session.set($('#admin-key').value.trim());
+		$('#admin-key').value = '';
+		await signedIn();
+	});
+	$('#sign-out').addEventListener('click', () => signedOut());
+	$('#new-key').addEventListener('click', () => openKeyForm(null));
+	$('#range').addEventListener('change', () => guarded(renderUsage, '#console-error'));
+	$('#keys').addEventListener('click', (event) => {
+		const button = event.target.closest('button[data-action]');
+		const key = button && keys.find((each) => each.id === button.dataset.id);
+		if (key) void act(button.dataset.action, key);
+	});
+	$('#key-form').addEventListener('submit', async (event) => {
+		event.preventDefault();
+		const fields = fieldsOf(event.target);
+		const saved = await guarded(() => (editing ? api.updateKey(editing.id, fields) : api.createKey(fields)), '#key-form-error');
+		if (!saved) return;
+		$('#key-dialog').close();
+		if (saved.key) showSecret(saved.key);
+		await refresh();
+	});
+	$('#copy-secret').addEventListener('click', async () => {
+		try {
+			await navigator.clipboard.writeText($('#secret').textContent);
+			$('#copied').textContent = 'Copied to the clipboard.';
+		} catch {
+			getSelection().selectAllChildren($('#secret'));
+			$('#copied').textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
+		}
+	});
+	$('#secret-dialog').addEventListener('close', () => ($('#secret').textContent = ''));
+	for (const button of document.querySelectorAll('[data-close]')) button.addEventListener('click', () => button.closest('dialog').close());
+}
+
+wire();
+if (session.get()) void signedIn();
+else signedOut();

@@ -1,0 +1,48 @@
+// Spend per UTC day per key as stacked-looking bars, drawn with uPlot (served by the service itself).
+import uPlot from '/admin/assets/uPlot.esm.js';
+
+const PALETTE = ['#3158d4', '#0f7b4a', '#b54708', '#7a2e9e', '#c4320a', '#0e7490', '#4d7c0f', '#9d174d'];
+const DAY_SECONDS = 86_400;
+
+/** Every UTC day from `from` to today, as YYYY-MM-DD. */
+export function daysSince(from) {
+	const days = [];
+	for (let at = Date.parse(`${from}T00:00:00Z`); at <= Date.now(); at += DAY_SECONDS * 1000) days.push(new Date(at).toISOString().slice(0, 10));
+	return days;
+}
+
+/** rows: [{ date, key_id, cost_usd }] → one series per key over `days`. */
+export function seriesOf(rows, days, nameOf) {
+	const perKey = new Map();
+	for (const row of rows) {
+		const costs = perKey.get(row.key_id) ?? new Map();
+		costs.set(row.date, (costs.get(row.date) ?? 0) + row.cost_usd);
+		perKey.set(row.key_id, costs);
+	}
+	return [...perKey.entries()].map(([keyId, costs]) => ({ label: nameOf(keyId), values: days.map((day) => costs.get(day) ?? 0) }));
+}
+
+let plot = null;
+
+export function drawSpend(container, days, series) {
+	plot?.destroy();
+	plot = null;
+	container.replaceChildren();
+	if (series.length === 0) return;
+	const bars = uPlot.paths.bars({ size: [0.7, 40], align: 0 });
+	const width = Math.max(320, container.clientWidth);
+	const x = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+	plot = new uPlot(
+		{
+			width,
+			height: 260,
+			tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+			// Half a day either side, so the first and last days' bars are drawn whole.
+			scales: { x: { time: true, range: (_u, min, max) => [min - DAY_SECONDS / 2, max + DAY_SECONDS / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+			axes: [{ stroke: '#667085', grid: { stroke: '#eef0f3' } }, { stroke: '#667085', grid: { stroke: '#eef0f3' }, values: (_u, ticks) => ticks.map((tick) => `$${tick.toFixed(tick < 1 ? 3 : 2)}`), size: 64 }],
+			series: [{}, ...series.map((each, index) => ({ label: each.label, stroke: PALETTE[index % PALETTE.length], fill: `${PALETTE[index % PALETTE.length]}33`, width: 1.5, paths: bars, points: { show: false }, value: (_u, v) => (v == null ? '–' : `$${v.toFixed(4)}`) }))],
+		},
+		[x, ...series.map((each) => each.values)],
+		container,
+	);
+}

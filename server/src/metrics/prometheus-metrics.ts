@@ -1,0 +1,86 @@
+/**
+ * The service's metrics in Prometheus' text format, on a registry of their own (prom-client's
+ * global one would mix in whatever else the process registers, and two apps in one process,
+ * as in tests, would collide). Process metrics come from prom-client's default collectors.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { GenerationObservation, ServiceMetrics, UploadObservation } from './service-metrics';
+
+/** Seconds: from a fast cached answer to a slow generation near its time limit. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
+
+export interface HttpObservation {
+	method: string;
+	/** A route pattern (`/files/:id`) or UNMATCHED_ROUTE, never a raw URL. */
+	route: string;
+	status: number;
+	seconds: number;
+}
+
+/** The one label value of every request no route matched (scanners, typos): no raw paths. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export class PrometheusMetrics implements ServiceMetrics {
+	readonly registry = new Registry();
+	readonly contentType = this.registry.contentType;
+	private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+	private readonly httpDuration: Histogram<'method' | 'route'>;
+	private readonly generations: Counter<'model' | 'provider' | 'outcome'>;
+	private readonly generationDuration: Histogram<'model' | 'provider'>;
+	private readonly generationCost: Counter<'model'>;
+	private readonly uploads: Counter<'kind' | 'outcome'>;
+	private readonly uploadBytes: Counter<'kind'>;
+	private readonly providerErrors: Counter<'provider' | 'code'>;
+	private readonly budgetRefusals: Counter;
+
+	constructor(options: { ledgerPending: () => number }) {
+		const registers = [this.registry];
+		collectDefaultMetrics({ register: this.registry });
+		this.httpRequests = new Counter({ name: 'imagegen_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
+		this.httpDuration = new Histogram({ name: 'imagegen_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: HTTP_BUCKETS, registers });
+		this.generations = new Counter({ name: 'imagegen_generations_total', help: 'Generations by model, the provider that served (or failed last) and outcome (success or the error code)', labelNames: ['model', 'provider', 'outcome'], registers });
+		this.generationDuration = new Histogram({ name: 'imagegen_generation_duration_seconds', help: 'Time a generation took, provider and re-hosting included', labelNames: ['model', 'provider'], buckets: GENERATION_BUCKETS, registers });
+		this.generationCost = new Counter({ name: 'imagegen_generation_cost_usd_total', help: 'US dollars charged for generations', labelNames: ['model'], registers });
+		this.uploads = new Counter({ name: 'imagegen_uploads_total', help: 'Uploads by media kind and outcome (success or the error code)', labelNames: ['kind', 'outcome'], registers });
+		this.uploadBytes = new Counter({ name: 'imagegen_upload_bytes_total', help: 'Bytes stored by uploads', labelNames: ['kind'], registers });
+		this.providerErrors = new Counter({ name: 'imagegen_provider_errors_total', help: 'Failures of a model host, by host and error code (fallbacks included)', labelNames: ['provider', 'code'], registers });
+		this.budgetRefusals = new Counter({ name: 'imagegen_budget_refusals_total', help: 'Requests refused because a key’s budget was spent (402 budget_exceeded)', registers });
+		new Gauge({
+			name: 'imagegen_usage_ledger_pending',
+			help: 'Usage lines accepted but not yet durable (non-zero while the ledger’s store fails)',
+			registers,
+			collect() {
+				this.set(options.ledgerPending());
+			},
+		});
+	}
+
+	http({ method, route, status, seconds }: HttpObservation): void {
+		this.httpRequests.inc({ method, route, status: String(status) });
+		this.httpDuration.observe({ method, route }, seconds);
+	}
+
+	generation({ model, provider, outcome, seconds, costUsd }: GenerationObservation): void {
+		this.generations.inc({ model, provider, outcome });
+		this.generationDuration.observe({ model, provider }, seconds);
+		if (costUsd > 0) this.generationCost.inc({ model }, costUsd);
+	}
+
+	providerError(provider: string, code: string): void {
+		this.providerErrors.inc({ provider, code });
+	}
+
+	upload({ kind, outcome, bytes }: UploadObservation): void {
+		this.uploads.inc({ kind, outcome });
+		if (bytes > 0) this.uploadBytes.inc({ kind }, bytes);
+	}
+
+	budgetRefused(): void {
+		this.budgetRefusals.inc();
+	}
+
+	async text(): Promise<string> {
+		return await this.registry.metrics();
+	}
+}

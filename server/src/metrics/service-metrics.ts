@@ -1,0 +1,38 @@
+/**
+ * What the service reports to its operator, behind an interface so generation and upload code
+ * record facts without knowing how they are exported (Prometheus: prometheus-metrics.ts). Label
+ * values are only ever names from our own closed sets (models, providers, error codes, media
+ * kinds, route patterns): never an id, a key, or anything a caller typed.
+ */
+export interface GenerationObservation {
+	model: string;
+	/** The host that served, or the one that failed last; `none` when none was asked. */
+	provider: string;
+	/** `success` or the error code. */
+	outcome: string;
+	seconds: number;
+	/** Charged for this generation (0 when it failed). */
+	costUsd: number;
+}
+
+export interface UploadObservation {
+	/** `image`, `video`, or `unknown` when the upload failed before its kind was known. */
+	kind: string;
+	/** `success` or the error code. */
+	outcome: string;
+	/** Bytes stored (0 when it failed). */
+	bytes: number;
+}
+
+export interface ServiceMetrics {
+	generation(observation: GenerationObservation): void;
+	providerError(provider: string, code: string): void;
+	upload(observation: UploadObservation): void;
+}
+
+/** For code run without a service around it (tests that build a runner by hand). */
+export const NO_METRICS: ServiceMetrics = {
+	generation: () => undefined,
+	providerError: () => undefined,
+	upload: () => undefined,
+};

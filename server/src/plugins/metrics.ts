@@ -1,0 +1,46 @@
+/**
+ * `fastify.metrics`: the service's counters (metrics/service-metrics.ts), exported in
+ * Prometheus' format by routes/metrics.ts. Every answer is counted here under its route pattern
+ * (`/files/:id`, never the URL asked for), so no file id or key ever becomes a label value.
+ * Budget refusals are counted from the answers themselves (402 `budget_exceeded`), wherever in
+ * the service they are decided.
+ */
+import fp from 'fastify-plugin';
+import { PrometheusMetrics, UNMATCHED_ROUTE } from '../metrics/prometheus-metrics';
+import type { ServiceMetrics } from '../metrics/service-metrics';
+
+export interface MetricsExposition {
+	readonly contentType: string;
+	/** Everything in Prometheus' text format. */
+	text(): Promise<string>;
+}
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		metrics: ServiceMetrics & MetricsExposition;
+	}
+}
+
+/** Methods Fastify routes; anything else is counted as one value. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export default fp(
+	async (fastify) => {
+		const metrics = new PrometheusMetrics({ ledgerPending: () => fastify.usageLedger.health().pending });
+		fastify.decorate('metrics', metrics);
+		fastify.addHook('onSend', async (_request, reply, payload) => {
+			if (reply.statusCode === 402 && typeof payload === 'string' && payload.includes('"budget_exceeded"')) metrics.budgetRefused();
+			return payload;
+		});
+		fastify.addHook('onResponse', async (request, reply) => {
+			metrics.http({
+				method: METHODS.has(request.method) ? request.method : 'OTHER',
+				// routeOptions.url is the pattern of the matched route, undefined when none matched.
+				route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+				status: reply.statusCode,
+				seconds: reply.elapsedTime / 1000,
+			});
+		});
+	},
+	{ name: 'metrics', dependencies: ['backends'] },
+);
