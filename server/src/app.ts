@@ -20,11 +20,13 @@ import hostedFilesPlugin from './plugins/hosted-files';
 import idempotencyPlugin from './plugins/idempotency';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
+import uploadsPlugin from './plugins/uploads';
 import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import healthRoutes from './routes/health';
+import mcpRoutes from './routes/mcp';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -146,6 +148,7 @@ async function registerService(
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(generationPlugin);
+	await app.register(uploadsPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
@@ -162,6 +165,11 @@ async function registerService(
 		},
 		{ prefix: '/v1' },
 	);
+	// MCP clients authenticate and are rate limited exactly like /v1 callers.
+	await app.register(async (mcp) => {
+		await mcp.register(apiGuard);
+		await mcp.register(mcpRoutes);
+	});
 }
 
 function defaultPublicUrl(host: string, port: number): string {
