@@ -27,6 +27,7 @@ import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import healthRoutes from './routes/health';
 import mcpRoutes from './routes/mcp';
+import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -152,6 +153,7 @@ async function registerService(
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
+	await app.register(openApiRoutes);
 	await app.register(
 		async (v1) => {
 			await v1.register(apiGuard);
