@@ -191,3 +191,32 @@ describe('managed keys over MCP', () => {
 		await mcp.close();
 	});
 });
+
+describe('rate limit over MCP', () => {
+	it('every MCP message counts against the key\'s limit together with /v1 calls', async () => {
+		const limited = await startServer({ args: ['--rate-limit-per-minute', '5'] });
+		try {
+			const mcp = new Client({ name: 'imagegen-test', version: '1.0.0' });
+			await mcp.connect(new StreamableHTTPClientTransport(new URL(`${limited.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${limited.apiKey}` } } }));
+			// Connecting took some of the 5 (initialize, its notification, the client's GET probe).
+			let answered = 0;
+			await expect(
+				(async () => {
+					for (;;) {
+						await mcp.callTool({ name: 'list_models', arguments: {} });
+						answered++;
+					}
+				})(),
+			).rejects.toThrow(/Rate limit of 5 requests/);
+			expect(answered).toBeGreaterThan(0);
+			expect(answered).toBeLessThanOrEqual(3);
+			// The same bucket: /v1 is refused now too.
+			const rest = await fetch(`${limited.baseUrl}/models`, { headers: { authorization: `Bearer ${limited.apiKey}` } });
+			expect(rest.status).toBe(429);
+			expect(rest.headers.get('retry-after')).toMatch(/^\d+$/);
+			await mcp.close();
+		} finally {
+			await limited.stop({ removeData: true });
+		}
+	});
+});
