@@ -9,6 +9,7 @@ export const ERROR_TYPES = {
 	402: 'billing_error',
 	403: 'permission_error',
 	404: 'not_found_error',
+	405: 'invalid_request_error',
 	408: 'invalid_request_error',
 	409: 'invalid_request_error',
 	413: 'invalid_request_error',

@@ -13,6 +13,7 @@ import { parseGenerationRequest, type GenerationRequest } from '../../core/schem
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
+import { runsAsTool } from '../shared/tool-mode';
 import { callApi } from '../shared/transport';
 import type { ItemCall, RequestSettings } from '../shared/uploads';
 import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
@@ -30,7 +31,9 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	const model = context.getNodeParameter('model', itemIndex) as ModelId;
 	const accepted = MODELS[model]?.fields ?? [];
 	const parameter = (name: string, fallback: unknown = '') => context.getNodeParameter(name, itemIndex, fallback);
-	const options = parameter('options', {}) as ImageGenOptions;
+	const asTool = runsAsTool(context);
+	// As a tool the model needs a URL it can pass on, and the agent would drop a download anyway.
+	const options = asTool ? { ...(parameter('options', {}) as ImageGenOptions), download: false } : (parameter('options', {}) as ImageGenOptions);
 	const call: ItemCall = { context, itemIndex, settings: readRequestSettings(context, itemIndex) };
 
 	const parameters: GenerationParameters = {
@@ -38,7 +41,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		prompt: parameter('prompt') as string,
 		aspectRatio: parameter('aspectRatio') as string,
 		outputFormat: parameter('outputFormat') as string,
-		responseFormat: parameter('responseFormat') as string,
+		responseFormat: asTool ? 'url' : (parameter('responseFormat') as string),
 		seed: options.seed,
 	};
 	if (accepted.includes('negative_prompt')) parameters.negativePrompt = parameter('negativePrompt') as string;
@@ -73,7 +76,22 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		itemIndex,
 		...call.settings,
 	});
+	if (asTool) return toolItems(request, response);
 	return await toOutputItems(context, itemIndex, request, response, options, call.settings);
+}
+
+/** What a model calling the node as a tool can use: the hosted URL and what describes it, nothing else. */
+function toolItems(request: GenerationRequest, response: GenerationResponse): INodeExecutionData[] {
+	const costUsd = response.data.length > 0 ? response.usage.cost_usd / response.data.length : 0;
+	return response.data.map((image) => ({
+		json: {
+			model: response.model ?? request.model,
+			...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
+			mimeType: MEDIA_DETAILS[request.output_format].mimeType,
+			...(typeof (image as { seed?: unknown }).seed === 'number' ? { seed: (image as { seed: number }).seed } : {}),
+			costUsd,
+		},
+	}));
 }
 
 async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise<void> {

@@ -22,6 +22,7 @@ import idempotencyPlugin from './plugins/idempotency';
 import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
+import uploadsPlugin from './plugins/uploads';
 import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
@@ -29,6 +30,8 @@ import generationRoutes from './routes/generations';
 import adminPageRoutes from './routes/admin-page';
 import healthRoutes from './routes/health';
 import metricsRoutes from './routes/metrics';
+import mcpRoutes from './routes/mcp';
+import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -157,11 +160,13 @@ async function registerService(
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(generationPlugin);
+	await app.register(uploadsPlugin);
 
 	await app.register(healthRoutes);
 	await app.register(fileRoutes);
 	await app.register(metricsRoutes);
 	await app.register(adminPageRoutes);
+	await app.register(openApiRoutes);
 	await app.register(
 		async (v1) => {
 			await v1.register(apiGuard);
@@ -175,6 +180,11 @@ async function registerService(
 		},
 		{ prefix: '/v1' },
 	);
+	// MCP clients authenticate and are rate limited exactly like /v1 callers.
+	await app.register(async (mcp) => {
+		await mcp.register(apiGuard);
+		await mcp.register(mcpRoutes);
+	});
 }
 
 function defaultPublicUrl(host: string, port: number): string {

@@ -5,10 +5,11 @@
  * (plugins/generation.ts). With an `Idempotency-Key` it runs at most once per key
  * (plugins/idempotency.ts).
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { parseGenerationRequest } from '../../../core/schemas';
 import { keyPolicyOf } from '../auth';
 import { fingerprintJson } from '../idempotency/idempotency';
+import { clientGoneSignal } from '../client-gone';
 
 const ROUTE = '/v1/images/generations';
 
@@ -28,13 +29,4 @@ export default async function generationRoutes(v1: FastifyInstance): Promise<voi
 			signal: clientGone,
 		});
 	});
-}
-
-/** Aborted when our client goes away, so providers stop working for nobody. */
-function clientGoneSignal(reply: FastifyReply): AbortSignal {
-	const client = new AbortController();
-	reply.raw.once('close', () => {
-		if (!reply.raw.writableFinished) client.abort(new Error('client closed the connection'));
-	});
-	return client.signal;
 }

@@ -5,72 +5,27 @@
  * `max_side` / `max_bytes` fit them (media/fit-image.ts), otherwise the stored bytes are exactly
  * the bytes received. `expires_in` shortens the file's lifetime. With an `Idempotency-Key` a
  * repeat replays the first answer; a multipart body is staged (and hashed) first, because its
- * fingerprint is known only once all of it has arrived.
+ * fingerprint is known only once all of it has arrived. Storing the file is `fastify.uploads`
+ * (uploads/uploads.ts), which the MCP tool `upload_file` shares.
  */
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import { sniffMedia, type ImageType, type SniffedMedia } from '../../../core/media';
-import { outputFormatForVideo, parseUploadJson, parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
-import type { UploadResponse } from '../../../core/api';
-import {
-	checkUploadOptionsFor,
-	isUploadOptionField,
-	parseUploadOption,
-	parseUploadOptions,
-	type UploadOptions,
-} from '../../../core/upload-options';
+import { parseUploadOutputFormat, type UploadOutputFormat } from '../../../core/schemas';
+import { isUploadOptionField, parseUploadOption, parseUploadOptions } from '../../../core/upload-options';
 import { FingerprintHasher, fingerprintJson, type IdempotentAnswer } from '../idempotency/idempotency';
-import { formatBytes } from '../../../core/units';
-import type { FileRecord, StagedFile } from '../storage/hosted-files';
-import { unsupportedMedia } from '../storage/media-inspector';
+import type { StagedFile } from '../storage/hosted-files';
+import { isFitting, refuseImageOptionsForVideo, type UploadPlan } from '../uploads/uploads';
 import { isEngineError } from '../engine-unavailable';
+import { clientGoneSignal } from '../client-gone';
 
 const ROUTE = '/v1/uploads';
-
-/** What to do with the received bytes before they are published. */
-interface UploadPlan {
-	/** `output_format` still to apply (not already applied while streaming in). */
-	outputFormat?: UploadOutputFormat;
-	options: UploadOptions;
-}
 
 export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	const store = v1.hostedFiles;
 	const { maxUploadBytes, retentionSeconds } = v1.config;
 	const limits = { retentionSeconds };
 
-	/** The media kind of uploads that failed once it was known, for the metrics' `kind` label. */
-	const failedKinds = new WeakMap<object, string>();
-
-	const describe = (file: FileRecord): UploadResponse => {
-		const url = store.publicUrl(file);
-		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size };
-		return file.kind === 'video' ? { videoUrl: url, ...details } : { imageUrl: url, ...details };
-	};
-
-	/** Converts or fits the staged file as planned, then publishes it; whatever fails leaves nothing stored. */
-	const finish = async (staged: StagedFile, field: string, plan: UploadPlan, signal?: AbortSignal): Promise<UploadResponse> => {
-		let current = staged;
-		try {
-			refuseImageOptionsForVideo(current.media, plan);
-			const { maxSide, maxBytes, expiresIn } = plan.options;
-			if (current.media.kind === 'image' && (maxSide !== undefined || maxBytes !== undefined)) {
-				const format = plan.outputFormat ?? (current.media.type as ImageType);
-				current = await store.fit(current, { maxSide, maxBytes, format, field, signal });
-			} else if (plan.outputFormat && plan.outputFormat !== current.media.type) {
-				current = await store.convert(current, plan.outputFormat, field, signal);
-			}
-			const published = await store.publish(current, { lifetimeSeconds: expiresIn });
-			v1.metrics.upload({ kind: current.media.kind, outcome: 'success', bytes: published.size });
-			return describe(published);
-		} catch (error) {
-			if (error !== null && typeof error === 'object') failedKinds.set(error, current.media.kind);
-			// Already gone when converting or publishing failed; a second discard finds nothing.
-			await store.discard(current).catch(() => undefined);
-			throw error;
-		}
-	};
+	const { finish } = v1.uploads;
 
 	const receiveMultipart = async (request: FastifyRequest, reply: FastifyReply, key: string | undefined): Promise<FastifyReply> => {
 		const hasher = key === undefined ? undefined : new FingerprintHasher(request.method, ROUTE);
@@ -159,89 +114,21 @@ export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 		return v1.idempotency.reply(reply, answer);
 	};
 
-	const receiveJson = async (request: FastifyRequest, reply: FastifyReply): Promise<UploadResponse> => {
-		const { body } = request;
-		const clientGone = clientGoneSignal(reply);
-		if (body === undefined || body === null) {
-			throw new ImageGenError(
-				400,
-				"Send a multipart form with the part 'file', or a JSON body with 'file', 'image' or 'video' (Content-Type: application/json)",
-				{ code: 'missing_body' },
-			);
-		}
-		const upload = parseUploadJson(body);
-		const options = parseUploadOptions(body as Record<string, unknown>, limits);
-		const { field } = upload;
-		if (field === 'video') checkUploadOptionsFor('video', options);
-		const plan: UploadPlan = { outputFormat: upload.outputFormat, options };
-		// Refused as soon as the leading bytes are sniffed, before the rest is downloaded or stored.
-		const acceptKind = (media: SniffedMedia) => {
-			// `file` lets the bytes decide the kind; only image options make no sense for a video.
-			if (field === 'file') {
-				refuseImageOptionsForVideo(media, plan);
-			} else if (media.kind !== field) {
-				throw invalidField(
-					field,
-					`'${field}' holds ${media.kind === 'video' ? 'a video' : 'an image'} (${media.type}); send it as '${media.kind}'`,
-					'media_kind_mismatch',
-				);
-			}
-		};
-		// Fitting re-encodes anyway: converting first would only lose quality twice.
-		const convertTo = isFitting(options) ? undefined : upload.outputFormat;
-		let staged: StagedFile;
-		const stageOptions = { ownerKeyId: request.apiKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind, signal: clientGone };
-		if (upload.input.kind === 'url') {
-			const remote = await v1.openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
-			// Converted as it streams in: the original never needs storing.
-			staged = await store.stage(remote, { ...stageOptions, convertTo });
-		} else {
-			const { bytes } = upload.input;
-			if (bytes.length > maxUploadBytes) {
-				throw new ImageGenError(413, `'${field}' is larger than the upload limit of ${formatBytes(maxUploadBytes)}`, {
-					param: field,
-					code: 'file_too_large',
-				});
-			}
-			const media = sniffMedia(bytes);
-			if (!media) throw unsupportedMedia(field);
-			acceptKind(media);
-			staged = convertTo
-				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo })
-				: await store.stageBuffer(bytes, media, request.apiKeyId);
-		}
-		// Already in its final format when converted on the way into storage.
-		return finish(staged, field, convertTo ? { options } : plan, clientGone);
-	};
-
 	v1.post('/uploads', async (request, reply) => {
 		try {
 			const key = v1.idempotency.keyOf(request);
 			if (request.isMultipart()) return await receiveMultipart(request, reply, key);
+			const clientGone = clientGoneSignal(reply);
 			return await v1.idempotency.send(request, reply, {
 				key,
 				fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-				run: () => receiveJson(request, reply),
+				run: () => v1.uploads.fromJson(request.body, request.apiKeyId, clientGone),
 			});
 		} catch (error) {
-			const kind = error !== null && typeof error === 'object' ? failedKinds.get(error) : undefined;
-			v1.metrics.upload({ kind: kind ?? 'unknown', outcome: error instanceof ImageGenError ? error.code : 'internal_error', bytes: 0 });
+			v1.metrics.upload({ kind: v1.uploads.failedKind(error) ?? 'unknown', outcome: error instanceof ImageGenError ? error.code : 'internal_error', bytes: 0 });
 			throw error;
 		}
 	});
-}
-
-/** Aborted when the client goes away before its answer, so image work for it stops. */
-function clientGoneSignal(reply: FastifyReply): AbortSignal {
-	const client = new AbortController();
-	reply.raw.once('close', () => {
-		if (!reply.raw.writableFinished) client.abort(new Error('client closed the connection'));
-	});
-	return client.signal;
-}
-
-function isFitting(options: UploadOptions): boolean {
-	return options.maxSide !== undefined || options.maxBytes !== undefined;
 }
 
 /** `output_format` and the upload options of a multipart form, from its text fields so far. */
@@ -251,13 +138,6 @@ function planOf(fields: ReadonlyMap<string, string>, limits: { retentionSeconds:
 		outputFormat: outputFormatText === undefined ? undefined : parseUploadOutputFormat(outputFormatText),
 		options: parseUploadOptions(Object.fromEntries(fields), limits),
 	};
-}
-
-/** `output_format`, `max_side` and `max_bytes` change images; with a video each is a 400 naming it. */
-function refuseImageOptionsForVideo(media: SniffedMedia, plan: UploadPlan): void {
-	if (media.kind !== 'video') return;
-	if (plan.outputFormat) throw outputFormatForVideo();
-	checkUploadOptionsFor('video', plan.options);
 }
 
 /** The multipart parser reports broken bodies as plain errors; they are the caller's, not ours. */

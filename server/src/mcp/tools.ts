@@ -1,0 +1,168 @@
+/**
+ * The MCP tools: each calls the service code the REST routes call (the shared generation runner,
+ * uploads, a key's own files, the catalog) as the calling API key, and answers a compact JSON
+ * object both as `structuredContent` and as text. Images are always hosted and answered by URL,
+ * never as base64. A refused call is a tool result with `isError: true` carrying the API's error
+ * body, whose `param` names the field, so a model can correct its arguments.
+ */
+import type { FastifyInstance } from 'fastify';
+import { ImageGenError, invalidField } from '../../../core/errors';
+import { describeCatalog, type ModelId } from '../../../core/models';
+import { parseGenerationRequest } from '../../../core/schemas';
+import type { ApiKeyPolicy } from '../auth';
+import { toApiError } from '../error-handler';
+import { specsInForce } from '../generation/provider-limits';
+import { deleteOwnedFile, ownedFile } from '../storage/owned-files';
+import {
+	EMPTY_INPUT_SCHEMA,
+	FILE_ID_INPUT_SCHEMA,
+	GENERATION_DEFAULTS_TEXT,
+	generateImageInputSchema,
+	uploadFileInputSchema,
+} from './tool-schemas';
+import type { JsonSchema } from '../schema-docs/json-schema';
+
+export interface ToolCaller {
+	apiKeyId: string;
+	apiKey: ApiKeyPolicy;
+	/** Aborted when the MCP client goes away. */
+	clientGone: AbortSignal;
+}
+
+export interface ToolResult {
+	[key: string]: unknown;
+	content: { type: 'text'; text: string }[];
+	structuredContent?: Record<string, unknown>;
+	isError?: boolean;
+}
+
+export interface ToolDefinition {
+	name: string;
+	title: string;
+	description: string;
+	inputSchema: JsonSchema;
+	annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+	run(args: Record<string, unknown>, caller: ToolCaller): Promise<Record<string, unknown>>;
+}
+
+const MIME_TYPES: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+
+/** The tools as the calling key sees them: a key limited to some models is offered only those. */
+export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDefinition[] {
+	const { config } = service;
+	const catalog = describeCatalog(config.priceOverrides, specsInForce(service.providers));
+	const models = (apiKey.models ?? catalog.data.map((model) => model.id)) as ModelId[];
+	return [
+		{
+			name: 'generate_image',
+			title: 'Generate an image',
+			description: `Draws one image from a prompt with the chosen model and hosts it; answers its public URL (valid until expires_at), the seed, the model, the MIME type and the cost in USD. ${GENERATION_DEFAULTS_TEXT} Call list_models for limits and prices.`,
+			inputSchema: generateImageInputSchema(config.priceOverrides, models),
+			annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+			async run(args, caller) {
+				if ('response_format' in args) {
+					throw invalidField('response_format', "'response_format' is not an argument of this tool: it always answers the image's URL", 'unknown_field');
+				}
+				const generation = parseGenerationRequest({ ...args, response_format: 'url' });
+				const answer = await service.runGeneration(generation, caller);
+				const image = answer.data[0]!;
+				if (!('url' in image)) throw new ImageGenError(502, 'The generation answered no URL', { code: 'upstream_failed' });
+				return {
+					url: image.url,
+					expires_at: image.expires_at,
+					seed: image.seed,
+					model: answer.model,
+					mime_type: MIME_TYPES[answer.output_format] ?? `image/${answer.output_format}`,
+					cost_usd: answer.usage.cost_usd,
+				};
+			},
+		},
+		{
+			name: 'upload_file',
+			title: 'Host an image or video',
+			description:
+				'Stores an image or video at a public URL for a limited time, optionally converted (output_format) or scaled down (max_side, max_bytes). Answers its id, URL, media type, MIME type, size and expiry. Use the URL as an input image of generate_image.',
+			inputSchema: uploadFileInputSchema(config.retentionSeconds),
+			annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+			async run(args, caller) {
+				const stored = await service.uploads.fromJson(args, caller.apiKeyId);
+				const isVideo = 'videoUrl' in stored;
+				return {
+					id: stored.id,
+					url: isVideo ? stored.videoUrl : stored.imageUrl,
+					media_type: isVideo ? 'video' : 'image',
+					mime_type: stored.mimeType,
+					size_bytes: stored.sizeBytes,
+					expires_at: stored.expiresAt,
+				};
+			},
+		},
+		{
+			name: 'get_file',
+			title: 'Describe a hosted file',
+			description: 'Answers the URL, media type, MIME type, size and expiry of a file this API key stored (by upload or generation).',
+			inputSchema: FILE_ID_INPUT_SCHEMA,
+			annotations: { readOnlyHint: true, openWorldHint: false },
+			async run(args, caller) {
+				const file = await ownedFile(service.hostedFiles, idArgument(args), caller.apiKeyId);
+				return {
+					id: file.id,
+					url: service.hostedFiles.publicUrl(file),
+					media_type: file.kind,
+					mime_type: file.mimeType,
+					size_bytes: file.size,
+					expires_at: file.expiresAt.toISOString(),
+				};
+			},
+		},
+		{
+			name: 'delete_file',
+			title: 'Delete a hosted file',
+			description: 'Takes a file this API key stored offline at once and removes its bytes.',
+			inputSchema: FILE_ID_INPUT_SCHEMA,
+			annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+			async run(args, caller) {
+				const id = idArgument(args);
+				await deleteOwnedFile(service.hostedFiles, service.idempotencyStore, id, caller.apiKeyId);
+				return { id, deleted: true };
+			},
+		},
+		{
+			name: 'list_models',
+			title: 'List the models',
+			description: 'The models this API key may use, with the fields, aspect ratios, formats, limits and price per image of each.',
+			inputSchema: EMPTY_INPUT_SCHEMA,
+			annotations: { readOnlyHint: true, openWorldHint: false },
+			async run() {
+				return { ...catalog, data: catalog.data.filter((model) => models.includes(model.id)) };
+			},
+		},
+	];
+}
+
+function idArgument(args: Record<string, unknown>): string {
+	for (const key of Object.keys(args)) {
+		if (key !== 'id') throw invalidField(key, `Unknown argument '${key}': give only 'id'`, 'unknown_field');
+	}
+	if (typeof args.id !== 'string' || args.id.length === 0) throw invalidField('id', "'id' is required: the file id, a string", 'missing_field');
+	return args.id;
+}
+
+/** Runs a tool; what it refuses becomes a tool result with the API's error body, never a protocol error. */
+export async function callTool(
+	tool: ToolDefinition,
+	args: Record<string, unknown>,
+	caller: ToolCaller,
+	limits: { maxJsonBytes: number; maxUploadBytes: number },
+	log: FastifyInstance['log'],
+): Promise<ToolResult> {
+	try {
+		const answer = await tool.run(args, caller);
+		return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
+	} catch (error) {
+		const apiError = toApiError(error, limits);
+		if (apiError.status >= 500 && apiError.status !== 507) log.error({ err: error, tool: tool.name }, 'MCP tool failed');
+		const body = { error: { ...apiError.toBody().error, status: apiError.status } };
+		return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
+	}
+}

@@ -1,0 +1,56 @@
+/**
+ * POST /mcp: the Model Context Protocol over Streamable HTTP, stateless. Registered in a scope
+ * guarded like /v1 (plugins/api-guard.ts): the same API keys, rate limits and (through the shared
+ * generation runner) the same models and budgets; every call counts. Each request gets its own
+ * MCP server and transport, answered as plain JSON (no SSE stream), so any replica can take any
+ * call. GET and DELETE (server-sent events, sessions) are not offered: 405.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ImageGenError } from '../../../core/errors';
+import { keyPolicyOf } from '../auth';
+import { sendApiError } from '../error-handler';
+import { callTool, toolsFor, type ToolCaller } from '../mcp/tools';
+import { clientGoneSignal } from '../client-gone';
+
+export const MCP_PATH = '/mcp';
+
+const SERVER_INFO = { name: 'imagegen', title: 'ImageGen', version: '1.0.0' };
+const INSTRUCTIONS =
+	'Generate images (generate_image) and host images or videos at public URLs (upload_file); every answer carries URLs, never image bytes. Files expire; get_file tells when, delete_file removes one early. list_models gives each model\'s fields, limits and price.';
+
+export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
+	const { maxJsonBytes, maxUploadBytes } = scope.config;
+
+	scope.post(MCP_PATH, async (request, reply) => {
+		const apiKey = keyPolicyOf(request);
+		const caller: ToolCaller = { apiKeyId: request.apiKeyId, apiKey, clientGone: clientGoneSignal(reply) };
+		const tools = toolsFor(scope, apiKey);
+		const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+		server.setRequestHandler(ListToolsRequestSchema, () => ({
+			tools: tools.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema, annotations })),
+		}));
+		server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
+			const tool = tools.find((candidate) => candidate.name === params.name);
+			if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${params.name}': use ${tools.map(({ name }) => name).join(', ')}`);
+			return callTool(tool, params.arguments ?? {}, caller, { maxJsonBytes, maxUploadBytes }, request.log);
+		});
+		const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+		reply.raw.once('close', () => {
+			void transport.close();
+			void server.close();
+		});
+		reply.hijack();
+		await server.connect(transport);
+		await transport.handleRequest(request.raw, reply.raw, request.body);
+	});
+
+	const notOffered = async (_request: unknown, reply: FastifyReply) => {
+		reply.header('allow', 'POST');
+		return sendApiError(reply, new ImageGenError(405, 'This MCP endpoint is stateless: send every message with POST', { code: 'method_not_allowed' }));
+	};
+	scope.get(MCP_PATH, notOffered);
+	scope.delete(MCP_PATH, notOffered);
+}

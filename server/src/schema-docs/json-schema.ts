@@ -1,0 +1,81 @@
+/**
+ * JSON Schemas of the request bodies, generated from the zod schemas that validate them (core), so
+ * the OpenAPI document and the MCP tool schemas state the very rules the service enforces. zod
+ * cannot see into a transform, so the few fields validated by hand (`seed`, `images`, a prompt
+ * that is not blank) get their shape here from the same catalog constants the validators use.
+ */
+import { zodToJsonSchema } from 'zod-to-json-schema';
+import type { ZodTypeAny } from 'zod/v3';
+import { MODELS, SEED_MAX, type ModelId } from '../../../core/models';
+import { GENERATION_SCHEMAS, UPLOAD_OUTPUT_FORMATS } from '../../../core/schemas';
+import { UPLOAD_OPTION_BOUNDS } from '../../../core/upload-options';
+
+export type JsonSchema = { [key: string]: unknown };
+
+/** Words for people and models reading the schema; the rules themselves come from zod. */
+export const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
+	model: 'The model to run.',
+	prompt: 'What the image should show. Not blank.',
+	images:
+		'Input images to edit or combine: one string or an array, each an http(s) URL, a data URI or raw base64 (e.g. a URL returned by upload_file or an earlier generation).',
+	negative_prompt: 'What the image should not show.',
+	style_type: 'Rendering style.',
+	magic_prompt_option: 'Whether the model may enhance the prompt before drawing (ON, OFF or AUTO).',
+	aspect_ratio: 'Width:height of the image.',
+	response_format: "'url' hosts the image and answers its URL; 'b64_json' answers the bytes inline.",
+	output_format: 'Image file format.',
+	seed: 'Same seed and request, same image. Omit for a random one; the answer says which seed was used.',
+};
+
+export function toJsonSchema(schema: ZodTypeAny): JsonSchema {
+	const json = zodToJsonSchema(schema, { target: 'jsonSchema7', $refStrategy: 'none', effectStrategy: 'input' }) as JsonSchema;
+	delete json.$schema;
+	return json;
+}
+
+/** The request body of POST /v1/images/generations for one model. */
+export function generationJsonSchema(id: ModelId): JsonSchema {
+	const spec = MODELS[id];
+	const schema = toJsonSchema(GENERATION_SCHEMAS[id]);
+	const properties = schema.properties as Record<string, JsonSchema>;
+	properties.prompt = { ...properties.prompt, minLength: 1 };
+	properties.seed = { type: 'integer', minimum: 0, maximum: SEED_MAX };
+	if (properties.images) {
+		const url = { type: 'string', minLength: 1 };
+		properties.images = { oneOf: [url, { type: 'array', items: url, minItems: 1, maxItems: spec.maxInputImages }] };
+	}
+	for (const [name, property] of Object.entries(properties)) {
+		const description = GENERATION_FIELD_DESCRIPTIONS[name];
+		if (description) property.description = description;
+	}
+	properties.model = { ...properties.model, description: `${spec.displayName}: ${spec.description}.` };
+	return { title: spec.displayName, ...schema };
+}
+
+/** A JSON upload body (POST /v1/uploads, MCP upload_file), from the bounds core's parsers apply. */
+export function uploadOptionsJsonSchema(retentionSeconds: number): Record<string, JsonSchema> {
+	return {
+		output_format: {
+			type: 'string',
+			enum: [...UPLOAD_OUTPUT_FORMATS, 'jpeg'],
+			description: "Convert an image to this format ('jpeg' is an alias of 'jpg'). Images only.",
+		},
+		expires_in: {
+			type: 'integer',
+			minimum: UPLOAD_OPTION_BOUNDS.expires_in.min,
+			maximum: retentionSeconds,
+			description: `Seconds the file stays online (default and most: the server's retention, ${retentionSeconds}).`,
+		},
+		max_side: {
+			type: 'integer',
+			minimum: UPLOAD_OPTION_BOUNDS.max_side.min,
+			maximum: UPLOAD_OPTION_BOUNDS.max_side.max,
+			description: 'Scale an image down so its longest side is at most this many pixels. Images only.',
+		},
+		max_bytes: {
+			type: 'integer',
+			minimum: UPLOAD_OPTION_BOUNDS.max_bytes.min,
+			description: 'Re-encode an image until it is at most this many bytes. Images only.',
+		},
+	};
+}
