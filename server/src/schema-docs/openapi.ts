@@ -206,6 +206,25 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 					},
 				},
 			},
+			'/metrics': {
+				get: {
+					operationId: 'metrics',
+					summary: 'Prometheus metrics of this replica (admin key; only with --admin-key)',
+					...secured,
+					responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errors(...AUTH_ERRORS, [404, 'No --admin-key configured']) },
+				},
+			},
+			'/admin': {
+				get: { operationId: 'adminPage', summary: 'The operator web page (signs in with the admin key in the browser)', responses: { '200': { description: 'HTML', content: { 'text/html': {} } }, ...errors([404, 'No --admin-key configured']) } },
+			},
+			'/admin/assets/{name}': {
+				get: {
+					operationId: 'adminPageAsset',
+					summary: 'A script, style sheet or chart library of the operator page',
+					parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+					responses: { '200': { description: 'The asset', content: { 'text/javascript': {}, 'text/css': {} } }, ...errors([404, 'Unknown asset']) },
+				},
+			},
 			'/v1/openapi.json': {
 				get: { operationId: 'openapi', summary: 'This document (public, no auth)', responses: { '200': ok('OpenAPI 3.1', { type: 'object' }) } },
 			},
