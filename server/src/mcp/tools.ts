@@ -7,11 +7,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import { describeCatalog, type ModelId } from '../../../core/models';
+import type { ModelId } from '../../../core/models';
 import { parseGenerationRequest } from '../../../core/schemas';
 import type { ApiKeyPolicy } from '../auth';
 import { toApiError } from '../error-handler';
-import { specsInForce } from '../generation/provider-limits';
+import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteOwnedFile, ownedFile } from '../storage/owned-files';
 import {
 	EMPTY_INPUT_SCHEMA,
@@ -50,7 +50,7 @@ const MIME_TYPES: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg
 /** The tools as the calling key sees them: a key limited to some models is offered only those. */
 export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDefinition[] {
 	const { config } = service;
-	const catalog = describeCatalog(config.priceOverrides, specsInForce(service.providers));
+	const catalog = catalogInForce(config.priceOverrides, service.providers);
 	const models = (apiKey.models ?? catalog.data.map((model) => model.id)) as ModelId[];
 	return [
 		{
@@ -134,7 +134,7 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 			inputSchema: EMPTY_INPUT_SCHEMA,
 			annotations: { readOnlyHint: true, openWorldHint: false },
 			async run() {
-				return { ...catalog, data: catalog.data.filter((model) => models.includes(model.id)) };
+				return catalogFor(catalog, models);
 			},
 		},
 	];

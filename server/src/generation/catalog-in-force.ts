@@ -1,0 +1,22 @@
+/**
+ * The catalog as this service offers it: core's models narrowed by the configured providers, with
+ * the operator's prices and the hosts that serve each model (`providers`, in the order a fallback
+ * chain tries them). One answer for GET /v1/models and the MCP tool `list_models`.
+ */
+import { describeCatalog, type ModelId } from '../../../core/models';
+import type { PriceOverrides } from '../prices';
+import { chainMembers } from './provider-chain';
+import { specsInForce } from './provider-limits';
+import type { ProviderTable } from './providers';
+
+export type CatalogInForce = ReturnType<typeof catalogInForce>;
+
+export function catalogInForce(prices: PriceOverrides, providers: ProviderTable) {
+	const described = describeCatalog(prices, specsInForce(providers));
+	return { ...described, data: described.data.map((model) => ({ ...model, providers: chainMembers(providers[model.id]) })) };
+}
+
+/** What a key limited to some models sees: only those (`null` or absent: every model). */
+export function catalogFor(catalog: CatalogInForce, allowed: readonly ModelId[] | null | undefined): CatalogInForce {
+	return allowed ? { ...catalog, data: catalog.data.filter((model) => allowed.includes(model.id as ModelId)) } : catalog;
+}
