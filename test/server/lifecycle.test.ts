@@ -20,6 +20,8 @@ test('SIGTERM mid-upload: the upload completes with 200, new connections are tur
 	const chunks = [makeMp4(8 * 1024), ...Array.from({ length: 8 }, (_, index) => patterned(64 * 1024, index + 1))];
 	const bodyLength = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
 
+	let terminated!: () => void;
+	const signalled = new Promise<void>((resolve) => (terminated = resolve));
 	const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
 		const request = http.request(`${first.baseUrl}/uploads`, {
 			method: 'POST',
@@ -43,6 +45,7 @@ test('SIGTERM mid-upload: the upload completes with 200, new connections are tur
 					// The server is writing the file now (its temp file exists): stop it mid-upload.
 					await eventually(() => readdirSync(join(first.dataDir, 'files')).some((name) => name.startsWith('.tmp-')), 5_000, 10);
 					first.process.kill('SIGTERM');
+					terminated();
 					await sleep(100);
 				}
 				await sleep(60);
@@ -52,6 +55,8 @@ test('SIGTERM mid-upload: the upload completes with 200, new connections are tur
 	});
 	const exited = new Promise<number | null>((resolve) => first.process.once('exit', (code) => resolve(code)));
 
+	// Probed only once the signal was sent (finding the temp file can take a while on a loaded machine).
+	await signalled;
 	await sleep(150);
 	// Connecting anew after SIGTERM: refused (listener closed) or a 503, never served.
 	const late = await fetch(`${first.origin}/healthz`).then(
