@@ -5,6 +5,8 @@
  */
 // First: sizes libuv's thread pool before anything uses it.
 import './thread-pool';
+// Second: keeps start-up from growing V8's young generation for good.
+import { releaseYoungGeneration } from './young-generation-at-start';
 import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './api-key-file';
 import { createService } from './app';
@@ -54,8 +56,7 @@ async function main(): Promise<void> {
 
 	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
-	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`, `  data dir: ${config.dataDir}`);
-	process.stdout.write(`${lines.join('\n')}\n`);
+	releaseYoungGeneration();
 
 	let stopping = false;
 	const stop = (signal: NodeJS.Signals) => {
@@ -80,8 +81,11 @@ async function main(): Promise<void> {
 			},
 		);
 	};
+	// Before the ready line: whoever waits for it may stop the service at once.
 	process.on('SIGTERM', stop);
 	process.on('SIGINT', stop);
+	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`, `  data dir: ${config.dataDir}`);
+	process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 main().catch((error: unknown) => {

@@ -8,6 +8,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
+import { streamedBytes } from '../young-generation';
 
 export class InspectingStream extends Transform {
 	size = 0;
@@ -35,6 +36,8 @@ export class InspectingStream extends Transform {
 
 	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
 		this.size += chunk.length;
+		// Every streamed body passes here, and its chunks are garbage soon after.
+		streamedBytes(chunk.length);
 		if (this.size > this.maxBytes) {
 			callback(
 				new ImageGenError(this.oversizeStatus, `'${this.field}' is larger than the upload limit of ${formatBytes(this.maxBytes)}`, {
