@@ -157,4 +157,24 @@ describe('history: old days rolled into exact totals, request ids remembered for
 		expect(reopened.rememberedRequestIds).toBeLessThanOrEqual(361);
 		expect((await reopened.rows('key-a'))[0]!.images).toBe(2_000);
 	});
+
+	test('an entry held through an outage longer than the window stays remembered until written, and counts once', async () => {
+		const ledger = await JsonlUsageLedger.open({ dataDir, log, now: () => at('2030-01-01', '09:00:00'), initialRetryMs: 20, maxRetryMs: 40 });
+		const file = join(dataDir, 'usage.jsonl');
+		mkdirSync(file);
+		const start = at('2030-01-01', '00:00:00').getTime();
+		const first = ledger.record({ ...line('2030-01-01', 'held'), at: new Date(start) });
+		// Two hours of entries pile up behind it while the journal cannot be written.
+		const later = Array.from({ length: 720 }, (_, index) => ledger.record({ ...line('2030-01-01', `later-${index}`), at: new Date(start + (index + 1) * 10_000) }));
+		await new Promise((resolve) => setTimeout(resolve, 100));
+		expect(ledger.health()).toMatchObject({ status: 'degraded', pending: 721 });
+		// Recorded again (a retried request) after the window has passed on the entries' clock: still once.
+		const again = ledger.record({ ...line('2030-01-01', 'held'), at: new Date(start) });
+		rmdirSync(file);
+		await Promise.all([first, again, ...later]);
+		expect(lines().filter((text) => JSON.parse(text).id === 'held')).toHaveLength(1);
+		expect((await ledger.rows('key-a'))[0]!.images).toBe(721);
+		await ledger.close();
+		expect((await (await openAt('2030-01-01')).rows('key-a'))[0]!.images).toBe(721);
+	});
 });

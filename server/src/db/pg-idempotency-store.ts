@@ -15,6 +15,7 @@ interface HeldRow {
 	status: number | null;
 	content_type: string | null;
 	body: string | null;
+	file_ids: string[] | null;
 	takeable: boolean;
 }
 
@@ -34,7 +35,7 @@ const CLAIM = `
 	RETURNING 1`;
 
 const READ = `
-	SELECT fingerprint, completed, status, content_type, body,
+	SELECT fingerprint, completed, status, content_type, body, file_ids,
 		expires_at <= COALESCE($3::timestamptz, now())
 			OR (NOT completed AND lease_until <= COALESCE($3::timestamptz, now()) AND fingerprint = $4) AS takeable
 	FROM idempotency_keys WHERE api_key_id = $1 AND key = $2`;
@@ -58,7 +59,11 @@ export class PgIdempotencyStore implements IdempotencyStore {
 			// Released, expired or abandoned between the two statements: claim again.
 			if (!held || held.takeable) continue;
 			if (held.fingerprint !== claim.fingerprint) return { state: 'mismatch' };
-			if (held.completed) return { state: 'replay', answer: { status: held.status!, contentType: held.content_type!, body: held.body! } };
+			if (held.completed) {
+				const answer: StoredAnswer = { status: held.status!, contentType: held.content_type!, body: held.body! };
+				if (held.file_ids?.length) answer.fileIds = held.file_ids;
+				return { state: 'replay', answer };
+			}
 			return { state: 'in_progress' };
 		}
 		throw new Error(`idempotency key could not be claimed after ${CLAIM_ATTEMPTS} attempts`);

@@ -29,6 +29,8 @@ export interface PgUsageLedgerOptions {
 
 interface Queued {
 	entry: UsageEntry;
+	/** This replica's time when the entry was recorded: its age at the insert, whatever the clock's error. */
+	recordedAt: Date;
 	durable: () => void;
 	failed: (error: Error) => void;
 }
@@ -63,7 +65,7 @@ export class PgUsageLedger implements UsageLedger {
 		const problem = invalidEntry(entry);
 		if (problem) return Promise.reject(new TypeError(`usage entry not recorded: ${problem}`));
 		return new Promise<void>((durable, failed) => {
-			this.queue.push({ entry: { ...entry }, durable, failed });
+			this.queue.push({ entry: { ...entry }, recordedAt: new Date(), durable, failed });
 			this.flushSoon();
 		});
 	}
@@ -126,7 +128,7 @@ export class PgUsageLedger implements UsageLedger {
 		while (this.queue.length > 0) {
 			const batch = this.queue.slice(0, this.batchSize);
 			try {
-				await this.insert(batch.map((queued) => queued.entry));
+				await this.insert(batch);
 			} catch (error) {
 				this.failed(error);
 				return;
@@ -158,20 +160,31 @@ export class PgUsageLedger implements UsageLedger {
 		this.retryTimer.unref();
 	}
 
-	private async insert(entries: UsageEntry[]): Promise<void> {
+	/**
+	 * One clock decides, as for files: an entry without its own `at` is stamped with the database's
+	 * now less its age on this replica's clock (a duration, right however far the clock is off), and
+	 * its day follows from that stamp.
+	 */
+	private async insert(batch: readonly Queued[]): Promise<void> {
 		await this.pool.query(
 			`INSERT INTO usage_entries (request_id, api_key_id, day, model, images, cost_usd, at, provider)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::numeric[], $7::timestamptz[], $8::text[])
+			SELECT request_id, api_key_id, to_char(stamped AT TIME ZONE 'UTC', 'YYYY-MM-DD'), model, images, cost_usd, stamped, provider
+			FROM (
+				SELECT entry.*, COALESCE(entry.given_at, now() - ($9::timestamptz - entry.recorded_at)) AS stamped
+				FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::numeric[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+					AS entry(request_id, api_key_id, model, images, cost_usd, given_at, recorded_at, provider)
+			) AS stamped_entries
 			ON CONFLICT (request_id) DO NOTHING`,
 			[
-				entries.map((entry) => entry.requestId),
-				entries.map((entry) => entry.apiKeyId),
-				entries.map((entry) => entry.at.toISOString().slice(0, 10)),
-				entries.map((entry) => entry.model),
-				entries.map((entry) => entry.images),
-				entries.map((entry) => entry.costUsd.toString()),
-				entries.map((entry) => entry.at),
-				entries.map((entry) => entry.provider ?? null),
+				batch.map(({ entry }) => entry.requestId),
+				batch.map(({ entry }) => entry.apiKeyId),
+				batch.map(({ entry }) => entry.model),
+				batch.map(({ entry }) => entry.images),
+				batch.map(({ entry }) => entry.costUsd.toString()),
+				batch.map(({ entry }) => entry.at ?? null),
+				batch.map(({ recordedAt }) => recordedAt),
+				batch.map(({ entry }) => entry.provider ?? null),
+				new Date(),
 			],
 		);
 	}
@@ -190,7 +203,7 @@ function invalidEntry(entry: UsageEntry): string | undefined {
 	}
 	if (!Number.isSafeInteger(entry.images) || entry.images < 0 || entry.images > 2_147_483_647) return 'images must be a non-negative integer';
 	if (!Number.isFinite(entry.costUsd) || entry.costUsd < 0) return 'costUsd must be a non-negative finite number';
-	if (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime())) return 'at must be a valid Date';
+	if (entry.at !== undefined && (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime()))) return 'at must be a valid Date';
 	return undefined;
 }
 

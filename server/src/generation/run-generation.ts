@@ -110,7 +110,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const costUsd = roundUsd(price * data.length);
 		await settleHold(hold, costUsd, services.log);
 		const recorded = usageLedger
-			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, at: new Date(), requestId: randomUUID(), provider: servedBy })
+			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, requestId: randomUUID(), provider: servedBy })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 		// The billing line is durable before the answer, so a crash right after it loses nothing and
 		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays

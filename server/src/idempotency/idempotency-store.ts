@@ -11,7 +11,8 @@ export interface StoredAnswer {
 	body: string;
 	/**
 	 * Ids of the hosted files the answer points at: deleting one of them forgets the answer, so a
-	 * repeat runs again instead of replaying a dead URL. Kept by the store, never sent.
+	 * repeat runs again instead of replaying a dead URL. Kept by the store and given back with a
+	 * replay (so one whose file expired first can be told apart), never sent.
 	 */
 	fileIds?: readonly string[];
 }

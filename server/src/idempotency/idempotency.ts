@@ -114,6 +114,11 @@ export interface RunIdempotentOptions {
 	run: () => Promise<StoredAnswer>;
 	/** Told when the store fails after the run succeeded; the answer is still given. */
 	onStoreError?: (error: unknown) => void;
+	/**
+	 * Which of a replay's files are gone (expired, or deleted without the store hearing of it). Such
+	 * an answer is forgotten and the request runs again: a URL that is 404 is no answer to replay.
+	 */
+	goneFiles?: (fileIds: readonly string[]) => Promise<readonly string[]>;
 }
 
 export interface IdempotentAnswer extends StoredAnswer {
@@ -122,11 +127,14 @@ export interface IdempotentAnswer extends StoredAnswer {
 }
 
 const MAX_POLL_MS = 1000;
+/** A stale replay is forgotten and the key claimed again; more than this many in a row is a bug. */
+const MAX_STALE_REPLAYS = 3;
 
 export async function runIdempotent(options: RunIdempotentOptions): Promise<IdempotentAnswer> {
 	const { store, apiKeyId, key } = options;
 	const waitUntil = Date.now() + options.waitMs;
 	let pause = options.pollMs ?? 50;
+	let staleReplays = 0;
 	for (;;) {
 		const now = new Date();
 		const outcome = await store.claim(
@@ -142,8 +150,13 @@ export async function runIdempotent(options: RunIdempotentOptions): Promise<Idem
 		switch (outcome.state) {
 			case 'claimed':
 				return runClaimed(options);
-			case 'replay':
-				return { ...outcome.answer, replayed: true };
+			case 'replay': {
+				const gone = options.goneFiles && outcome.answer.fileIds?.length ? await options.goneFiles(outcome.answer.fileIds) : [];
+				if (gone.length === 0) return { status: outcome.answer.status, contentType: outcome.answer.contentType, body: outcome.answer.body, replayed: true };
+				if (++staleReplays > MAX_STALE_REPLAYS) throw new Error(`an idempotent answer pointing at gone files could not be forgotten after ${MAX_STALE_REPLAYS} attempts`);
+				for (const fileId of gone) await store.forgetFile(apiKeyId, fileId);
+				break;
+			}
 			case 'mismatch':
 				throw new ImageGenError(
 					422,

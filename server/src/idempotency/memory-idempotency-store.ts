@@ -19,6 +19,7 @@ import { createReadStream, renameSync, writeFileSync } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { replaceWithLines } from '../durable/replace-with-lines';
 import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
 
 export const IDEMPOTENCY_JOURNAL = 'idempotency.jsonl';
@@ -74,8 +75,6 @@ interface LegacyLine {
 }
 
 const REF = /^[0-9a-f]{32}$/;
-/** Lines per write while rewriting the journal. */
-const REWRITE_BATCH = 1000;
 
 export class MemoryIdempotencyStore implements IdempotencyStore {
 	private readonly entries = new Map<string, Entry>();
@@ -268,7 +267,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 			throw error;
 		}
 		if (bytes.length !== record.size) return undefined;
-		return { status: record.status, contentType: record.contentType, body: bytes.toString('utf8') };
+		const answer: StoredAnswer = { status: record.status, contentType: record.contentType, body: bytes.toString('utf8') };
+		if (record.fileIds.length > 0) answer.fileIds = record.fileIds;
+		return answer;
 	}
 
 	/** Written aside and renamed: a body file is whole or absent. */
@@ -304,35 +305,22 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 	 */
 	private rewriteJournal(): Promise<void> {
 		return this.enqueue(async () => {
-			const temp = `${this.file}.${process.pid}.tmp`;
-			const handle = await open(temp, 'w', 0o600);
-			let lines = 0;
-			try {
-				let batch: string[] = [];
-				for (const [id, entry] of this.entries) {
-					if (!entry.answer) continue;
-					const line: AnswerLine = {
-						...splitKey(id),
-						fingerprint: entry.fingerprint,
-						expiresAt: new Date(entry.expiresAt).toISOString(),
-						...entry.answer,
-						fileIds: [...entry.answer.fileIds],
-					};
-					batch.push(`${JSON.stringify(line)}\n`);
-					lines++;
-					if (batch.length >= REWRITE_BATCH) {
-						await handle.write(batch.join(''));
-						batch = [];
-					}
-				}
-				if (batch.length > 0) await handle.write(batch.join(''));
-				await handle.sync();
-			} finally {
-				await handle.close();
-			}
-			await rename(temp, this.file);
-			this.journalLines = lines;
+			this.journalLines = await replaceWithLines(this.file, this.liveAnswerLines());
 		});
+	}
+
+	private *liveAnswerLines(): Generator<string> {
+		for (const [id, entry] of this.entries) {
+			if (!entry.answer) continue;
+			const line: AnswerLine = {
+				...splitKey(id),
+				fingerprint: entry.fingerprint,
+				expiresAt: new Date(entry.expiresAt).toISOString(),
+				...entry.answer,
+				fileIds: [...entry.answer.fileIds],
+			};
+			yield JSON.stringify(line);
+		}
 	}
 
 	private intern(contentType: string): string {

@@ -77,6 +77,10 @@ export default fp(
 					signal: options.signal,
 					run,
 					onStoreError: (error) => request.log.error({ err: error }, 'remembering an idempotent answer failed'),
+					goneFiles: async (fileIds) => {
+						const alive = await Promise.all(fileIds.map((id) => fastify.hostedFiles.info(id, request.apiKeyId)));
+						return fileIds.filter((_, i) => alive[i] === null);
+					},
 				});
 			} catch (error) {
 				// The client left while its repeat waited for the first run: nothing failed here.
@@ -96,5 +100,5 @@ export default fp(
 		};
 		fastify.decorate('idempotency', idempotency);
 	},
-	{ name: 'idempotency', dependencies: ['config', 'backends'] },
+	{ name: 'idempotency', dependencies: ['config', 'backends', 'hosted-files'] },
 );

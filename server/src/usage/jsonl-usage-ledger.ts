@@ -23,10 +23,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { appendFile as appendFileCallback, createReadStream } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { replaceWithLines, temporaryFileOf } from '../durable/replace-with-lines';
 import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
 import { readRolledTotals, toPico, UsageTotals, writeRolledTotals, type RolledHeader } from './usage-totals';
 
@@ -105,8 +106,8 @@ export class JsonlUsageLedger implements UsageLedger {
 	static async open(options: JsonlUsageLedgerOptions): Promise<JsonlUsageLedger> {
 		const ledger = new JsonlUsageLedger(join(options.dataDir, USAGE_JOURNAL), options);
 		const totalsFile = join(options.dataDir, USAGE_TOTALS);
-		await rm(`${totalsFile}.tmp`, { force: true });
-		await rm(`${ledger.file}.tmp`, { force: true });
+		await rm(temporaryFileOf(totalsFile), { force: true });
+		await rm(temporaryFileOf(ledger.file), { force: true });
 		const header = await readRolledTotals(totalsFile, ledger.totals);
 		if (header) ledger.rolledBefore = header.rolledBefore;
 		if (await ledger.load(header)) {
@@ -163,8 +164,9 @@ export class JsonlUsageLedger implements UsageLedger {
 	 * way go out together in the next one, so a busy service makes one append per batch.
 	 */
 	record(entry: UsageEntry): Promise<void> {
-		const line: Line = { t: entry.at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId, ...(entry.provider === undefined ? {} : { provider: entry.provider }) };
-		if (!this.remember(entry.requestId, entry.at.getTime())) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
+		const at = entry.at ?? this.options.now?.() ?? new Date();
+		const line: Line = { t: at.toISOString(), key: entry.apiKeyId, model: entry.model, images: entry.images, cost_usd: entry.costUsd, id: entry.requestId, ...(entry.provider === undefined ? {} : { provider: entry.provider }) };
+		if (!this.remember(entry.requestId, at.getTime())) return this.unwritten.get(entry.requestId) ?? Promise.resolve();
 		this.count(line);
 		if (this.today() !== this.checkedDay) this.rollUpDue = true;
 		const written = new Promise<void>((resolve) => {
@@ -281,35 +283,25 @@ export class JsonlUsageLedger implements UsageLedger {
 
 	/** Copies the journal's lines of days from `cutoff` on into a new journal (aside, synced, renamed). */
 	private async rewriteJournal(newId: string, cutoff: string, previouslyRolled: string): Promise<void> {
-		const temp = `${this.file}.tmp`;
-		const handle = await open(temp, 'w', 0o600);
-		try {
-			let batch = `${JSON.stringify({ journal: newId })}\n`;
-			const input = createReadStream(this.file);
-			const missing = await new Promise<boolean>((resolve, reject) => {
-				input.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? resolve(true) : reject(error)));
-				input.once('open', () => resolve(false));
-			});
-			if (!missing) {
-				for await (const text of createInterface({ input, crlfDelay: Infinity })) {
-					const entry = parseLine(text);
-					if (!entry) continue;
-					// Lines of days already in the totals before (only in a journal they consumed) stay out too.
-					if (entry.t.slice(0, 10) < cutoff || entry.t.slice(0, 10) < previouslyRolled) continue;
-					batch += `${text}\n`;
-					if (batch.length > 64 * 1024) {
-						await handle.write(batch);
-						batch = '';
-					}
-				}
-			}
-			await handle.write(batch);
-			await handle.sync();
-		} finally {
-			await handle.close();
-		}
-		await rename(temp, this.file);
+		await replaceWithLines(this.file, this.linesKeptFrom(newId, cutoff, previouslyRolled));
 		this.needsNewline = false;
+	}
+
+	private async *linesKeptFrom(newId: string, cutoff: string, previouslyRolled: string): AsyncGenerator<string> {
+		yield JSON.stringify({ journal: newId });
+		const input = createReadStream(this.file);
+		const missing = await new Promise<boolean>((resolve, reject) => {
+			input.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? resolve(true) : reject(error)));
+			input.once('open', () => resolve(false));
+		});
+		if (missing) return;
+		for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+			const entry = parseLine(text);
+			if (!entry) continue;
+			// Lines of days already in the totals before (only in a journal they consumed) stay out too.
+			if (entry.t.slice(0, 10) < cutoff || entry.t.slice(0, 10) < previouslyRolled) continue;
+			yield text;
+		}
 	}
 
 	private today(): string {

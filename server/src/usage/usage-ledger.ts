@@ -14,7 +14,11 @@ export interface UsageEntry {
 	model: string;
 	images: number;
 	costUsd: number;
-	at: Date;
+	/**
+	 * When the generation was made; it decides the UTC day. Left out, the ledger stamps the entry
+	 * itself, by the clock every replica shares (PostgreSQL: the database's; embedded: this process's).
+	 */
+	at?: Date;
 	/** Idempotency of the record itself: the same id is counted once (retried appends). */
 	requestId: string;
 	/** The host that made the images (the one that served in a fallback chain). */

@@ -7,8 +7,8 @@
  * header line, then one line per (day, key, model). It is always written aside, synced and renamed.
  */
 import { createReadStream } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { replaceWithLines } from '../durable/replace-with-lines';
 import type { UsageRow } from './usage-ledger';
 
 const PICO_PER_MICRO = 1_000_000n;
@@ -118,21 +118,8 @@ export async function readRolledTotals(file: string, totals: UsageTotals): Promi
 
 /** Writes the rolled totals aside, syncs and renames them over the old file. */
 export async function writeRolledTotals(file: string, header: RolledHeader, rows: readonly Counted[]): Promise<void> {
-	const temp = `${file}.tmp`;
-	const handle = await open(temp, 'w', 0o600);
-	try {
-		let batch = `${JSON.stringify({ rolled_before: header.rolledBefore, consumed: header.consumed })}\n`;
-		for (const row of rows) {
-			batch += `${JSON.stringify({ date: row.date, key: row.key, model: row.model, images: row.images, pico_usd: row.pico.toString() } satisfies RolledRowLine)}\n`;
-			if (batch.length > 64 * 1024) {
-				await handle.write(batch);
-				batch = '';
-			}
-		}
-		await handle.write(batch);
-		await handle.sync();
-	} finally {
-		await handle.close();
-	}
-	await rename(temp, file);
+	await replaceWithLines(file, [
+		JSON.stringify({ rolled_before: header.rolledBefore, consumed: header.consumed }),
+		...rows.map((row) => JSON.stringify({ date: row.date, key: row.key, model: row.model, images: row.images, pico_usd: row.pico.toString() } satisfies RolledRowLine)),
+	]);
 }

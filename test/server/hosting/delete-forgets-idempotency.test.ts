@@ -1,8 +1,11 @@
 /**
  * Deleting a file forgets the idempotent answers that point at it, on the embedded and the
  * PostgreSQL configuration: a repeat of the upload (or generation) then runs again and answers a
- * live URL instead of replaying one that is 404.
+ * live URL instead of replaying one that is 404. The same when the file expired first (an upload's
+ * `expires_in` is shorter than the retention the answer is kept for).
  */
+import { join } from 'node:path';
+import { Client } from 'pg';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { call, download, postJson } from '../support/http';
 import { makeImage } from '../support/media';
@@ -21,6 +24,39 @@ const configurations: Array<[string, () => Promise<string[]>]> = [
 	['embedded', async () => []],
 	['PostgreSQL', async () => ['--database-url', await postgres.createDatabase()]],
 ];
+
+/** Restarts the server on its data dir (and database); `env` e.g. puts its clock ahead. */
+async function restarted(server: RunningServer, env: Record<string, string> = {}): Promise<RunningServer> {
+	const args = server.process.spawnargs.slice(2);
+	await server.stop();
+	const dataDir = args[args.indexOf('--data-dir') + 1]!;
+	const database = args.includes('--database-url') ? ['--database-url', args[args.indexOf('--database-url') + 1]!] : [];
+	return startServer({ apiKey: `${OWNER},${OTHER}`, dataDir, args: database, env });
+}
+
+/**
+ * Lets a file's expiry pass without waiting a minute: on PostgreSQL the database's clock decides,
+ * so its row is moved into the past; the embedded service judges by its own clock, so it restarts
+ * two minutes ahead.
+ */
+async function expire(server: RunningServer, fileId: string): Promise<RunningServer> {
+	const args = server.process.spawnargs;
+	if (args.includes('--database-url')) {
+		const client = new Client({ connectionString: args[args.indexOf('--database-url') + 1] });
+		await client.connect();
+		try {
+			const { rowCount } = await client.query("UPDATE files SET expires_at = now() - interval '1 second' WHERE id = $1", [fileId]);
+			expect(rowCount).toBe(1);
+		} finally {
+			await client.end();
+		}
+		return server;
+	}
+	return restarted(server, {
+		NODE_OPTIONS: `--require ${join(__dirname, '..', 'support', 'skewed-clock.cjs')}`,
+		IMAGEGEN_TEST_CLOCK_SKEW_MS: String(120_000),
+	});
+}
 
 describe.each(configurations)('%s', (_name, argsOf) => {
 	let server: RunningServer;
@@ -90,14 +126,35 @@ describe.each(configurations)('%s', (_name, argsOf) => {
 		const body = { file: (await makeImage('png', 22, 14)).toString('base64') };
 		const first = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
 		expect((await call(as(OWNER), `/v1/files/${first.body.id}`, { method: 'DELETE' })).status).toBe(204);
-		const args = server.process.spawnargs.slice(2);
-		await server.stop();
-		const dataDir = args[args.indexOf('--data-dir') + 1]!;
-		const database = args.includes('--database-url') ? ['--database-url', args[args.indexOf('--database-url') + 1]!] : [];
-		server = await startServer({ apiKey: `${OWNER},${OTHER}`, dataDir, args: database });
+		server = await restarted(server);
 		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
 		expect(repeat.status).toBe(200);
 		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
 		expect((await download(repeat.body.imageUrl)).status).toBe(200);
+	}, 60_000);
+
+	test('an upload whose file expired before its answer did runs again on a repeat', async () => {
+		const key = newKey();
+		const body = { file: (await makeImage('png', 24, 16)).toString('base64'), expires_in: 60 };
+		const first = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(first.status).toBe(200);
+		// Another answer of the same key, whose file is still alive, keeps replaying.
+		const otherKey = newKey();
+		const lasting = await postJson(as(OWNER), '/v1/uploads', { file: body.file }, { headers: { 'idempotency-key': otherKey } });
+		server = await expire(server, first.body.id);
+		expect((await download(first.body.imageUrl.replace(/^http:\/\/[^/]+/, server.origin))).status).toBe(404);
+
+		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(repeat.status).toBe(200);
+		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+		expect(repeat.body.id).not.toBe(first.body.id);
+		expect((await download(repeat.body.imageUrl)).status).toBe(200);
+		const again = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(again.headers.get('idempotent-replayed')).toBe('true');
+		expect(again.body).toEqual(repeat.body);
+
+		const lastingAgain = await postJson(as(OWNER), '/v1/uploads', { file: body.file }, { headers: { 'idempotency-key': otherKey } });
+		expect(lastingAgain.headers.get('idempotent-replayed')).toBe('true');
+		expect(lastingAgain.body).toEqual(lasting.body);
 	}, 60_000);
 });

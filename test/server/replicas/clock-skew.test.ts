@@ -83,3 +83,22 @@ it('a punctual replica replays what a replica 10 minutes behind answered, for th
 	const [row] = await fleet.query<{ seconds: number }>("SELECT extract(epoch FROM expires_at - now())::float8 AS seconds FROM idempotency_keys WHERE key = 'clock-skew-1'");
 	expect(Math.abs(row!.seconds - RETENTION_SECONDS)).toBeLessThan(60);
 });
+
+it('usage lines of replicas 10 minutes ahead and behind carry the database clock, so they count on the same day', async () => {
+	const ahead = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
+	const behind = await fleet.startReplica([], skewed(-TEN_MINUTES_MS));
+	extra.push(ahead, behind);
+	for (const replica of [ahead, behind]) {
+		const answer = await postJson(replica, '/v1/images/generations', { model: 'p-image', prompt: `clock ${replica.origin}`, response_format: 'b64_json' });
+		expect(answer.status).toBe(200);
+	}
+	const rows = await fleet.query<{ seconds: number; day: string; today: string }>(
+		"SELECT extract(epoch FROM now() - at)::float8 AS seconds, day, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS today FROM usage_entries WHERE model = 'p-image' ORDER BY at DESC LIMIT 2",
+	);
+	expect(rows).toHaveLength(2);
+	for (const row of rows) {
+		// Stamped within moments of the database's now, not 10 minutes either side of it.
+		expect(Math.abs(row.seconds)).toBeLessThan(60);
+		expect(row.day).toBe(row.today);
+	}
+});

@@ -115,6 +115,12 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				expect(await store.claim(claimOf({ fingerprint: 'e'.repeat(64) }))).toEqual({ state: 'mismatch' });
 			});
 
+			it('gives back the ids of the files an answer points at with its replay', async () => {
+				await store.claim(claimOf());
+				await store.complete('key-a', key, { ...answer(), fileIds: ['file-one', 'file-two'] });
+				expect(await store.claim(claimOf())).toEqual({ state: 'replay', answer: { ...answer(), fileIds: ['file-one', 'file-two'] } });
+			});
+
 			it('forgets a released claim, so the repeat (even with another body) runs', async () => {
 				await store.claim(claimOf());
 				await store.release('key-a', key);
@@ -207,6 +213,21 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				expect(runs).toBe(1);
 				expect(first).toEqual({ ...answer(), replayed: false });
 				expect(second).toEqual({ ...answer(), replayed: true });
+			});
+
+			it('runs again when a file the stored answer points at is gone, and remembers the new answer', async () => {
+				let runs = 0;
+				const made = (fileId: string) => async () => (runs++, { ...answer(fileId), fileIds: [fileId] });
+				const alive = new Set(['file-old']);
+				const goneFiles = async (ids: readonly string[]) => ids.filter((id) => !alive.has(id));
+				expect(await run({ run: made('file-old'), goneFiles })).toEqual({ ...answer('file-old'), replayed: false });
+				expect(await run({ run: made('never'), goneFiles })).toEqual({ ...answer('file-old'), replayed: true });
+				// The file expired: the repeat runs, and its answer is the one replayed from then on.
+				alive.clear();
+				alive.add('file-new');
+				expect(await run({ run: made('file-new'), goneFiles })).toEqual({ ...answer('file-new'), replayed: false });
+				expect(await run({ run: made('never'), goneFiles })).toEqual({ ...answer('file-new'), replayed: true });
+				expect(runs).toBe(2);
 			});
 
 			it('answers another body under the same key with a 422', async () => {

@@ -57,6 +57,16 @@ export function describeUsageLedgerContract(name: string, factory: () => Promise
 			]);
 		});
 
+		it('stamps an entry recorded without its time with the ledger clock: it counts today', async () => {
+			const ledger = await open();
+			const before = new Date().toISOString().slice(0, 10);
+			await ledger.record({ apiKeyId: 'key-now', model: 'p-image', images: 1, costUsd: 0.0035, requestId: randomUUID() });
+			const after = new Date().toISOString().slice(0, 10);
+			const rows = await ledger.rows('key-now');
+			expect(rows).toHaveLength(1);
+			expect([before, after]).toContain(rows[0]!.date);
+		});
+
 		it('keeps keys apart and answers no rows for a key that never generated', async () => {
 			const ledger = await open();
 			await ledger.record(entry({ apiKeyId: 'key-b' }));
