@@ -58,6 +58,9 @@ export function createBudgetGate(store: KeyStore, options: { leaseMs: number; no
 	};
 }
 
+/** The error code of a budget refusal (402), also the outcome the metrics count it by. */
+export const BUDGET_EXCEEDED = 'budget_exceeded';
+
 const PERIOD_NAMES = { day: 'daily (UTC)', month: 'monthly (UTC)', total: 'total' } as const;
 
 function budgetExceeded(budget: KeyBudget, spentUsd: number, reservedUsd: number, priceUsd: number, at: Date): ImageGenError {
@@ -68,6 +71,6 @@ function budgetExceeded(budget: KeyBudget, spentUsd: number, reservedUsd: number
 		402,
 		`Budget exceeded: this API key has spent $${roundUsd(spentUsd)}${inFlight} of its ${PERIOD_NAMES[budget.period]} budget of $${budget.limitUsd}, ` +
 			`and this generation costs $${roundUsd(priceUsd)}; ${when}`,
-		{ code: 'budget_exceeded' },
+		{ code: BUDGET_EXCEEDED },
 	);
 }

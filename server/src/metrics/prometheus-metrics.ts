@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { GenerationObservation, ServiceMetrics, UploadObservation } from './service-metrics';
+import { BUDGET_EXCEEDED } from '../generation/key-policy';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -63,6 +64,8 @@ export class PrometheusMetrics implements ServiceMetrics {
 
 	generation({ model, provider, outcome, seconds, costUsd }: GenerationObservation): void {
 		this.generations.inc({ model, provider, outcome });
+		// Refused by the shared generation runner, so counted for every way in (HTTP and MCP alike).
+		if (outcome === BUDGET_EXCEEDED) this.budgetRefusals.inc();
 		this.generationDuration.observe({ model, provider }, seconds);
 		if (costUsd > 0) this.generationCost.inc({ model }, costUsd);
 	}
@@ -74,10 +77,6 @@ export class PrometheusMetrics implements ServiceMetrics {
 	upload({ kind, outcome, bytes }: UploadObservation): void {
 		this.uploads.inc({ kind, outcome });
 		if (bytes > 0) this.uploadBytes.inc({ kind }, bytes);
-	}
-
-	budgetRefused(): void {
-		this.budgetRefusals.inc();
 	}
 
 	async text(): Promise<string> {

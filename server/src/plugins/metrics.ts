@@ -2,8 +2,6 @@
  * `fastify.metrics`: the service's counters (metrics/service-metrics.ts), exported in
  * Prometheus' format by routes/metrics.ts. Every answer is counted here under its route pattern
  * (`/files/:id`, never the URL asked for), so no file id or key ever becomes a label value.
- * Budget refusals are counted from the answers themselves (402 `budget_exceeded`), wherever in
- * the service they are decided.
  */
 import fp from 'fastify-plugin';
 import { PrometheusMetrics, UNMATCHED_ROUTE } from '../metrics/prometheus-metrics';
@@ -28,10 +26,6 @@ export default fp(
 	async (fastify) => {
 		const metrics = new PrometheusMetrics({ ledgerPending: () => fastify.usageLedger.health().pending });
 		fastify.decorate('metrics', metrics);
-		fastify.addHook('onSend', async (_request, reply, payload) => {
-			if (reply.statusCode === 402 && typeof payload === 'string' && payload.includes('"budget_exceeded"')) metrics.budgetRefused();
-			return payload;
-		});
 		fastify.addHook('onResponse', async (request, reply) => {
 			metrics.http({
 				method: METHODS.has(request.method) ? request.method : 'OTHER',

@@ -180,7 +180,13 @@ describe('managed keys over MCP', () => {
 		await mcp.close();
 	});
 
-	it('a budget holds: the call past it is refused as 402 and costs nothing', async () => {
+	it('a budget holds: the call past it is refused as 402, costs nothing and is counted in the metrics', async () => {
+		const refusals = async () => {
+			const metrics = await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+			expect(metrics.status).toBe(200);
+			return Number(/^imagegen_budget_refusals_total (\S+)$/m.exec(await metrics.text())?.[1]);
+		};
+		const before = await refusals();
 		const secret = await createKey({ budget_usd: 0.007 });
 		const mcp = await connect(secret);
 		for (let i = 0; i < 2; i++) expect((await call(mcp, 'generate_image', { model: 'p-image', prompt: `a dog ${i}` })).isError).toBeFalsy();
@@ -188,6 +194,7 @@ describe('managed keys over MCP', () => {
 		expect(refused.isError).toBe(true);
 		expect(refused.structuredContent!.error).toMatchObject({ status: 402, type: 'billing_error' });
 		expect(await usage(secret)).toEqual({ images: 2, cost_usd: 0.007 });
+		expect(await refusals()).toBe(before + 1);
 		await mcp.close();
 	});
 });
