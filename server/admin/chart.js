@@ -1,4 +1,4 @@
-// Spend per UTC day per key as stacked-looking bars, drawn with uPlot (served by the service itself).
+// Spend per UTC day per key as stacked bars, drawn with uPlot (served by the service itself).
 import uPlot from '/admin/assets/uPlot.esm.js';
 
 const PALETTE = ['#3158d4', '#0f7b4a', '#b54708', '#7a2e9e', '#c4320a', '#0e7490', '#4d7c0f', '#9d174d'];
@@ -22,6 +22,18 @@ export function seriesOf(rows, days, nameOf) {
 	return [...perKey.entries()].map(([keyId, costs]) => ({ label: nameOf(keyId), values: days.map((day) => costs.get(day) ?? 0) }));
 }
 
+/**
+ * Stacks the series per day: each key's bar starts where the one below it ends. uPlot draws every
+ * bar from zero, so each key is drawn up to its running total, the topmost first, and each bar
+ * drawn later covers the lower part of those before it. `values` stay each key's own spend (shown
+ * in the legend); `tops` is where its bar ends; `index` is its place in `series` (its colour).
+ */
+export function stacked(series) {
+	const running = series[0]?.values.map(() => 0) ?? [];
+	const withTops = series.map((each, index) => ({ ...each, index, tops: each.values.map((value, day) => (running[day] += value)) }));
+	return withTops.reverse();
+}
+
 let plot = null;
 
 export function drawSpend(container, days, series) {
@@ -30,6 +42,7 @@ export function drawSpend(container, days, series) {
 	container.replaceChildren();
 	if (series.length === 0) return;
 	const bars = uPlot.paths.bars({ size: [0.7, 40], align: 0 });
+	const layers = stacked(series);
 	const width = Math.max(320, container.clientWidth);
 	const x = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
 	plot = new uPlot(
@@ -40,9 +53,10 @@ export function drawSpend(container, days, series) {
 			// Half a day either side, so the first and last days' bars are drawn whole.
 			scales: { x: { time: true, range: (_u, min, max) => [min - DAY_SECONDS / 2, max + DAY_SECONDS / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
 			axes: [{ stroke: '#667085', grid: { stroke: '#eef0f3' } }, { stroke: '#667085', grid: { stroke: '#eef0f3' }, values: (_u, ticks) => ticks.map((tick) => `$${tick.toFixed(tick < 1 ? 3 : 2)}`), size: 64 }],
-			series: [{}, ...series.map((each, index) => ({ label: each.label, stroke: PALETTE[index % PALETTE.length], fill: `${PALETTE[index % PALETTE.length]}33`, width: 1.5, paths: bars, points: { show: false }, value: (_u, v) => (v == null ? '–' : `$${v.toFixed(4)}`) }))],
+			// Opaque fills: a bar drawn over another must hide it, not blend with it.
+			series: [{}, ...layers.map((layer) => ({ label: layer.label, stroke: '#ffffff', fill: PALETTE[layer.index % PALETTE.length], width: 1, paths: bars, points: { show: false }, value: (_u, _v, _series, day) => (day == null ? '–' : `$${layer.values[day].toFixed(4)}`) }))],
 		},
-		[x, ...series.map((each) => each.values)],
+		[x, ...layers.map((layer) => layer.tops)],
 		container,
 	);
 }

@@ -159,6 +159,24 @@ test('create: the secret is shown once, copied, and works at once with the chose
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-after.png'), fullPage: true });
 });
 
+test('the spend chart stacks keys per day: each bar starts where the one below ends', async () => {
+	// Given as text: the test's compiler would turn an import() in a function into a require().
+	const layers = await page.evaluate(`(async () => {
+		const chart = await import('/admin/assets/chart.js');
+		return chart.stacked([
+			{ label: 'a', values: [1, 2, 0] },
+			{ label: 'b', values: [3, 0, 0.5] },
+			{ label: 'c', values: [0.25, 1, 0] },
+		]);
+	})()`);
+	// Drawn topmost first, each up to its running total; the legend keeps each key's own spend.
+	expect(layers).toEqual([
+		{ label: 'c', index: 2, values: [0.25, 1, 0], tops: [4.25, 3, 0.5] },
+		{ label: 'b', index: 1, values: [3, 0, 0.5], tops: [4, 2, 0.5] },
+		{ label: 'a', index: 0, values: [1, 2, 0], tops: [1, 2, 0] },
+	]);
+});
+
 test('nothing the page did broke its Content-Security-Policy or threw', () => {
 	// A refused sign-in is a 401 the browser logs as a failed resource; that one is expected.
 	expect(problems.filter((problem) => !/status of 401/.test(problem))).toEqual([]);
