@@ -35,6 +35,7 @@ import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
+import { STREAM_HIGH_WATER_MARK } from './storage/byte-counter';
 
 const MULTIPART_FIELD_BYTES = 1024;
 
@@ -149,6 +150,9 @@ async function registerService(
 			parts: 6,
 			fieldSize: MULTIPART_FIELD_BYTES,
 		},
+		// The parser's intake and its file stream: see STREAM_HIGH_WATER_MARK.
+		highWaterMark: STREAM_HIGH_WATER_MARK,
+		fileHwm: STREAM_HIGH_WATER_MARK,
 	});
 
 	await app.register(configPlugin, { config });

@@ -7,8 +7,9 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { ByteCounter, STREAM_HIGH_WATER_MARK } from './byte-counter';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions } from './object-storage';
 
 export interface DiskObjectStorageOptions {
@@ -28,7 +29,7 @@ export class DiskObjectStorage implements ObjectStorage {
 
 	constructor(options: DiskObjectStorageOptions) {
 		this.directory = options.directory;
-		this.openWriteStream = options.openWriteStream ?? ((path) => createWriteStream(path, { flags: 'wx', mode: 0o644 }));
+		this.openWriteStream = options.openWriteStream ?? ((path) => createWriteStream(path, { flags: 'wx', mode: 0o644, highWaterMark: STREAM_HIGH_WATER_MARK }));
 	}
 
 	async init(): Promise<void> {
@@ -103,13 +104,6 @@ export class DiskObjectStorage implements ObjectStorage {
 	}
 }
 
-class ByteCounter extends Transform {
-	bytes = 0;
-	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-		this.bytes += chunk.length;
-		callback(null, chunk);
-	}
-}
 
 async function removeQuietly(path: string): Promise<void> {
 	await unlink(path).catch(() => undefined);

@@ -9,6 +9,7 @@ import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
 import { streamedBytes } from '../young-generation';
+import { STREAM_HIGH_WATER_MARK } from './byte-counter';
 
 export class InspectingStream extends Transform {
 	size = 0;
@@ -25,7 +26,7 @@ export class InspectingStream extends Transform {
 		private readonly maxBytes: number,
 		private readonly oversizeStatus: 400 | 413,
 	) {
-		super();
+		super({ highWaterMark: STREAM_HIGH_WATER_MARK });
 		this.sniffed = new Promise<SniffedMedia | null>((resolve, reject) => {
 			this.settle = resolve;
 			this.once('error', reject);

@@ -18,7 +18,8 @@ import {
 	S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { Readable, Transform, finished, type TransformCallback } from 'node:stream';
+import { Readable, finished } from 'node:stream';
+import { ByteCounter } from './byte-counter';
 import { inlineContentDisposition } from './content-disposition';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions, PresignOptions } from './object-storage';
 import { describeS3Error, isNoSuchUpload, isNotFound, isNotImplemented } from './s3-errors';
@@ -102,7 +103,8 @@ export class S3ObjectStorage implements ObjectStorage {
 	/** On failure the source is unpiped, not destroyed: whether to drain or destroy it is the caller's call. */
 	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
 		options.signal?.throwIfAborted();
-		const counter = new ByteCounter();
+		// Socket-sized chunks pass without a backpressure round trip each.
+		const counter = new ByteCounter(256 * 1024);
 		// The first thing that went wrong on our side (the source failed, the caller aborted). It is
 		// what the caller is told, rather than what the store answered to the resulting abort.
 		let failure: unknown;
@@ -334,17 +336,3 @@ function abortError(): Error {
 	return Object.assign(new Error('The write was aborted'), { name: 'AbortError' });
 }
 
-/** Passes bytes through and counts them: the size is what was stored, not what a caller claims. */
-class ByteCounter extends Transform {
-	bytes = 0;
-
-	constructor() {
-		// Socket-sized chunks (16–64 KiB) pass without a backpressure round trip each.
-		super({ highWaterMark: 256 * 1024 });
-	}
-
-	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-		this.bytes += chunk.length;
-		callback(null, chunk);
-	}
-}
