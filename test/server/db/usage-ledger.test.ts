@@ -141,6 +141,8 @@ describe('PostgreSQL usage ledger', () => {
 		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
 		const lost = b.ledger.record(entry());
 		lost.catch(() => undefined);
+		// Once a write has failed, the connection is up: no insert still connecting can land after close.
+		await eventually(() => b.ledger.health().status === 'degraded');
 		await b.ledger.close();
 		await expect(lost).rejects.toThrow(/closed before the entry was written/);
 		expect(b.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/closed with entries not yet written/), details: { pending: 1 } });
