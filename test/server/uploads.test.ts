@@ -317,3 +317,18 @@ describe('many at once', () => {
 		files.forEach((file, i) => expect(file.bytes.equals(inputs[i]!)).toBe(true));
 	});
 });
+
+describe('fields after the file part', () => {
+	// The whole form reaches the server faster than the file is stored, so its trailing fields wait
+	// in the multipart parser's buffer when the request ends: they must still count.
+	it('a large file followed by expires_in: the option applies, every time', async () => {
+		const video = makeMp4(16 * 1024 * 1024);
+		for (let round = 0; round < 8; round++) {
+			const answer = await uploadFile(server, video, { expires_in: '120' }, { fileName: 'clip.mp4', mimeType: 'video/mp4' });
+			expect(answer.status).toBe(200);
+			const lifetimeSeconds = (Date.parse(answer.body.expiresAt) - Date.now()) / 1000;
+			expect(lifetimeSeconds).toBeGreaterThan(60);
+			expect(lifetimeSeconds).toBeLessThanOrEqual(120);
+		}
+	}, 60_000);
+});
