@@ -2,24 +2,11 @@
 // that answers instantly, vs a bare Fastify route forwarding to the same host. The throughput
 // ratio is what our validation, dispatch, output check and storage cost. Measured for hosted
 // answers (`url`: the image is written to disk) and inline ones (`b64_json`: nothing is written).
-import autocannon from 'autocannon';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_KEY, ROOT, round, startImagegenServer, startProcess } from './lib.mjs';
+import { ROOT, generationLoad, round, startImagegenServer, startProcess } from './lib.mjs';
 
-/** Runs for a fixed time: autocannon's timestamps have whole-second resolution. */
-async function load(url, responseFormat, { connections, seconds }) {
-	const run = await autocannon({
-		url,
-		method: 'POST',
-		connections,
-		duration: seconds,
-		headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', aspect_ratio: '1:1', response_format: responseFormat }),
-	});
-	return { rps: round(run.requests.total / seconds, 1), p50Ms: run.latency.p50, p99Ms: run.latency.p99, errors: run.errors + run.timeouts + run.non2xx };
-}
 
 export async function generationBench({ connections = 16, seconds = 5, rounds = 3 } = {}) {
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-generation-'));
@@ -30,16 +17,16 @@ export async function generationBench({ connections = 16, seconds = 5, rounds = 
 	const oursUrl = `${ours.origin}/v1/images/generations`;
 	try {
 		// Warm both (JIT, connection pools) before measuring.
-		await load(bareUrl, 'url', { connections, seconds: 2 });
-		await load(oursUrl, 'url', { connections, seconds: 3 });
+		await generationLoad(bareUrl, { responseFormat: 'url', connections, seconds: 2 });
+		await generationLoad(oursUrl, { responseFormat: 'url', connections, seconds: 3 });
 		const results = {};
 		for (const responseFormat of ['url', 'b64_json']) {
 			// The shared machine's speed drifts: bare and ours run back to back in each round, and
 			// the round with the median ratio is the figure.
 			const measured = [];
 			for (let i = 0; i < rounds; i++) {
-				const b = await load(bareUrl, responseFormat, { connections, seconds });
-				const o = await load(oursUrl, responseFormat, { connections, seconds });
+				const b = await generationLoad(bareUrl, { responseFormat, connections, seconds });
+				const o = await generationLoad(oursUrl, { responseFormat, connections, seconds });
 				measured.push({ bare: b, ours: o, ratio: round(o.rps / b.rps) });
 			}
 			const median = [...measured].sort((x, y) => x.ratio - y.ratio)[Math.floor(rounds / 2)];

@@ -2,26 +2,14 @@
 // on one service with --database-url (PostgreSQL), back to back in each round. What the managed
 // key adds per generation is its lookup (cached for ≤ 0.5 s) and the budget's reservation and
 // settlement in PostgreSQL. Inline answers (b64_json), so no disk write blurs the difference.
-import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_KEY, ROOT, SERVER_CLI, round, startImagegenServer, startPostgres, startProcess } from './lib.mjs';
+import { API_KEY, ROOT, SERVER_CLI, generationLoad, round, startImagegenServer, startPostgres, startProcess } from './lib.mjs';
 
 const PRICE_USD = 0.0035;
 
-async function load(url, key, { connections, seconds }) {
-	const run = await autocannon({
-		url,
-		method: 'POST',
-		connections,
-		duration: seconds,
-		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', response_format: 'b64_json' }),
-	});
-	return { rps: round(run.requests.total / seconds, 1), p50Ms: run.latency.p50, p99Ms: run.latency.p99, ok: run['2xx'], errors: run.errors + run.timeouts + run.non2xx };
-}
 
 export async function keysBench({ connections = 16, seconds = 5, rounds = 3 } = {}) {
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-keys-'));
@@ -35,13 +23,13 @@ export async function keysBench({ connections = 16, seconds = 5, rounds = 3 } = 
 		);
 		ours = await startImagegenServer(dataDir, ['--database-url', postgres.url, '--providers', 'p-image=upstream'], { UPSTREAM_BASE_URL: `${upstream.origin}/v1`, UPSTREAM_API_KEY: 'upstream-key-123' });
 		const url = `${ours.origin}/v1/images/generations`;
-		await load(url, API_KEY, { connections, seconds: 2 });
-		await load(url, created.key, { connections, seconds: 2 });
+		await generationLoad(url, { key: API_KEY, connections, seconds: 2 });
+		await generationLoad(url, { key: created.key, connections, seconds: 2 });
 		const measured = [];
 		let managedOk = 0;
 		for (let i = 0; i < rounds; i++) {
-			const flat = await load(url, API_KEY, { connections, seconds });
-			const managed = await load(url, created.key, { connections, seconds });
+			const flat = await generationLoad(url, { key: API_KEY, connections, seconds });
+			const managed = await generationLoad(url, { key: created.key, connections, seconds });
 			managedOk += managed.ok;
 			measured.push({ flat, managed, ratio: round(managed.rps / flat.rps), addedP50Ms: managed.p50Ms - flat.p50Ms });
 		}

@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: processes started as a user would, peak memory from /proc,
 // percentiles and a printed table. Everything listens on 127.0.0.1 only.
+import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -106,4 +107,20 @@ export function postMultipartFile(url, source, size) {
 		source.pipe(request, { end: false });
 		source.on('end', () => request.end(tail));
 	});
+}
+
+/**
+ * POST /v1/images/generations at `url` for a fixed time (autocannon's timestamps have whole-second
+ * resolution): requests per second, latency and the failed count, with `key` as the bearer.
+ */
+export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64_json', connections, seconds }) {
+	const run = await autocannon({
+		url,
+		method: 'POST',
+		connections,
+		duration: seconds,
+		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', aspect_ratio: '1:1', response_format: responseFormat }),
+	});
+	return { rps: round(run.requests.total / seconds, 1), p50Ms: run.latency.p50, p99Ms: run.latency.p99, ok: run['2xx'], errors: run.errors + run.timeouts + run.non2xx };
 }

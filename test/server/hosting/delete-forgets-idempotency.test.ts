@@ -70,6 +70,18 @@ describe.each(configurations)('%s', (_name, argsOf) => {
 	const newKey = () => `forget-${Date.now()}-${++counter}`;
 	const idOf = (url: string) => url.split('/').pop()!.replace(/\.\w+$/, '');
 
+	/** A repeat of `body` under `key` runs again (a new, live file), and from then on replays that new answer. */
+	async function expectUploadRunsAgain(key: string, body: object, goneFileId: string): Promise<void> {
+		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(repeat.status).toBe(200);
+		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+		expect(repeat.body.id).not.toBe(goneFileId);
+		expect((await download(repeat.body.imageUrl)).status).toBe(200);
+		const again = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
+		expect(again.headers.get('idempotent-replayed')).toBe('true');
+		expect(again.body).toEqual(repeat.body);
+	}
+
 	test('upload with a key, DELETE the file, repeat with the key: the upload runs again and its URL works', async () => {
 		const key = newKey();
 		const body = { file: (await makeImage('png', 20, 12)).toString('base64') };
@@ -77,16 +89,7 @@ describe.each(configurations)('%s', (_name, argsOf) => {
 		expect(first.status).toBe(200);
 		expect((await call(as(OWNER), `/v1/files/${first.body.id}`, { method: 'DELETE' })).status).toBe(204);
 
-		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
-		expect(repeat.status).toBe(200);
-		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
-		expect(repeat.body.id).not.toBe(first.body.id);
-		expect((await download(repeat.body.imageUrl)).status).toBe(200);
-
-		// The new answer is remembered again: a further repeat replays it.
-		const again = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
-		expect(again.headers.get('idempotent-replayed')).toBe('true');
-		expect(again.body).toEqual(repeat.body);
+		await expectUploadRunsAgain(key, body, first.body.id);
 	});
 
 	test('a generation whose image was deleted runs again on a repeat', async () => {
@@ -144,14 +147,7 @@ describe.each(configurations)('%s', (_name, argsOf) => {
 		server = await expire(server, first.body.id);
 		expect((await download(first.body.imageUrl.replace(/^http:\/\/[^/]+/, server.origin))).status).toBe(404);
 
-		const repeat = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
-		expect(repeat.status).toBe(200);
-		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
-		expect(repeat.body.id).not.toBe(first.body.id);
-		expect((await download(repeat.body.imageUrl)).status).toBe(200);
-		const again = await postJson(as(OWNER), '/v1/uploads', body, { headers: { 'idempotency-key': key } });
-		expect(again.headers.get('idempotent-replayed')).toBe('true');
-		expect(again.body).toEqual(repeat.body);
+		await expectUploadRunsAgain(key, body, first.body.id);
 
 		const lastingAgain = await postJson(as(OWNER), '/v1/uploads', { file: body.file }, { headers: { 'idempotency-key': otherKey } });
 		expect(lastingAgain.headers.get('idempotent-replayed')).toBe('true');
