@@ -8,10 +8,10 @@ export const temporaryFileOf = (file: string): string => `${file}.tmp`;
 
 /**
  * Replaces `file` with `lines` (each without its newline): written aside, synced and renamed, so a
- * crash leaves one whole file, the old or the new. Answers how many lines were written.
+ * crash leaves one whole file, the old or the new. Answers how many lines were written. `temp` is
+ * where it is written first; writers in several processes each need their own.
  */
-export async function replaceWithLines(file: string, lines: Iterable<string> | AsyncIterable<string>): Promise<number> {
-	const temp = temporaryFileOf(file);
+export async function replaceWithLines(file: string, lines: Iterable<string> | AsyncIterable<string>, temp = temporaryFileOf(file)): Promise<number> {
 	const handle = await open(temp, 'w', 0o600);
 	let count = 0;
 	try {

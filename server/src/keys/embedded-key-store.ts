@@ -1,14 +1,15 @@
 /**
  * Managed keys for one process, in the data dir: `keys.json` holds the keys (rewritten whole into
- * a temp file and renamed, so a crash leaves the old or the new file, never half of one) and
+ * a temp file, synced and renamed, so a crash leaves the old or the new file, never half of one) and
  * `key-charges.jsonl` the settled spend (append-only; a torn last line is skipped on load).
  * Reservations in flight live in memory: one process admits them, so admission is atomic by
  * JavaScript's single thread. `keys.json` is re-read when it changes on disk, so keys made by
  * `imagegen-server keys …` while the service runs are seen by it.
  */
-import { appendFile, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelId } from '../../../core/models';
+import { replaceWithLines } from '../durable/replace-with-lines';
 import type { Admission, KeyStore, Reservation } from './key-store';
 import { fromMicros, toMicros, type KeySettings, type ManagedKey } from './managed-key';
 
@@ -196,9 +197,8 @@ export class EmbeddedKeyStore implements KeyStore {
 
 	private async writeKeys(): Promise<void> {
 		const stored: StoredKey[] = [...this.keys.values()].map(toStored);
-		const temp = `${this.keysFile}.${process.pid}.${Date.now()}.tmp`;
-		await writeFile(temp, `${JSON.stringify({ version: 1, keys: stored }, null, '\t')}\n`, { mode: 0o600 });
-		await rename(temp, this.keysFile);
+		// The CLI's `keys` commands write too, from another process: each writer has its own temp file.
+		await replaceWithLines(this.keysFile, [JSON.stringify({ version: 1, keys: stored }, null, '\t')], `${this.keysFile}.${process.pid}.${Date.now()}.tmp`);
 		this.seen = await this.signature();
 	}
 
