@@ -35,7 +35,7 @@ import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
-import { STREAM_HIGH_WATER_MARK } from './storage/byte-counter';
+import { STREAM_HIGH_WATER_MARK } from './storage/stream-high-water-mark';
 
 const MULTIPART_FIELD_BYTES = 1024;
 

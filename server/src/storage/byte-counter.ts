@@ -1,13 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-
-/**
- * How many bytes each stage of an upload's pipeline (multipart parser, inspector, counter, file
- * writer) holds before it asks the one before it to wait. Node 20's default (16 KiB) is a quarter
- * of one socket read, so every chunk cost a pause and a resume at each stage; at 128 KiB a disk
- * upload ran 0.87 → 0.97 of a bare pipe's speed (bench/RESULTS.md, "Memory"), for well under a
- * megabyte more per upload in flight.
- */
-export const STREAM_HIGH_WATER_MARK = 128 * 1024;
+import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 
 /** Passes bytes through and counts them: the size is what was stored, not what a caller claims. */
 export class ByteCounter extends Transform {

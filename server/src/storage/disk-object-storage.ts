@@ -9,7 +9,8 @@ import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ByteCounter, STREAM_HIGH_WATER_MARK } from './byte-counter';
+import { ByteCounter } from './byte-counter';
+import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions } from './object-storage';
 
 export interface DiskObjectStorageOptions {
@@ -103,7 +104,6 @@ export class DiskObjectStorage implements ObjectStorage {
 		return join(this.directory, `${TEMP_PREFIX}${key}`);
 	}
 }
-
 
 async function removeQuietly(path: string): Promise<void> {
 	await unlink(path).catch(() => undefined);

@@ -335,4 +335,3 @@ function ignore(): void {}
 function abortError(): Error {
 	return Object.assign(new Error('The write was aborted'), { name: 'AbortError' });
 }
-
