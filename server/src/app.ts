@@ -28,6 +28,7 @@ import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import adminPageRoutes from './routes/admin-page';
+import docsPageRoutes from './routes/docs-page';
 import healthRoutes from './routes/health';
 import metricsRoutes from './routes/metrics';
 import mcpRoutes from './routes/mcp';
@@ -170,6 +171,7 @@ async function registerService(
 	await app.register(fileRoutes);
 	await app.register(metricsRoutes);
 	await app.register(adminPageRoutes);
+	await app.register(docsPageRoutes);
 	await app.register(openApiRoutes);
 	await app.register(
 		async (v1) => {

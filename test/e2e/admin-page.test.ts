@@ -6,30 +6,19 @@
  * Screenshots go to test-artifacts/. The browser may only talk to loopback, and the page must run
  * under its Content-Security-Policy without a single violation.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startServer, type RunningServer } from '../helpers/server';
 import { call, postJson } from '../server/support/http';
+import { ARTIFACTS, openBrowser, type Browser } from './support/browser';
 
-const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
-const LOOPBACK = /^(127(?:\.\d{1,3}){3}|localhost|\[::1\])$/;
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
-
-function npmChromium(): { executablePath: string; args: string[] } {
-	const script = "import c from '@sparticuz/chromium'; process.stdout.write(JSON.stringify({ executablePath: await c.executablePath(), args: c.args }));";
-	return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: __dirname, encoding: 'utf8' }));
-}
 
 let server: RunningServer;
 let withoutAdmin: RunningServer;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
-let profile: string;
-/** Console errors and uncaught exceptions of the page (CSP violations are reported as console errors). */
-const problems: string[] = [];
+let problems: string[];
 
 beforeAll(async () => {
 	[server, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer()]);
@@ -39,32 +28,13 @@ beforeAll(async () => {
 	for (const auth of [undefined, undefined, `Bearer ${seeded.body.key}`]) {
 		expect((await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'Seed', response_format: 'b64_json' }, { auth })).status).toBe(200);
 	}
-	const browser = npmChromium();
-	profile = mkdtempSync(join(tmpdir(), 'imagegen-chromium-'));
-	context = await chromium.launchPersistentContext(profile, {
-		executablePath: browser.executablePath,
-		headless: true,
-		viewport: { width: 1280, height: 900 },
-		locale: 'en-US',
-		timezoneId: 'UTC',
-		args: [...browser.args, '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-	});
-	await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.origin });
-	await context.route('**/*', (route) => {
-		const { hostname } = new URL(route.request().url());
-		return LOOPBACK.test(hostname) ? route.continue() : route.abort();
-	});
-	page = await context.newPage();
-	page.on('console', (message) => {
-		if (message.type() === 'error') problems.push(message.text());
-	});
-	page.on('pageerror', (error) => problems.push(error.message));
-	mkdirSync(ARTIFACTS, { recursive: true });
+	browser = await openBrowser({ width: 1280, height: 900 });
+	({ page, problems } = browser);
+	await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.origin });
 }, 120_000);
 
 afterAll(async () => {
-	await context?.close();
-	if (profile) rmSync(profile, { recursive: true, force: true });
+	await browser?.close();
 	await Promise.all([server, withoutAdmin].map((each) => each?.stop({ removeData: true })));
 });
 

@@ -4,11 +4,9 @@
  * the model; the fields and aspect ratios must follow the model. One screenshot per model goes to
  * test-artifacts/. The browser may only talk to loopback.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
+import { ARTIFACTS, openBrowser, type Browser } from './support/browser';
 import { demo, freePort, INSTALL_TIMEOUT_MS, openSession, startEditor, type Editor, type Session } from './support/n8n';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -16,61 +14,24 @@ const { setUpOwner } = require('../../scripts/n8n/owner.cjs') as {
 	setUpOwner(url: string, login: { email: string; password: string }): Promise<boolean>;
 };
 
-const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 const LOGIN = { email: 'editor-test@imagegen.example', password: 'Editor-test-password-1' };
-const LOOPBACK = /^(127(?:\.\d{1,3}){3}|localhost|\[::1\])$/;
-
-/**
- * The Chromium build inside @sparticuz/chromium: `executablePath()` unpacks it (once) and `args`
- * are the flags it needs. The package is an ES module, which jest's CommonJS runtime cannot load,
- * so a plain node process asks it.
- */
-function npmChromium(): { executablePath: string; args: string[] } {
-	const script = "import c from '@sparticuz/chromium'; process.stdout.write(JSON.stringify({ executablePath: await c.executablePath(), args: c.args }));";
-	return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: __dirname, encoding: 'utf8' }));
-}
 
 let session: Session;
 let editor: Editor;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
-let profile: string;
 
 beforeAll(async () => {
 	session = await openSession('editor');
 	await session.importWorkflows([demo.demoWorkflow()]);
 	editor = await startEditor(session.n8n, { userFolder: session.userFolder, port: await freePort() });
 	await setUpOwner(editor.url, LOGIN);
-	const browser = npmChromium();
-	profile = mkdtempSync(join(tmpdir(), 'imagegen-chromium-'));
-	// A fresh profile every run (playwright passes it as --user-data-dir).
-	context = await chromium.launchPersistentContext(profile, {
-		executablePath: browser.executablePath,
-		headless: true,
-		viewport: { width: 1440, height: 1000 },
-		args: [
-			...browser.args,
-			// No sandbox for root; and nothing may leave the machine: no background updates, sync or QUIC.
-			'--no-sandbox',
-			'--disable-quic',
-			'--no-first-run',
-			'--disable-background-networking',
-			'--disable-component-update',
-			'--disable-sync',
-		],
-	});
-	// Anything the editor would fetch from the internet (fonts, telemetry) is refused here.
-	await context.route('**/*', (route) => {
-		const { hostname } = new URL(route.request().url());
-		return LOOPBACK.test(hostname) ? route.continue() : route.abort();
-	});
-	page = await context.newPage();
-	mkdirSync(ARTIFACTS, { recursive: true });
+	browser = await openBrowser({ width: 1440, height: 1000 });
+	page = browser.page;
 }, INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
-	await context?.close();
-	if (profile) rmSync(profile, { recursive: true, force: true });
+	await browser?.close();
 	await editor?.stop();
 	await session?.close();
 });

@@ -49,9 +49,9 @@ afterAll(async () => {
 
 describe('the tarball', () => {
 	test('holds the committed bin, compiled JavaScript of the service and core, the operator page, README, LICENSE and package.json only', () => {
-		const unexpected = files.filter((file) => !/^(bin\/imagegen-server\.js|dist\/(server\/src|core)\/.+\.js|admin\/[a-z-]+\.(html|css|js)|package\.json|README\.md|LICENSE)$/.test(file));
+		const unexpected = files.filter((file) => !/^(bin\/imagegen-server\.js|dist\/(server\/src|core)\/.+\.js|(admin|docs)\/[a-z-]+\.(html|css|js)|package\.json|README\.md|LICENSE)$/.test(file));
 		expect(unexpected).toEqual([]);
-		const required = ['bin/imagegen-server.js', 'dist/server/src/cli.js', 'dist/server/src/app.js', 'dist/core/models.js', 'dist/core/schemas.js', 'admin/index.html', 'admin/admin.js', 'README.md', 'LICENSE'];
+		const required = ['bin/imagegen-server.js', 'dist/server/src/cli.js', 'dist/server/src/app.js', 'dist/core/models.js', 'dist/core/schemas.js', 'admin/index.html', 'admin/admin.js', 'docs/index.html', 'docs/docs.js', 'README.md', 'LICENSE'];
 		for (const file of required) {
 			expect(files).toContain(file);
 		}

@@ -36,6 +36,39 @@ function queryParameters(schema: JsonSchema): JsonSchema[] {
 	return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: required.includes(name), schema: property }));
 }
 
+/** A page served from the package (routes/static-site.ts) and its assets. */
+function staticSitePaths(path: string, operationId: string, summary: string, assetSummary: string, ...missing: Array<[number, string]>): JsonSchema {
+	return {
+		[path]: { get: { operationId, summary, responses: { '200': { description: 'HTML', content: { 'text/html': {} } }, '304': { description: 'Not modified (ETag)' }, ...errors(...missing) } } },
+		[`${path}/assets/{name}`]: {
+			get: {
+				operationId: `${operationId}Asset`,
+				summary: assetSummary,
+				parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+				responses: { '200': { description: 'The asset', content: { 'text/javascript': {}, 'text/css': {} } }, '304': { description: 'Not modified (ETag)' }, ...errors(...missing, [404, 'Unknown asset']) },
+			},
+		},
+	};
+}
+
+/** Groups of operations, in reading order; a path belongs to the first group whose test it passes. */
+const TAGS: Array<{ name: string; description: string; test: (path: string) => boolean }> = [
+	{ name: 'Images', description: 'Generate images and see which models this key may use', test: (path) => path === '/v1/images/generations' || path === '/v1/models' },
+	{ name: 'Files', description: 'Host images and videos for a limited time; read, inspect and delete them', test: (path) => path === '/v1/uploads' || path.startsWith('/v1/files') || path.startsWith('/files') },
+	{ name: 'Usage', description: "The key's own images and cost", test: (path) => path === '/v1/usage' },
+	{ name: 'Agents', description: 'The Model Context Protocol endpoint and this document', test: (path) => path === '/mcp' || path === '/v1/openapi.json' || path.startsWith('/docs') },
+	{ name: 'Operators', description: 'Managed keys, spend, metrics, health and the operator page (admin key)', test: () => true },
+];
+
+function tagged(paths: Record<string, Record<string, JsonSchema>>): JsonSchema {
+	return Object.fromEntries(
+		Object.entries(paths).map(([path, item]) => {
+			const tag = TAGS.find(({ test }) => test(path))!.name;
+			return [path, Object.fromEntries(Object.entries(item).map(([method, operation]) => [method, { tags: [tag], ...operation }]))];
+		}),
+	);
+}
+
 const DATE_QUERY = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'A UTC day as YYYY-MM-DD' };
 
 export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
@@ -184,7 +217,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 				},
 			},
 		},
-		paths: {
+		tags: TAGS.map(({ name, description }) => ({ name, description })),
+		paths: tagged({
 			'/healthz': {
 				get: {
 					operationId: 'health',
@@ -214,17 +248,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 					responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errors(...AUTH_ERRORS, [404, 'No --admin-key configured']) },
 				},
 			},
-			'/admin': {
-				get: { operationId: 'adminPage', summary: 'The operator web page (signs in with the admin key in the browser)', responses: { '200': { description: 'HTML', content: { 'text/html': {} } }, ...errors([404, 'No --admin-key configured']) } },
-			},
-			'/admin/assets/{name}': {
-				get: {
-					operationId: 'adminPageAsset',
-					summary: 'A script, style sheet or chart library of the operator page',
-					parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
-					responses: { '200': { description: 'The asset', content: { 'text/javascript': {}, 'text/css': {} } }, ...errors([404, 'Unknown asset']) },
-				},
-			},
+			...staticSitePaths('/admin', 'adminPage', 'The operator web page (signs in with the admin key in the browser)', 'A script, style sheet or chart library of the operator page', [404, 'No --admin-key configured']),
+			...staticSitePaths('/docs', 'docsPage', 'This reference as a web page, drawn from this document', 'A script or style sheet of the reference page'),
 			'/v1/openapi.json': {
 				get: { operationId: 'openapi', summary: 'This document (public, no auth)', responses: { '200': ok('OpenAPI 3.1', { type: 'object' }) } },
 			},
@@ -296,6 +321,6 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 				get: { operationId: 'mcpStream', summary: 'Not offered (stateless)', ...secured, responses: errors(...AUTH_ERRORS, [405, 'Send every message with POST']) },
 				delete: { operationId: 'mcpSession', summary: 'Not offered (no sessions)', ...secured, responses: errors(...AUTH_ERRORS, [405, 'Send every message with POST']) },
 			},
-		},
+		}),
 	};
 }

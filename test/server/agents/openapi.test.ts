@@ -77,6 +77,16 @@ describe('GET /v1/openapi.json', () => {
 		expect(documented.filter((route) => !routes.has(route))).toEqual([]);
 	});
 
+	it('puts every operation in exactly one declared group (the sections of the /docs page)', () => {
+		const declared = document.tags.map((tag: { name: string }) => tag.name);
+		expect(declared).toEqual(['Images', 'Files', 'Usage', 'Agents', 'Operators']);
+		const operations = Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, { tags: string[] }>));
+		for (const operation of operations) expect(operation.tags).toHaveLength(1);
+		expect(new Set(operations.map((operation) => operation.tags[0]))).toEqual(new Set(declared));
+		expect(document.paths['/v1/images/generations'].post.tags).toEqual(['Images']);
+		expect(document.paths['/v1/admin/keys'].post.tags).toEqual(['Operators']);
+	});
+
 	it('states the bearer scheme on /v1 routes and the error shape', () => {
 		expect(document.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
 		expect(document.paths['/v1/images/generations'].post.security).toEqual([{ bearerAuth: [] }]);
