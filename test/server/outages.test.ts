@@ -145,6 +145,31 @@ describe('PostgreSQL down (--database-url, S3 storage)', () => {
 		}
 	});
 
+	it('a replica stopped while its usage lines cannot be written keeps them on disk; its next start writes them', async () => {
+		const databaseUrl = await postgres.createDatabase();
+		const args = ['--database-url', databaseUrl];
+		const first = await startServer({ args });
+		let again: RunningServer | undefined;
+		try {
+			await postgres.admin(databaseUrl, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			// The generation is answered (the ledger's wait is bounded); its billing line stays queued.
+			const generated = await postJson(first, '/v1/images/generations', { model: 'p-image', prompt: 'Billed once', response_format: 'b64_json' });
+			expect(generated.status).toBe(200);
+			expect(await eventually(async () => (await health(first)).body.status === 'degraded', 10_000)).toBe(true);
+			await first.stop();
+			expect(first.output()).toMatch(/kept on disk, written at the next start/);
+
+			await postgres.admin(databaseUrl, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			again = await startServer({ args, dataDir: first.dataDir, apiKey: first.apiKey });
+			const counted = async () => (await call(again!, '/v1/usage')).body?.total?.images === 1;
+			expect(await eventually(counted, 10_000)).toBe(true);
+			expect((await call(again, '/v1/usage')).body.total.cost_usd).toBe(generated.body.usage.cost_usd);
+		} finally {
+			await again?.stop({ removeData: true });
+			await first.stop({ removeData: !again });
+		}
+	});
+
 	it('the usage ledger writes again within about a second of the database coming back, however long the outage', async () => {
 		const database = await openDatabase(await postgres.createDatabase());
 		const errors: unknown[] = [];

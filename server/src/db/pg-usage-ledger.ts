@@ -3,10 +3,13 @@
  * any replica's `rows()` covers every replica. Entries wait in a queue until a write succeeds;
  * a failing database delays them (retried with backoff, logged, `health()` degraded) but never
  * loses them. The request id is the primary key, so an insert retried after a lost answer, or
- * the same entry recorded twice, counts once.
+ * the same entry recorded twice, counts once. With `pendingDir`, entries a write failed for are also
+ * kept on disk (pending-usage-file.ts), so a replica shut down or killed before the database came
+ * back loses none: the next start writes them.
  */
 import type { Pool } from 'pg';
 import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from '../usage/usage-ledger';
+import { PendingUsageFile } from './pending-usage-file';
 
 export interface LedgerErrorLog {
 	error(details: object, message: string): void;
@@ -25,6 +28,8 @@ export interface PgUsageLedgerOptions {
 	closeTimeoutMs?: number;
 	/** Entries written in one INSERT. */
 	batchSize?: number;
+	/** Where entries that could not be written yet are kept (the data dir); none kept without it. */
+	pendingDir?: string;
 }
 
 interface Queued {
@@ -33,7 +38,11 @@ interface Queued {
 	recordedAt: Date;
 	durable: () => void;
 	failed: (error: Error) => void;
+	/** Also in the pending file, so it survives this process. */
+	kept: boolean;
 }
+
+const settledElsewhere = () => undefined;
 
 const MAX_TEXT = 1000;
 
@@ -48,6 +57,9 @@ export class PgUsageLedger implements UsageLedger {
 	private readonly maxRetryDelayMs: number;
 	private readonly closeTimeoutMs: number;
 	private readonly batchSize: number;
+	private readonly pending: PendingUsageFile | undefined;
+	/** Queued entries that are also in the pending file: at 0 the file has nothing left to keep. */
+	private keptInQueue = 0;
 
 	constructor(
 		private readonly pool: Pool,
@@ -57,6 +69,24 @@ export class PgUsageLedger implements UsageLedger {
 		this.maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
 		this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
 		this.batchSize = options.batchSize ?? 500;
+		this.pending = options.pendingDir === undefined ? undefined : new PendingUsageFile(options.pendingDir, options.log);
+	}
+
+	/** Takes up the entries earlier runs (of any replica on this data dir) kept but never wrote. */
+	async start(): Promise<void> {
+		if (!this.pending) return;
+		const lines = await this.pending.claim();
+		for (const { entry, recordedAt } of lines) {
+			const problem = invalidEntry(entry);
+			if (problem) {
+				this.options.log.error({ requestId: entry.requestId, problem }, 'usage: a kept entry that can never be written was skipped');
+				continue;
+			}
+			this.queue.push({ entry, recordedAt, durable: settledElsewhere, failed: settledElsewhere, kept: true });
+			this.keptInQueue++;
+		}
+		if (this.keptInQueue === 0) await this.pending.forget();
+		else this.flushSoon();
 	}
 
 	record(entry: UsageEntry): Promise<void> {
@@ -65,7 +95,7 @@ export class PgUsageLedger implements UsageLedger {
 		const problem = invalidEntry(entry);
 		if (problem) return Promise.reject(new TypeError(`usage entry not recorded: ${problem}`));
 		return new Promise<void>((durable, failed) => {
-			this.queue.push({ entry: { ...entry }, recordedAt: new Date(), durable, failed });
+			this.queue.push({ entry: { ...entry }, recordedAt: new Date(), durable, failed, kept: false });
 			this.flushSoon();
 		});
 	}
@@ -94,9 +124,30 @@ export class PgUsageLedger implements UsageLedger {
 		this.retryTimer = null;
 		await this.drain(Date.now() + this.closeTimeoutMs);
 		if (this.queue.length === 0) return;
+		if (await this.keepAtClose()) return;
 		this.options.log.error({ pending: this.queue.length, lastError: this.lastError }, 'usage ledger closed with entries not yet written to PostgreSQL');
 		const error = new Error(`the usage ledger closed before the entry was written to PostgreSQL: ${this.lastError ?? 'timed out'}`);
 		for (const queued of this.queue.splice(0)) queued.failed(error);
+	}
+
+	/**
+	 * What is still queued goes to the pending file (an insert still under way included: if it
+	 * lands too, the request id counts it once), and its record() resolves: the line is safe.
+	 */
+	private async keepAtClose(): Promise<boolean> {
+		if (!this.pending) return false;
+		const left = this.queue.splice(0);
+		this.keptInQueue = 0;
+		try {
+			await this.pending.keep(left.filter((queued) => !queued.kept));
+		} catch (error) {
+			this.queue.unshift(...left);
+			this.options.log.error({ err: error }, 'usage: entries could not be kept on disk');
+			return false;
+		}
+		this.options.log.error({ kept: left.length, lastError: this.lastError }, 'usage ledger closed with entries not yet written to PostgreSQL: kept on disk, written at the next start');
+		for (const queued of left) queued.durable();
+		return true;
 	}
 
 	/** Writes until the queue is empty or the deadline passes, retrying without the backoff. */
@@ -137,10 +188,38 @@ export class PgUsageLedger implements UsageLedger {
 			this.failures = 0;
 			this.lastError = undefined;
 			for (const queued of batch) queued.durable();
+			this.written(batch);
 		}
 	}
 
+	/** Once every kept entry is in the table, the pending file goes. */
+	private written(batch: readonly Queued[]): void {
+		if (!this.pending || this.closed) return;
+		const kept = batch.filter((queued) => queued.kept).length;
+		if (kept === 0) return;
+		this.keptInQueue -= kept;
+		if (this.keptInQueue === 0) void this.pending.forget().catch((error: unknown) => this.options.log.error({ err: error }, 'usage: a written pending file could not be removed'));
+	}
+
+	/** From the first failed write on, the queued entries are also on disk. */
+	private keepQueued(): void {
+		if (!this.pending || this.closed) return;
+		const lines = this.queue.filter((queued) => !queued.kept);
+		if (lines.length === 0) return;
+		for (const queued of lines) queued.kept = true;
+		this.keptInQueue += lines.length;
+		this.pending.keep(lines).catch((error: unknown) => {
+			this.options.log.error({ err: error, entries: lines.length }, 'usage: entries could not be kept on disk; they stay queued in memory');
+			for (const queued of lines) {
+				if (!queued.kept || !this.queue.includes(queued)) continue;
+				queued.kept = false;
+				this.keptInQueue--;
+			}
+		});
+	}
+
 	private failed(error: unknown): void {
+		this.keepQueued();
 		this.failures += 1;
 		this.lastError = error instanceof Error ? error.message : String(error);
 		const wait = Math.min(this.maxRetryDelayMs, this.retryDelayMs * 2 ** (this.failures - 1));

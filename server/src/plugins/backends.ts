@@ -96,10 +96,13 @@ export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLog
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
+		// Lines the database could not take before a shutdown or crash are kept in the data dir.
+		const usageLedger = new PgUsageLedger(database.pool, { log, pendingDir: config.dataDir });
+		await usageLedger.start();
 		return {
 			storage,
 			fileMetadata: new PgFileMetadataStore(database.pool),
-			usageLedger: new PgUsageLedger(database.pool, { log }),
+			usageLedger,
 			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
 			keyStore: new PgKeyStore(database.pool),

@@ -4,6 +4,9 @@
  * degraded) but never loses or double-counts them.
  */
 import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/db/pg-usage-ledger';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
@@ -39,6 +42,15 @@ async function replica(options: Partial<PgUsageLedgerOptions> = {}) {
 	opened.push({ ledger, database });
 	return { ledger, log, database };
 }
+
+/** A replica that keeps what PostgreSQL cannot take in `dataDir`, started as the service starts it. */
+async function replicaKeepingIn(dataDir: string, options: Partial<PgUsageLedgerOptions> = {}) {
+	const started = await replica({ pendingDir: dataDir, ...options });
+	await started.ledger.start();
+	return started;
+}
+
+const pendingFiles = (dataDir: string) => readdirSync(dataDir).filter((name) => name.startsWith('usage-pending-'));
 
 function entry(overrides: Partial<UsageEntry> = {}): UsageEntry {
 	return { apiKeyId: 'key-a', model: 'p-image', images: 1, costUsd: 0.005, at: new Date('2030-03-10T12:00:00Z'), requestId: randomUUID(), ...overrides };
@@ -148,6 +160,86 @@ describe('PostgreSQL usage ledger', () => {
 		expect(b.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/closed with entries not yet written/), details: { pending: 1 } });
 		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
 		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
+	});
+
+	it('a shutdown during an outage keeps the unwritten entries on disk; the next start writes them, once', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
+		try {
+			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 300 });
+			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			const kept = entry({ images: 3 });
+			const recorded = a.ledger.record(kept);
+			await eventually(() => a.ledger.health().status === 'degraded');
+			await a.ledger.close();
+			// Kept, not failed: the line is on this replica's disk.
+			await expect(recorded).resolves.toBeUndefined();
+			expect(a.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/kept on disk/), details: { kept: 1 } });
+			const files = pendingFiles(dataDir);
+			expect(files).toHaveLength(1);
+			expect(readFileSync(join(dataDir, files[0]!), 'utf8')).toContain(kept.requestId);
+			const copy = mkdtempSync(join(tmpdir(), 'imagegen-pending-copy-'));
+			cpSync(dataDir, copy, { recursive: true });
+
+			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			const b = await replicaKeepingIn(dataDir);
+			await eventually(async () => (await b.ledger.rows('key-a')).length > 0);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+			await eventually(() => pendingFiles(dataDir).length === 0);
+
+			// The same file found again (a copy restored from a backup): the request id counts once.
+			const c = await replicaKeepingIn(copy);
+			await eventually(() => pendingFiles(copy).length === 0);
+			expect(await c.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+			rmSync(copy, { recursive: true, force: true });
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+		}
+	});
+
+	it('entries are on disk from the first failed write, so a replica that dies during an outage loses none', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
+		const afterCrash = mkdtempSync(join(tmpdir(), 'imagegen-pending-crash-'));
+		try {
+			const a = await replicaKeepingIn(dataDir);
+			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			const first = entry({ model: 'p-image-edit' });
+			const second = entry({ model: 'textimage-v2' });
+			void a.ledger.record(first);
+			void a.ledger.record(second);
+			await eventually(() => pendingFiles(dataDir).some((name) => readFileSync(join(dataDir, name), 'utf8').includes(second.requestId)));
+			// What a crash right now leaves behind: the data dir as it is.
+			cpSync(dataDir, afterCrash, { recursive: true });
+			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+
+			const b = await replicaKeepingIn(afterCrash);
+			await eventually(async () => (await b.ledger.rows('key-a')).length === 2);
+			// The replica that did not die writes its queue too; each request still counts once.
+			await eventually(() => a.ledger.health().pending === 0);
+			await eventually(() => pendingFiles(dataDir).length === 0 && pendingFiles(afterCrash).length === 0);
+			expect(await b.ledger.rows('key-a')).toEqual([
+				{ date: '2030-03-10', model: 'p-image-edit', images: 1, cost_usd: 0.005 },
+				{ date: '2030-03-10', model: 'textimage-v2', images: 1, cost_usd: 0.005 },
+			]);
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+			rmSync(afterCrash, { recursive: true, force: true });
+		}
+	});
+
+	it('a damaged line in a kept file (a write cut off by a crash) is skipped and reported, the others are written', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
+		try {
+			const good = entry({ images: 4 });
+			const line = JSON.stringify({ requestId: good.requestId, apiKeyId: good.apiKeyId, model: good.model, images: good.images, costUsd: good.costUsd, at: good.at!.toISOString(), recordedAt: new Date().toISOString() });
+			writeFileSync(join(dataDir, 'usage-pending-crashed.jsonl'), `${line}\n{"requestId":"cut-o`);
+			const b = await replicaKeepingIn(dataDir);
+			await eventually(async () => (await b.ledger.rows('key-a')).length === 1);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 4, cost_usd: 0.005 }]);
+			expect(b.log.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(/damaged line/), details: expect.objectContaining({ line: 2 }) })]);
+			await eventually(() => pendingFiles(dataDir).length === 0);
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+		}
 	});
 
 	it('refuses malformed entries at once instead of queueing what can never be written', async () => {
