@@ -123,7 +123,8 @@ export class PgUsageLedger implements UsageLedger {
 		if (this.retryTimer) clearTimeout(this.retryTimer);
 		this.retryTimer = null;
 		await this.drain(Date.now() + this.closeTimeoutMs);
-		if (this.queue.length === 0) return;
+		// Everything kept was written while closing: nothing is left for the next start.
+		if (this.queue.length === 0) return this.pending?.forget().catch((error: unknown) => this.options.log.error({ err: error }, 'usage: a written pending file could not be removed'));
 		if (await this.keepAtClose()) return;
 		this.options.log.error({ pending: this.queue.length, lastError: this.lastError }, 'usage ledger closed with entries not yet written to PostgreSQL');
 		const error = new Error(`the usage ledger closed before the entry was written to PostgreSQL: ${this.lastError ?? 'timed out'}`);

@@ -226,6 +226,25 @@ describe('PostgreSQL usage ledger', () => {
 		}
 	});
 
+	it('entries kept during an outage and written while closing leave no file behind', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
+		try {
+			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 10_000 });
+			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			const recorded = a.ledger.record(entry());
+			await eventually(() => pendingFiles(dataDir).length === 1);
+			const closing = a.ledger.close();
+			await new Promise((resolve) => setTimeout(resolve, 200));
+			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			await closing;
+			await recorded;
+			expect(pendingFiles(dataDir)).toEqual([]);
+			expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+		}
+	});
+
 	it('a damaged line in a kept file (a write cut off by a crash) is skipped and reported, the others are written', async () => {
 		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
 		try {
