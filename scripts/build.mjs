@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -23,4 +24,6 @@ for (const asset of assets) {
 	cpSync(join(root, asset), target);
 }
 run('server/tsconfig.json');
+// The service's embedded database needs its native addon for this Node (install scripts are off).
+createRequire(import.meta.url)('./sqlite-addon.cjs').ensureSqliteAddon();
 // `npx imagegen-server` runs the committed server/bin/imagegen-server.js, which loads the built CLI.

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { ensureN8n } = require('./n8n/install.cjs');
+const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
 
 // Path patterns, not a list: files added later run too.
 const SUITES = ['test/server/', 'test/core/'];
@@ -18,7 +19,8 @@ const major = Number(process.versions.node.split('.')[0]);
 if (major >= 24) {
 	process.stdout.write(`test-node24: already running on Node ${process.versions.node}; nothing more to run\n`);
 } else {
-	const { nodeBin } = await ensureN8n();
+	const { nodeBin, nodeHome } = await ensureN8n();
+	ensureSqliteAddon({ nodeBin, nodedir: nodeHome });
 	const version = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
 	process.stdout.write(`test-node24: test/server and test/core again, under Node ${version} (${nodeBin})\n`);
 	const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');

@@ -3,7 +3,7 @@
  * bug. The former is nobody's fault and passes: the client gets a 503 with Retry-After, which the
  * nodes retry, and never the driver's text (it names internal hosts and ports); the details go
  * to the log. Judged by the shape drivers give such failures: socket error codes, PostgreSQL's
- * connection-class SQLSTATEs, pg's own connection messages, the AWS SDK's time-outs and 5xx.
+ * connection-class SQLSTATEs, SQLite's busy and locked codes, pg's own connection messages, the AWS SDK's time-outs and 5xx.
  */
 import { ImageGenError } from '../../core/errors';
 
@@ -38,6 +38,8 @@ export function isEngineUnreachable(error: unknown, depth = 0): boolean {
 	const shape = error as ErrorShape;
 	const code = typeof shape.code === 'string' ? shape.code : '';
 	if (SOCKET_CODES.has(code) || POSTGRES_CODES.has(code) || code.startsWith('08')) return true;
+	// Another process held the embedded database's write lock for longer than the busy wait.
+	if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return true;
 	const message = typeof shape.message === 'string' ? shape.message : '';
 	if (PG_CONNECTION_MESSAGES.some((text) => message.includes(text))) return true;
 	const status = shape.$metadata?.httpStatusCode;

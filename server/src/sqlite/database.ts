@@ -1,0 +1,50 @@
+/**
+ * The single-machine default's database: one SQLite file in the data dir holding everything but
+ * the hosted bytes (file metadata, idempotency records, the usage ledger, managed keys and their
+ * charges). Several processes may open it at once (the service, the keys CLI, a second service
+ * during a restart): SQLite's file locks serialise their writes, WAL lets reads go on meanwhile.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { migrateSqlite, type SqliteMigrationLog } from './migrate';
+
+export type SqliteDatabase = Database.Database;
+
+export const DATABASE_FILE = 'imagegen.db';
+
+/**
+ * How long a statement waits for another process's write lock before it fails with SQLITE_BUSY
+ * (answered as a 503 with Retry-After, never a 500). Writers hold the lock for one short
+ * transaction, so a wait this long means something is wrong, not merely busy.
+ */
+export const BUSY_TIMEOUT_MS = 5_000;
+
+export interface OpenSqliteOptions {
+	log?: SqliteMigrationLog;
+	busyTimeoutMs?: number;
+}
+
+export function databasePath(dataDir: string): string {
+	return join(dataDir, DATABASE_FILE);
+}
+
+export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions = {}): SqliteDatabase {
+	mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+	const database = new Database(databasePath(dataDir), { timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
+	try {
+		// Only takes effect on a new file (before the first table): freed pages can then be given back
+		// to the file system in steps, so the file stops growing once retention has turned over.
+		database.pragma('auto_vacuum = INCREMENTAL');
+		database.pragma('journal_mode = WAL');
+		// Every commit reaches the disk before it is acknowledged: an answered generation's usage line
+		// and an acknowledged upload survive a power cut, not only a killed process.
+		database.pragma('synchronous = FULL');
+		database.pragma('foreign_keys = ON');
+		migrateSqlite(database, options.log);
+		return database;
+	} catch (error) {
+		database.close();
+		throw error;
+	}
+}

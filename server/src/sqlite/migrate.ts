@@ -1,0 +1,33 @@
+/**
+ * Brings an SQLite database to the schema of `SQLITE_MIGRATIONS`. `PRAGMA user_version` records
+ * how far it is; the steps run inside one IMMEDIATE transaction, which takes the write lock first,
+ * so processes that start together queue on it and exactly one of them runs each step.
+ */
+import type Database from 'better-sqlite3';
+import { SQLITE_MIGRATIONS, type SqliteMigration } from './migrations';
+
+export interface SqliteMigrationLog {
+	info(details: object, message: string): void;
+}
+
+/** Answers the versions applied by this call (empty when the schema was already current). */
+export function migrateSqlite(database: Database.Database, log?: SqliteMigrationLog, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number[] {
+	const steps = [...migrations].sort((a, b) => a.version - b.version);
+	const applied = database.transaction(() => {
+		const current = database.pragma('user_version', { simple: true }) as number;
+		const done: SqliteMigration[] = [];
+		for (const step of steps) {
+			if (step.version <= current) continue;
+			try {
+				database.exec(step.sql);
+			} catch (error) {
+				throw new Error(`database migration ${step.version} (${step.name}) failed: ${(error as Error).message}`, { cause: error });
+			}
+			done.push(step);
+		}
+		if (done.length > 0) database.pragma(`user_version = ${done[done.length - 1]!.version}`);
+		return done;
+	}).immediate();
+	for (const step of applied) log?.info({ version: step.version, name: step.name }, 'database migrated');
+	return applied.map((step) => step.version);
+}
