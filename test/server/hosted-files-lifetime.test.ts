@@ -90,7 +90,7 @@ test('the sweeper sweeps every target, each time, even when one of them fails', 
 	const errors: unknown[] = [];
 	const failing = { sweep: () => Promise.reject(new Error('database down')) };
 	const working = { sweep: async () => void swept.push('idempotency') };
-	const sweeper = startSweeper([failing, working], 20, (error) => errors.push(error));
+	const sweeper = startSweeper([failing, working], 20, { onError: (error) => errors.push(error) });
 	await new Promise((resolve) => setTimeout(resolve, 70));
 	await sweeper.stop();
 	expect(swept.length).toBeGreaterThanOrEqual(2);
@@ -98,4 +98,26 @@ test('the sweeper sweeps every target, each time, even when one of them fails', 
 	const count = swept.length;
 	await new Promise((resolve) => setTimeout(resolve, 50));
 	expect(swept.length).toBe(count);
+});
+
+test('the sweeper reports each finished pass, and whether every target succeeded', async () => {
+	const passes: boolean[] = [];
+	let failNext = true;
+	const flaky = {
+		sweep: async () => {
+			if (!failNext) return;
+			failNext = false;
+			throw new Error('bucket down');
+		},
+	};
+	const onFinished = (seconds: number, succeeded: boolean) => {
+		expect(seconds).toBeGreaterThanOrEqual(0);
+		passes.push(succeeded);
+	};
+	const sweeper = startSweeper([flaky], 20, { onError: () => undefined, onFinished });
+	await new Promise((resolve) => setTimeout(resolve, 70));
+	await sweeper.stop();
+	expect(passes[0]).toBe(false);
+	expect(passes.length).toBeGreaterThanOrEqual(2);
+	expect(passes.slice(1).every(Boolean)).toBe(true);
 });

@@ -4,11 +4,13 @@
  * as in tests, would collide). Process metrics come from prom-client's default collectors.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { GenerationObservation, ServiceMetrics, UploadObservation } from './service-metrics';
+import type { GenerationObservation, ServiceMetrics, SweepObservation, UploadObservation } from './service-metrics';
 import { BUDGET_EXCEEDED } from '../generation/key-policy';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Seconds: a pass over nothing to a pass over a day's worth of expired files in a slow bucket. */
+const SWEEP_BUCKETS = [0.01, 0.05, 0.25, 1, 5, 30, 120, 600];
 const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 
 export interface HttpObservation {
@@ -34,6 +36,9 @@ export class PrometheusMetrics implements ServiceMetrics {
 	private readonly uploadBytes: Counter<'kind'>;
 	private readonly providerErrors: Counter<'provider' | 'code'>;
 	private readonly budgetRefusals: Counter;
+	private readonly sweeps: Counter<'outcome'>;
+	private readonly lastSweep: Gauge;
+	private readonly sweepDuration: Histogram;
 
 	constructor(options: { ledgerPending: () => number }) {
 		const registers = [this.registry];
@@ -47,6 +52,9 @@ export class PrometheusMetrics implements ServiceMetrics {
 		this.uploadBytes = new Counter({ name: 'imagegen_upload_bytes_total', help: 'Bytes stored by uploads', labelNames: ['kind'], registers });
 		this.providerErrors = new Counter({ name: 'imagegen_provider_errors_total', help: 'Failures of a model host, by host and error code (fallbacks included)', labelNames: ['provider', 'code'], registers });
 		this.budgetRefusals = new Counter({ name: 'imagegen_budget_refusals_total', help: 'Requests refused because a key’s budget was spent (402 budget_exceeded)', registers });
+		this.sweeps = new Counter({ name: 'imagegen_sweeps_total', help: 'Passes of the sweeper over expired files and idempotency entries, by outcome (success or failed)', labelNames: ['outcome'], registers });
+		this.sweepDuration = new Histogram({ name: 'imagegen_sweep_duration_seconds', help: 'Time one pass of the sweeper took', buckets: SWEEP_BUCKETS, registers });
+		this.lastSweep = new Gauge({ name: 'imagegen_last_sweep_success_timestamp_seconds', help: 'When the sweeper last finished a pass without a failure (Unix seconds; alert when it falls behind)', registers });
 		new Gauge({
 			name: 'imagegen_usage_ledger_pending',
 			help: 'Usage lines accepted but not yet durable (non-zero while the ledger’s store fails)',
@@ -68,6 +76,12 @@ export class PrometheusMetrics implements ServiceMetrics {
 		if (outcome === BUDGET_EXCEEDED) this.budgetRefusals.inc();
 		this.generationDuration.observe({ model, provider }, seconds);
 		if (costUsd > 0) this.generationCost.inc({ model }, costUsd);
+	}
+
+	sweep({ seconds, succeeded }: SweepObservation): void {
+		this.sweeps.inc({ outcome: succeeded ? 'success' : 'failed' });
+		this.sweepDuration.observe(seconds);
+		if (succeeded) this.lastSweep.set(Date.now() / 1000);
 	}
 
 	providerError(provider: string, code: string): void {

@@ -24,8 +24,15 @@ export interface UploadObservation {
 	bytes: number;
 }
 
+export interface SweepObservation {
+	seconds: number;
+	/** False when any target (files, idempotency entries) failed this pass. */
+	succeeded: boolean;
+}
+
 export interface ServiceMetrics {
 	generation(observation: GenerationObservation): void;
+	sweep(observation: SweepObservation): void;
 	providerError(provider: string, code: string): void;
 	upload(observation: UploadObservation): void;
 }
@@ -33,6 +40,7 @@ export interface ServiceMetrics {
 /** For code run without a service around it (tests that build a runner by hand). */
 export const NO_METRICS: ServiceMetrics = {
 	generation: () => undefined,
+	sweep: () => undefined,
 	providerError: () => undefined,
 	upload: () => undefined,
 };

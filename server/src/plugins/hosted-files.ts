@@ -34,13 +34,14 @@ export default fp<HostedFilesPluginOptions>(
 		let sweeper: Sweeper | null = null;
 		fastify.addHook('onReady', async () => {
 			const idempotencyEntries = { sweep: () => fastify.idempotencyStore.sweep() };
-			sweeper = startSweeper([hostedFiles, idempotencyEntries], sweepInterval(fastify.config.retentionSeconds), (error) =>
-				fastify.log.error({ err: error }, 'sweeping expired files or idempotency entries failed'),
-			);
+			sweeper = startSweeper([hostedFiles, idempotencyEntries], sweepInterval(fastify.config.retentionSeconds), {
+				onError: (error) => fastify.log.error({ err: error }, 'sweeping expired files or idempotency entries failed'),
+				onFinished: (seconds, succeeded) => fastify.metrics.sweep({ seconds, succeeded }),
+			});
 		});
 		fastify.addHook('onClose', async () => {
 			await sweeper?.stop();
 		});
 	},
-	{ name: 'hosted-files', dependencies: ['config', 'backends'] },
+	{ name: 'hosted-files', dependencies: ['config', 'backends', 'metrics'] },
 );

@@ -116,6 +116,12 @@ describe('after real requests', () => {
 		expect(value(families, 'imagegen_upload_bytes_total', { kind: 'image' })).toBe((await image).length);
 	});
 
+	test('sweeper passes, their duration and the last good one', () => {
+		expect(value(families, 'imagegen_sweeps_total', { outcome: 'success' })).toBeGreaterThanOrEqual(1);
+		expect(Number(/^imagegen_sweep_duration_seconds_count (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
+		expect(Math.abs(value(families, 'imagegen_last_sweep_success_timestamp_seconds')! - Date.now() / 1000)).toBeLessThan(600);
+	});
+
 	test('budget refusals and the usage ledger backlog', () => {
 		expect(value(families, 'imagegen_budget_refusals_total')).toBe(1);
 		expect(value(families, 'imagegen_usage_ledger_pending')).toBe(0);

@@ -19,6 +19,21 @@ const skewed = (skewMs: number) => ({
 	IMAGEGEN_TEST_CLOCK_SKEW_MS: String(skewMs),
 });
 
+const ADMIN_KEY = 'clock-skew-admin-key-0123456789';
+
+/** Waits until the replica's sweeper has finished `count` passes without a failure (its metric). */
+async function sweepsFinished(replica: RunningServer, count: number): Promise<void> {
+	const deadline = Date.now() + 30_000;
+	for (;;) {
+		const metrics = await fetch(new URL('/metrics', replica.baseUrl), { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+		expect(metrics.status).toBe(200);
+		const passes = Number(/^imagegen_sweeps_total\{outcome="success"\} (\d+)/m.exec(await metrics.text())?.[1] ?? 0);
+		if (passes >= count) return;
+		if (Date.now() > deadline) throw new Error(`the sweeper finished ${passes} of ${count} passes in 30 s`);
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+}
+
 let infrastructure: FleetInfrastructure;
 let fleet: Fleet;
 const extra: RunningServer[] = [];
@@ -58,9 +73,9 @@ it('a replica 10 minutes ahead stamps, serves and sweeps by the database clock',
 	expect(info.status).toBe(200);
 
 	// Another replica ahead starts: its sweeper runs at once, and finds nothing expired.
-	const sweeper = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
+	const sweeper = await fleet.startReplica(['--admin-key', ADMIN_KEY], skewed(TEN_MINUTES_MS));
 	extra.push(sweeper);
-	await new Promise((resolve) => setTimeout(resolve, 3_000));
+	await sweepsFinished(sweeper, 1);
 	for (const file of [fromPunctual, fromAhead]) {
 		expect(existsSync(join(fleet.sharedDataDir, 'files', file.imageUrl.split('/').pop()!))).toBe(true);
 		expect((await download(onReplica(file.imageUrl, punctual!))).status).toBe(200);
