@@ -102,7 +102,7 @@ async function renderUsage() {
 	const names = new Map(keys.map((key) => [key.id, key.name]));
 	const days = daysSince(from);
 	const series = seriesOf(usage.data, days, (id) => names.get(id) ?? (id.startsWith('key_') ? `${id} (revoked)` : `flat key ${id.slice(0, 6)}`));
-	drawSpend($('#chart'), days, series);
+	await drawSpend($('#chart'), days, series);
 	$('#no-usage').hidden = series.length > 0;
 }
 
