@@ -5,11 +5,11 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
-import type { GenerationResponse } from '../../core/api';
 import { MEDIA_DETAILS } from '../../core/media';
 import { MODELS, type ModelId } from '../../core/models';
 import { toGenerationBody, type GenerationParameters } from '../../core/request';
 import { parseGenerationRequest, type GenerationRequest } from '../../core/schemas';
+import { readGenerationAnswer, type AnsweredImage, type GenerationAnswer } from '../shared/answers';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
@@ -68,7 +68,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	}
 
 	const body: IDataObject = { ...request };
-	const response = await callApi<GenerationResponse>(context, {
+	const response = await callApi<unknown>(context, {
 		method: 'POST',
 		path: '/images/generations',
 		body: () => ({ ...body }),
@@ -76,22 +76,35 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		itemIndex,
 		...call.settings,
 	});
-	if (asTool) return toolItems(request, response);
-	return await toOutputItems(context, itemIndex, request, response, options, call.settings);
+	const answer = readGenerationAnswer(context, itemIndex, response);
+	if (asTool) return toolItems(request, answer);
+	return await toOutputItems(context, itemIndex, request, answer, options, call.settings);
 }
 
 /** What a model calling the node as a tool can use: the hosted URL and what describes it, nothing else. */
-function toolItems(request: GenerationRequest, response: GenerationResponse): INodeExecutionData[] {
-	const costUsd = response.data.length > 0 ? response.usage.cost_usd / response.data.length : 0;
-	return response.data.map((image) => ({
+function toolItems(request: GenerationRequest, answer: GenerationAnswer): INodeExecutionData[] {
+	return answer.images.map((image) => ({
 		json: {
-			model: response.model ?? request.model,
-			...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
+			model: answer.model ?? request.model,
+			...hostedFields(image),
 			mimeType: MEDIA_DETAILS[request.output_format].mimeType,
-			...(typeof (image as { seed?: unknown }).seed === 'number' ? { seed: (image as { seed: number }).seed } : {}),
-			costUsd,
+			...describedFields(image, answer),
 		},
 	}));
+}
+
+/** The hosted URL and its expiry, for an image answered by URL. */
+function hostedFields(image: AnsweredImage): IDataObject {
+	if (!('url' in image)) return {};
+	return { url: image.url, ...(image.expiresAt !== undefined ? { expiresAt: image.expiresAt } : {}) };
+}
+
+/** The seed used (services that take one echo it) and the cost, where the service said them. */
+function describedFields(image: AnsweredImage, answer: GenerationAnswer): IDataObject {
+	return {
+		...(image.seed !== undefined ? { seed: image.seed } : {}),
+		...(answer.costUsdPerImage !== undefined ? { costUsd: answer.costUsdPerImage } : {}),
+	};
 }
 
 async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise<void> {
@@ -112,32 +125,29 @@ async function toOutputItems(
 	context: IExecuteFunctions,
 	itemIndex: number,
 	request: GenerationRequest,
-	response: GenerationResponse,
+	answer: GenerationAnswer,
 	options: ImageGenOptions,
 	settings: RequestSettings,
 ): Promise<INodeExecutionData[]> {
 	const format = MEDIA_DETAILS[request.output_format];
-	const created = new Date((response.created ?? Math.floor(Date.now() / 1000)) * 1000).toISOString();
-	const costUsd = response.data.length > 0 ? response.usage.cost_usd / response.data.length : 0;
+	const created = new Date((answer.created ?? Math.floor(Date.now() / 1000)) * 1000).toISOString();
 	const binaryPropertyName = options.binaryPropertyName || 'data';
+	const count = answer.images.length;
 	return await Promise.all(
-		response.data.map(async (image, index) => {
-			const fileName = `${request.model}-${created.replace(/[:.]/g, '-')}${response.data.length > 1 ? `-${index + 1}` : ''}.${format.extension}`;
-			// Services that take a seed echo the one used with each image.
-			const seed = (image as { seed?: unknown }).seed;
+		answer.images.map(async (image, index) => {
+			const fileName = `${request.model}-${created.replace(/[:.]/g, '-')}${count > 1 ? `-${index + 1}` : ''}.${format.extension}`;
 			let bytes: Buffer | undefined;
-			if ('b64_json' in image) bytes = Buffer.from(image.b64_json, 'base64');
+			if ('b64Json' in image) bytes = Buffer.from(image.b64Json, 'base64');
 			else if (options.download !== false) bytes = await download(context, itemIndex, image.url, settings);
 			const json: IDataObject = {
-				model: response.model ?? request.model,
+				model: answer.model ?? request.model,
 				prompt: request.prompt,
-				...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
+				...hostedFields(image),
 				outputFormat: request.output_format,
 				mimeType: format.mimeType,
 				...(bytes ? { sizeBytes: bytes.byteLength } : {}),
 				fileName,
-				...(typeof seed === 'number' ? { seed } : {}),
-				costUsd,
+				...describedFields(image, answer),
 				created,
 			};
 			if (!bytes) return { json };

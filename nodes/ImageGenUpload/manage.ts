@@ -8,7 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import type { FileInfoResponse } from '../../core/api';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi } from '../shared/transport';
-import { fileIdFromUrl } from '../shared/uploads';
+import { fileIdFromUrl } from '../shared/answers';
 
 const FILE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 

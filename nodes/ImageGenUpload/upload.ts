@@ -44,14 +44,14 @@ export async function uploadForItem(context: IExecuteFunctions, itemIndex: numbe
 	return [{ json: hostedFileJson(hosted) }];
 }
 
-/** The output item: the fields of the contract (imageUrl or videoUrl, url, mediaType, expiresAt) and what describes the file. */
+/** The output item: imageUrl or videoUrl, url and mediaType, and what the service said of the file (expiresAt, id, …). */
 function hostedFileJson(hosted: HostedMedia): IDataObject {
 	return {
 		[hosted.mediaType === 'video' ? 'videoUrl' : 'imageUrl']: hosted.url,
 		url: hosted.url,
 		mediaType: hosted.mediaType,
-		expiresAt: hosted.expiresAt,
-		id: hosted.id,
+		...(hosted.expiresAt !== undefined ? { expiresAt: hosted.expiresAt } : {}),
+		...(hosted.id !== undefined ? { id: hosted.id } : {}),
 		...(hosted.mimeType !== undefined ? { mimeType: hosted.mimeType } : {}),
 		...(hosted.sizeBytes !== undefined ? { sizeBytes: hosted.sizeBytes } : {}),
 	};

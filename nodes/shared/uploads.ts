@@ -1,7 +1,7 @@
 /** Hosting a file through `POST /uploads`, from a binary property (streamed) or a JSON reference. */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
-import type { UploadResponse } from '../../core/api';
+import { readUploadAnswer } from './answers';
 import type { BinaryInput } from './binary-input';
 import { StreamedMultipartBody } from './multipart';
 import type { RetryPolicy } from '../../core/retry-policy';
@@ -12,11 +12,12 @@ export interface RequestSettings {
 	retry: RetryPolicy;
 }
 
+/** A hosted file as the service described it; another OpenAI-compatible service may give only the URL. */
 export interface HostedMedia {
 	mediaType: 'image' | 'video';
 	url: string;
-	expiresAt: string;
-	id: string;
+	expiresAt?: string;
+	id?: string;
 	mimeType?: string;
 	sizeBytes?: number;
 }
@@ -34,24 +35,6 @@ export interface UploadSettings {
 
 /** The fields that apply to images only: the service refuses them with a video. */
 export const IMAGE_ONLY_SETTINGS = ['outputFormat', 'maxSide', 'maxBytes'] as const;
-
-/** The last path segment of a file URL without its extension: the id the service gives a file. */
-export function fileIdFromUrl(url: string): string {
-	const name = new URL(url).pathname.split('/').pop() ?? '';
-	return decodeURIComponent(name.replace(/\.[^.]*$/, ''));
-}
-
-export function toHostedMedia(response: UploadResponse): HostedMedia {
-	const url = 'videoUrl' in response ? response.videoUrl : response.imageUrl;
-	return {
-		mediaType: 'videoUrl' in response ? 'video' : 'image',
-		url,
-		expiresAt: response.expiresAt,
-		id: response.id ?? fileIdFromUrl(url),
-		...(response.mimeType !== undefined ? { mimeType: response.mimeType } : {}),
-		...(response.sizeBytes !== undefined ? { sizeBytes: response.sizeBytes } : {}),
-	};
-}
 
 /** Where an API call comes from: the node run, the item it is for, and that item's settings. */
 export interface ItemCall {
@@ -84,8 +67,8 @@ const UPLOAD_PARAMETER_NAMES: Readonly<Record<string, string>> = {
 
 async function postUpload(call: ItemCall, body: ApiCall['body'], options: UploadRequestOptions): Promise<HostedMedia> {
 	const headers = options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined;
-	const response = await callApi<UploadResponse>(call.context, { method: 'POST', path: '/uploads', body, headers, itemIndex: call.itemIndex, parameterNames: UPLOAD_PARAMETER_NAMES, ...call.settings });
-	return toHostedMedia(response);
+	const response = await callApi<unknown>(call.context, { method: 'POST', path: '/uploads', body, headers, itemIndex: call.itemIndex, parameterNames: UPLOAD_PARAMETER_NAMES, ...call.settings });
+	return readUploadAnswer(call.context, call.itemIndex, response);
 }
 
 /**

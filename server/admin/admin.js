@@ -102,12 +102,14 @@ async function renderUsage() {
 	const names = new Map(keys.map((key) => [key.id, key.name]));
 	const days = daysSince(from);
 	const series = seriesOf(usage.data, days, (id) => names.get(id) ?? (id.startsWith('key_') ? `${id} (revoked)` : `flat key ${id.slice(0, 6)}`));
-	drawSpend($('#chart'), days, series);
+	await drawSpend($('#chart'), days, series);
 	$('#no-usage').hidden = series.length > 0;
 }
 
-// Create and edit share one form; `editing` is the key being edited, or null for a new key.
+// Create and edit share one form; `editing` is the key being edited, or null for a new key, and
+// `shownState` what the form showed when it opened, so that an edit sends only what was changed.
 let editing = null;
+let shownState = null;
 
 function openKeyForm(key) {
 	editing = key;
@@ -124,23 +126,42 @@ function openKeyForm(key) {
 		form.elements.rate_limit_per_minute.value = key.rate_limit_per_minute ?? '';
 		form.elements.expires_at.value = key.expires_at ? key.expires_at.slice(0, 10) : '';
 	}
+	shownState = stateOf(form);
 	$('#key-dialog').showModal();
 }
 
-/** The form as the admin API takes it; on edit an emptied field is `null` (the limit is cleared). */
-function fieldsOf(form) {
-	const empty = editing ? null : undefined;
-	const number = (name) => (form.elements[name].value === '' ? empty : Number(form.elements[name].value));
-	const models = [...form.querySelectorAll('input[name="models"]:checked')].map((box) => box.value);
-	const budget = number('budget_usd');
-	const fields = {
-		name: form.elements.name.value.trim(),
-		models: models.length > 0 ? models : empty,
-		budget_usd: budget,
-		rate_limit_per_minute: number('rate_limit_per_minute'),
-		expires_at: form.elements.expires_at.value ? new Date(`${form.elements.expires_at.value}T23:59:59Z`).toISOString() : empty,
+/** What the form's inputs hold, as text, before any conversion for the API. */
+function stateOf(form) {
+	const text = (name) => form.elements[name].value;
+	return {
+		name: text('name').trim(),
+		models: [...form.querySelectorAll('input[name="models"]:checked')].map((box) => box.value).join(','),
+		budget_usd: text('budget_usd'),
+		budget_period: text('budget_period'),
+		rate_limit_per_minute: text('rate_limit_per_minute'),
+		expires_at: text('expires_at'),
 	};
-	if (budget !== null && budget !== undefined) fields.budget_period = form.elements.budget_period.value;
+}
+
+/**
+ * The form as the admin API takes it. A new key gets every filled field. An edit sends only the
+ * fields the operator changed, an emptied one as `null` (the limit is cleared): the date input
+ * holds a day, so sending it back unchanged would move an expiry's time of day to 23:59:59, and
+ * an expired key could not be renamed, since a past expiry is refused.
+ */
+function fieldsOf(form) {
+	const state = stateOf(form);
+	const changed = (name) => !editing || state[name] !== shownState[name];
+	const empty = editing ? null : undefined;
+	const number = (text) => (text === '' ? empty : Number(text));
+	const fields = {};
+	if (changed('name')) fields.name = state.name;
+	if (changed('models')) fields.models = state.models ? state.models.split(',') : empty;
+	if (changed('budget_usd')) fields.budget_usd = number(state.budget_usd);
+	// The period belongs to the budget: sent with a new budget, or alone when only it changed.
+	if ((changed('budget_usd') || changed('budget_period')) && state.budget_usd !== '') fields.budget_period = state.budget_period;
+	if (changed('rate_limit_per_minute')) fields.rate_limit_per_minute = number(state.rate_limit_per_minute);
+	if (changed('expires_at')) fields.expires_at = state.expires_at ? new Date(`${state.expires_at}T23:59:59Z`).toISOString() : empty;
 	return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 

@@ -1,5 +1,4 @@
 // Spend per UTC day per key as stacked bars, drawn with uPlot (served by the service itself).
-import uPlot from '/admin/assets/uPlot.esm.js';
 
 const PALETTE = ['#3158d4', '#0f7b4a', '#b54708', '#7a2e9e', '#c4320a', '#0e7490', '#4d7c0f', '#9d174d'];
 const DAY_SECONDS = 86_400;
@@ -34,13 +33,30 @@ export function stacked(series) {
 	return withTops.reverse();
 }
 
+/**
+ * uPlot is loaded on first use, not imported statically: its module can throw while it is
+ * evaluated (it formats numbers for navigator.language, and Intl refuses tags such as
+ * "en-US@posix" that Chromium reports under LANG=C.UTF-8), and a static import would then stop the
+ * whole page. Loaded this way, only the chart is missing.
+ */
+let library = null;
+const loadUPlot = () => (library ??= import('/admin/assets/uPlot.esm.js').then((module) => module.default));
+
 let plot = null;
 
-export function drawSpend(container, days, series) {
+export async function drawSpend(container, days, series) {
+	let uPlot;
+	try {
+		uPlot = series.length > 0 ? await loadUPlot() : null;
+	} catch (error) {
+		plot = null;
+		container.replaceChildren(Object.assign(document.createElement('p'), { className: 'error', textContent: `The chart cannot be drawn in this browser (${error.message}); the keys and their spend above are complete.` }));
+		return;
+	}
 	plot?.destroy();
 	plot = null;
 	container.replaceChildren();
-	if (series.length === 0) return;
+	if (!uPlot) return;
 	const bars = uPlot.paths.bars({ size: [0.7, 40], align: 0 });
 	const layers = stacked(series);
 	const width = Math.max(320, container.clientWidth);

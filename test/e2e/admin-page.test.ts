@@ -130,6 +130,68 @@ test('create: the secret is shown once, copied, and works at once with the chose
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-after.png'), fullPage: true });
 });
 
+/** The JSON bodies of the PATCH requests the page sends while `work` runs. */
+async function patchesDuring(work: () => Promise<void>): Promise<unknown[]> {
+	const bodies: unknown[] = [];
+	const record = (request: import('playwright-core').Request) => {
+		if (request.method() === 'PATCH') bodies.push(request.postDataJSON());
+	};
+	page.on('request', record);
+	try {
+		await work();
+	} finally {
+		page.off('request', record);
+	}
+	return bodies;
+}
+
+const adminKey = async (id: string) => (await call(server, `/v1/admin/keys/${id}`, { auth: `Bearer ${ADMIN_KEY}` })).body;
+
+async function saveEdit(name: string, change: () => Promise<void>, savedAs: string): Promise<unknown[]> {
+	return await patchesDuring(async () => {
+		await row(name).locator('button[data-action=edit]').click();
+		await change();
+		await page.click('#key-form-submit');
+		await page.locator('#key-dialog:not([open])').waitFor({ state: 'attached' });
+		await row(savedAs).waitFor();
+	});
+}
+
+test('edit sends only the fields the operator changed: a rename keeps an expiry with a time of day', async () => {
+	const settings = { models: ['p-image'], budget_usd: 2, budget_period: 'month', rate_limit_per_minute: 5, expires_at: '2027-01-01T06:00:00Z' };
+	const created = await postJson(server, '/v1/admin/keys', { name: 'Timed key', ...settings }, { auth: `Bearer ${ADMIN_KEY}` });
+	expect(created.status).toBe(201);
+	await page.reload();
+
+	const renamed = await saveEdit('Timed key', () => page.fill('#key-form input[name=name]', 'Timed key renamed'), 'Timed key renamed');
+	expect(renamed).toEqual([{ name: 'Timed key renamed' }]);
+	expect(await adminKey(created.body.id)).toMatchObject({
+		name: 'Timed key renamed',
+		models: ['p-image'],
+		rate_limit_per_minute: 5,
+		expires_at: '2027-01-01T06:00:00.000Z',
+		budget: { limit_usd: 2, period: 'month' },
+	});
+
+	// An emptied field still clears its limit, and only that one.
+	const cleared = await saveEdit('Timed key renamed', () => page.fill('#key-form input[name=rate_limit_per_minute]', ''), 'Timed key renamed');
+	expect(cleared).toEqual([{ rate_limit_per_minute: null }]);
+	expect(await adminKey(created.body.id)).toMatchObject({ rate_limit_per_minute: null, expires_at: '2027-01-01T06:00:00.000Z', budget: { limit_usd: 2, period: 'month' } });
+});
+
+test('an expired key can be renamed: its past expiry is not sent back', async () => {
+	const expiresAt = new Date(Date.now() + 2_000).toISOString();
+	const created = await postJson(server, '/v1/admin/keys', { name: 'Short-lived key', expires_at: expiresAt }, { auth: `Bearer ${ADMIN_KEY}` });
+	expect(created.status).toBe(201);
+	await new Promise((resolve) => setTimeout(resolve, Date.parse(expiresAt) - Date.now() + 200));
+	await page.reload();
+	await row('Short-lived key').locator('.badge.expired').waitFor();
+
+	const renamed = await saveEdit('Short-lived key', () => page.fill('#key-form input[name=name]', 'Expired key renamed'), 'Expired key renamed');
+	expect(renamed).toEqual([{ name: 'Expired key renamed' }]);
+	expect(await adminKey(created.body.id)).toMatchObject({ name: 'Expired key renamed', expires_at: expiresAt });
+});
+
 test('the spend chart stacks keys per day: each bar starts where the one below ends', async () => {
 	// Given as text: the test's compiler would turn an import() in a function into a require().
 	const layers = await page.evaluate(`(async () => {

@@ -29,14 +29,25 @@ export interface Browser {
 	close(): Promise<void>;
 }
 
-export async function openBrowser(viewport: { width: number; height: number }): Promise<Browser> {
+export interface BrowserOptions {
+	/**
+	 * Launch under this system locale (LANG and LC_ALL) instead of forcing `en-US`: Chromium then
+	 * derives navigator.language from it, as it does on an operator's machine.
+	 */
+	systemLocale?: string;
+}
+
+export async function openBrowser(viewport: { width: number; height: number }, options: BrowserOptions = {}): Promise<Browser> {
 	const browser = npmChromium();
 	const profile = mkdtempSync(join(tmpdir(), 'imagegen-chromium-'));
+	const locale = options.systemLocale
+		? { env: { ...process.env, LANG: options.systemLocale, LC_ALL: options.systemLocale, LANGUAGE: '' } }
+		: { locale: 'en-US' };
 	const context = await chromium.launchPersistentContext(profile, {
 		executablePath: browser.executablePath,
 		headless: true,
 		viewport,
-		locale: 'en-US',
+		...locale,
 		timezoneId: 'UTC',
 		// No sandbox for root; and nothing may leave the machine: no background updates, sync or QUIC.
 		args: [...browser.args, '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
