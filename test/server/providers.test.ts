@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { parseGenerationRequest } from '../../core/schemas';
 import { buildProviderTable, parseProviderSelection } from '../../server/src/generation/providers';
 import { createGenerationRunner, type GenerationServices } from '../../server/src/generation/run-generation';
+import { ImageWork } from '../../server/src/media/image-work';
 import { createSafeFetcher } from '../../server/src/net/safe-fetch';
 import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
 import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
@@ -364,6 +365,33 @@ describe('the run tells our time limit from a client that went away, also while 
 		expect(await eventually(() => fake.callsTo('GET', '/drip/').length === 1)).toBe(true);
 		client.abort(new Error('client closed the connection'));
 		expect(await settled).toMatchObject({ status: 502, code: 'cancelled' });
+	});
+
+	test('the time limit passes while the image waits for the image queue: 504, never a 500', async () => {
+		// The queue's one pipeline is busy for longer than the generation may take.
+		const imageWork = new ImageWork({ maxPixels: 100_000_000, concurrency: 1, budgetMs: 10_000 });
+		let free!: () => void;
+		const busy = imageWork.run(() => new Promise<void>((resolve) => (free = resolve)));
+		const prompt = { name: 'prompt', generate: async () => [{ bytes: wide }] };
+		const run = createGenerationRunner({
+			providers: { 'p-image': prompt, 'p-image-edit': prompt, 'textimage-v2': prompt },
+			prices: {},
+			timeoutMs: 300,
+			imageWork,
+			inputs: { fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote, maxInputImageBytes: 10 * 1_048_576 },
+			log: console,
+			hostedFiles: undefined,
+			usageLedger: undefined,
+			budgets: { admit: async () => null },
+		} as unknown as GenerationServices)(parseGenerationRequest({ model: 'p-image', prompt: 'x', response_format: 'b64_json' }), {
+			apiKeyId: 'k',
+			apiKey: flatKeyPolicy('k'),
+			clientGone: new AbortController().signal,
+		});
+		const outcome = await run.catch((error: unknown) => error);
+		free();
+		await busy;
+		expect(outcome).toMatchObject({ status: 504, code: 'generation_timeout' });
 	});
 
 	test('the time limit passes mid-download: 504 generation_timeout', async () => {

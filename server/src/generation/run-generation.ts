@@ -87,9 +87,9 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const hold = await budgets.admit(caller.apiKey, price);
 		const data: GeneratedImage[] = [];
 		let servedBy: string;
+		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
+		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
-			const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
-			const stopped = () => stoppedError(signal, timeoutMs, provider);
 			seen.provider = chainMembers(provider)[0]!;
 			const ran = await runProvider(provider, generation, { inputs, imageWork, signal, stopped, metrics, seen });
 			servedBy = ran.servedBy;
@@ -105,6 +105,9 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			}
 		} catch (error) {
 			await releaseHold(hold, services.log);
+			// The limit or the client can stop any step after the host answered (a wait for the image
+			// queue, a re-encode, the write): that is a time-out or a cancellation, never a 500.
+			if (!(error instanceof ImageGenError) && signal.aborted) throw stopped();
 			throw error;
 		}
 		const costUsd = roundUsd(price * data.length);
