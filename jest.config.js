@@ -1,12 +1,48 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two projects: `unit` runs in a couple of minutes and needs nothing but the service and the nodes
+ * (`npm run test:unit`, for the edit-test loop); `integration` needs more — a real n8n, a browser,
+ * packed tarballs, embedded PostgreSQL, the S3 server, long histories or long waits. `npm test`
+ * (CI and the README's promise) runs both.
+ */
+const INTEGRATION = [
+	'test/e2e/',
+	'test/package/',
+	'test/server/db/',
+	'test/server/drivers/',
+	'test/server/replicas/',
+	'test/server/connections.test.ts',
+	'test/server/fuzz.test.ts',
+	'test/server/history.test.ts',
+	'test/server/hosting/delete-forgets-idempotency.test.ts',
+	'test/server/hosting/replicas.test.ts',
+	'test/server/hosting/s3.test.ts',
+	'test/server/image-bombs.test.ts',
+	'test/server/keys/',
+	'test/server/lazy-engines.test.ts',
+	'test/server/ops/provider-fallback.test.ts',
+	'test/server/outages.test.ts',
+	'test/server/young-generation.test.ts',
+];
+
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const asGlob = (path) => (path.endsWith('/') ? `<rootDir>/${path}**/*.test.ts` : `<rootDir>/${path}`);
+
+const project = {
 	testEnvironment: 'node',
-	roots: ['<rootDir>/test'],
-	testMatch: ['**/*.test.ts'],
-	reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 	transform: {
 		'^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
 	},
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+	projects: [
+		{ ...project, displayName: 'unit', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'], testPathIgnorePatterns: INTEGRATION.map((path) => `<rootDir>/${escape(path)}`) },
+		{ ...project, displayName: 'integration', roots: ['<rootDir>/test'], testMatch: INTEGRATION.map(asGlob) },
+	],
+	// Suites start the built CLI: a source edit since the last build is built first.
+	globalSetup: '<rootDir>/test/global-setup.cjs',
+	reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 	testTimeout: 60_000,
 	// Suites start real servers (and n8n); two cores are all a machine here has.
 	maxWorkers: 2,
