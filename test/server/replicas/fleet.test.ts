@@ -55,8 +55,12 @@ test('one rate limit for the fleet: of 90 requests spread over three replicas li
 		expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
 		expect(answer.body.error.code).toBeDefined();
 	}
-	// Every replica refuses once the shared budget is spent, not only the one that spent it.
-	for (const replica of fleet.replicas) expect((await call(replica, '/v1/models')).status).toBe(429);
+	// Every replica refuses once the shared budget is spent, not only the one that spent it: no more
+	// pass than the bucket refilled (one every 2 s) since the burst, however slow the machine is.
+	const burstEnded = Date.now();
+	let passed = 0;
+	for (const replica of fleet.replicas) if ((await call(replica, '/v1/models')).status === 200) passed++;
+	expect(passed).toBeLessThanOrEqual(Math.floor((Date.now() - burstEnded) / 2_000) + 1);
 }, 60_000);
 
 test('with --storage disk on a shared data dir: reads on every replica; after expiry a 404 on all, bytes and row swept', async () => {
