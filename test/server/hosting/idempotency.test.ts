@@ -142,19 +142,19 @@ describe('a repeat that waited too long gets a 409', () => {
 	let slow: RunningServer;
 	beforeAll(async () => {
 		const { args, env } = upstream.serverOptions();
-		// A generation limit of 2 s lets a repeat wait at most 1 s.
-		slow = await startServer({ apiKey: OWNER, args: [...args, '--generation-timeout-seconds', '2'], env });
+		// A generation limit of 4 s lets a repeat wait at most 2 s; the margins hold on a loaded machine.
+		slow = await startServer({ apiKey: OWNER, args: [...args, '--generation-timeout-seconds', '4'], env });
 	});
 	afterAll(() => slow?.stop({ removeData: true }));
 
 	test('409 idempotency_in_progress with Retry-After; afterwards the repeat replays', async () => {
-		upstream.delayMs = 1600;
+		upstream.delayMs = 2_800;
 		const key = newKey();
 		const before = upstream.calls;
 		const send = () => rawPost(slow, '/v1/images/generations', '{"model":"p-image","prompt":"slow"}', key);
 		const pending = send();
 		await new Promise((resolve) => setTimeout(resolve, 150));
-		// Whichever claims the key first generates; the other gives up waiting after 1 s.
+		// Whichever claims the key first generates; the other gives up waiting after 2 s.
 		const answers = await Promise.all([pending, send()]);
 		expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409]);
 		const done = answers.find((answer) => answer.status === 200)!;
