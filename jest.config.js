@@ -9,6 +9,7 @@ const INTEGRATION = [
 	'test/package/',
 	'test/server/db/',
 	'test/server/drivers/',
+	'test/server/faults.test.ts',
 	'test/server/replicas/',
 	'test/server/connections.test.ts',
 	'test/server/fuzz.test.ts',
@@ -19,8 +20,10 @@ const INTEGRATION = [
 	'test/server/image-bombs.test.ts',
 	'test/server/keys/',
 	'test/server/lazy-engines.test.ts',
+	'test/server/lifecycle.test.ts',
 	'test/server/ops/provider-fallback.test.ts',
 	'test/server/outages.test.ts',
+	'test/server/retention.test.ts',
 	'test/server/young-generation.test.ts',
 ];
 
