@@ -116,8 +116,11 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 		if (argument === '--help' || argument === '-h') return { command: 'help', fields: {}, json: false, config: undefined as never };
 		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
 		if (match && match[1]! in KEY_FLAGS) {
-			const value = match[2] ?? rest[++i];
-			if (value === undefined) throw new UsageError(`--${match[1]} needs a value`);
+			// A flag's value is the next argument unless that is another flag: `--name --data-dir D` is a
+			// missing name, not a key named "--data-dir". A value that starts with -- goes as --name=--x.
+			const next = rest[i + 1];
+			const value = match[2] ?? (next === undefined || next.startsWith('--') ? undefined : rest[++i]);
+			if (value === undefined) throw new UsageError(`--${match[1]} needs a value (or --${match[1]}=<value>)`);
 			fields[match[1] as KeyFlag] = value;
 			continue;
 		}

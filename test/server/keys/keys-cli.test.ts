@@ -133,6 +133,10 @@ describe('imagegen-server keys usage', () => {
 		[['revoke', 'nope'], 'id'],
 		[['destroy'], 'unknown command'],
 		[['list', '--port', 'x'], '--port'],
+		// A flag followed by another flag has no value: the next flag is not taken as one.
+		[['create', '--name'], '--name needs a value'],
+		[['create', '--name', 'x', '--models', '--json'], '--models needs a value'],
+		[['rotate', 'key_abcdefgh123', '--grace-seconds', '--json'], '--grace-seconds needs a value'],
 	])('refuses %j with exit code 2, naming %s, and writes nothing', async (args, named) => {
 		const dir = dataDir();
 		const outcome = await keys([...args, '--data-dir', dir]);
