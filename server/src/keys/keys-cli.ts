@@ -14,6 +14,7 @@ import { PgKeyStore } from '../db/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
 import { EmbeddedKeyStore } from './embedded-key-store';
 import { KeyAdmin, type KeyObject } from './key-admin';
+import { escapeUnsafeCharacters } from './unsafe-text';
 
 /** Flags of the keys commands; everything else is the service's configuration. */
 const KEY_FLAGS = {
@@ -162,7 +163,7 @@ async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; c
 }
 
 async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): Promise<number> {
-	const print = (value: unknown, human: string) => output.out(parsed.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+	const print = (value: unknown, human: string) => output.out(`${parsed.json ? printableJson(value) : human}\n`);
 	switch (parsed.command) {
 		case 'create': {
 			const { fields } = parsed;
@@ -175,18 +176,18 @@ async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): 
 				expires_at: fields['expires-at'],
 			});
 			const created = await admin.create(request);
-			print(created, `${describe(created)}\n  secret: ${created.key}\n  (shown only now: store it where the client keeps its secrets)\n`);
+			print(created, `${describe(created)}\n  secret: ${created.key}\n  (shown only now: store it where the client keeps its secrets)`);
 			return 0;
 		}
 		case 'list': {
 			const keys = await admin.list();
-			print({ object: 'list', data: keys }, keys.length === 0 ? 'No managed keys.\n' : `${keys.map(describe).join('\n')}\n`);
+			print({ object: 'list', data: keys }, keys.length === 0 ? 'No managed keys.' : keys.map(describe).join('\n'));
 			return 0;
 		}
 		case 'revoke': {
 			const id = parseAdmin(keyIdSchema, parsed.id, 'id');
 			if (!(await admin.revoke(id))) return notFound(id, output);
-			print({ id, object: 'api_key', revoked: true }, `Revoked ${id}: refused from the next request on.\n`);
+			print({ id, object: 'api_key', revoked: true }, `Revoked ${id}: refused from the next request on.`);
 			return 0;
 		}
 		case 'rotate': {
@@ -195,7 +196,7 @@ async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): 
 			const rotated = await admin.rotate(id, grace ?? 0);
 			if (!rotated) return notFound(id, output);
 			const until = grace ? `the old secret works for ${grace} more seconds` : 'the old secret no longer works';
-			print(rotated, `${describe(rotated)}\n  new secret: ${rotated.key}\n  (shown only now; ${until})\n`);
+			print(rotated, `${describe(rotated)}\n  new secret: ${rotated.key}\n  (shown only now; ${until})`);
 			return 0;
 		}
 		default:
@@ -214,6 +215,14 @@ function numberOf(text: string | undefined): number | string | undefined {
 	return /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text;
 }
 
+/**
+ * JSON.stringify escapes C0 controls inside strings but not C1 controls or bidi overrides, which a
+ * name stored by an older version may hold. Its only raw newlines are its own line breaks.
+ */
+function printableJson(value: unknown): string {
+	return JSON.stringify(value, null, 2).split('\n').map(escapeUnsafeCharacters).join('\n');
+}
+
 function describe(key: KeyObject): string {
 	const limits = [
 		key.models ? `models ${key.models.join(',')}` : 'every model',
@@ -224,5 +233,5 @@ function describe(key: KeyObject): string {
 		key.expires_at ? `expires ${key.expires_at}` : 'no expiry',
 		...(key.blocked ? ['BLOCKED'] : []),
 	];
-	return `${key.id}  ${key.prefix}…  ${key.name}\n  ${limits.join('; ')}`;
+	return `${key.id}  ${key.prefix}…  ${escapeUnsafeCharacters(key.name)}\n  ${limits.join('; ')}`;
 }
