@@ -108,8 +108,11 @@ function admitManaged(key: ManagedKey, hash: string, now: number): ManagedKey {
 	return key;
 }
 
+/** The code of a key that matches nothing (wrong, revoked, or rotated out): what guessing gets. */
+export const INVALID_API_KEY = 'invalid_api_key';
+
 function invalidKey(): ImageGenError {
-	return new ImageGenError(401, 'Invalid API key', { code: 'invalid_api_key' });
+	return new ImageGenError(401, 'Invalid API key', { code: INVALID_API_KEY });
 }
 
 function bearerOf(request: FastifyRequest): string {

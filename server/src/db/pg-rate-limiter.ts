@@ -34,6 +34,11 @@ const TAKE = `
 	)
 	RETURNING tokens, allowed`;
 
+// The same refill as TAKE, read without a lock or a write: no row is a full bucket.
+const PEEK = `
+	SELECT LEAST($2::float8, tokens + GREATEST(0, extract(epoch FROM COALESCE($3::timestamptz, clock_timestamp()) - updated_at)) * $2::float8 / 60) AS tokens
+	FROM rate_limit_buckets WHERE api_key_id = $1`;
+
 export class PgRateLimiter implements RateLimiter {
 	constructor(
 		private readonly pool: Pool,
@@ -49,7 +54,17 @@ export class PgRateLimiter implements RateLimiter {
 		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(TAKE, [apiKeyId, perMinute, this.options.now?.() ?? null]);
 		const bucket = rows[0]!;
 		if (bucket.allowed) return { allowed: true, retryAfterSeconds: 0 };
-		const tokensPerSecond = perMinute / 60;
-		return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / tokensPerSecond)) };
+		return refused(bucket.tokens, perMinute);
 	}
+
+	async peek(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
+		if (perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
+		const { rows } = await this.pool.query<{ tokens: number }>(PEEK, [apiKeyId, perMinute, this.options.now?.() ?? null]);
+		const tokens = rows[0]?.tokens ?? perMinute;
+		return tokens >= 1 ? { allowed: true, retryAfterSeconds: 0 } : refused(tokens, perMinute);
+	}
+}
+
+function refused(tokens: number, perMinute: number): RateDecision {
+	return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / (perMinute / 60))) };
 }

@@ -68,6 +68,20 @@ describe('PostgreSQL rate limiter', () => {
 		for (const decision of refused) expect(decision.retryAfterSeconds).toBe(1);
 	});
 
+	it('peek answers what a take would, without taking or writing a bucket', async () => {
+		let now = new Date('2030-01-01T00:00:00Z');
+		const [limiter] = await fleet(1, 2, () => now);
+		expect(await limiter!.peek('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		const [replica] = await database.replicas(1);
+		expect((await replica!.pool.query('SELECT * FROM rate_limit_buckets')).rows).toEqual([]);
+		expect(allowed(await burst([limiter!], 2))).toBe(2);
+		for (let look = 0; look < 3; look++) expect(await limiter!.peek('key-a')).toEqual({ allowed: false, retryAfterSeconds: 30 });
+		now = new Date(now.getTime() + 30_000);
+		expect(await limiter!.peek('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		expect(await limiter!.take('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		expect((await limiter!.peek('key-a')).allowed).toBe(false);
+	});
+
 	it('0 per minute means no limit; a negative or fractional limit is a programming error', async () => {
 		const limiters = await fleet(1, 0);
 		expect(allowed(await burst(limiters, 100))).toBe(100);
