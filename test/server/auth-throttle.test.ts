@@ -76,6 +76,17 @@ describe.each(engines)('failed authentication on the %s', (_engine, engineArgs) 
 		expect((await models(app, 'wrong-key-4-0123456789', '127.0.0.3')).status).toBe(401);
 	});
 
+	it('holds under a burst: of 20 keys sent at once, at most 3 wrong ones are answered 401, the rest 429', async () => {
+		const app = await start([...FAILURES, ...(await engineArgs())]);
+		const key = app.auth.authorization.slice('Bearer '.length);
+		const guesses = Array.from({ length: 20 }, (_, index) => (index === 10 ? key : `wrong-key-${index}-0123456789`));
+		const answers = await Promise.all(guesses.map((guess) => models(app, guess, '127.0.0.10')));
+		// The right key, among them, is answered only if it was looked at while the client had failures left.
+		expect(answers.filter((answer) => answer.status === 401).length).toBeLessThanOrEqual(3);
+		expect(answers.filter((answer) => answer.status === 429).length).toBeGreaterThanOrEqual(16);
+		expectThrottled(await models(app, key, '127.0.0.10'));
+	});
+
 	it('counts wrong admin keys the same way, and successes cost nothing', async () => {
 		const app = await start([...FAILURES, ...(await engineArgs())]);
 		for (let attempt = 0; attempt < 10; attempt++) expect((await get(app, '/v1/admin/keys', bearer(ADMIN_KEY), '127.0.0.4')).status).toBe(200);

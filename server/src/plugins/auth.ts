@@ -7,7 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
-import { createAuthenticator, INVALID_API_KEY, type Authenticator } from '../auth';
+import { createAuthenticator, isWrongKey, type Authenticator } from '../auth';
 import { AuthFailureThrottle } from '../limits/auth-failure-throttle';
 import { KeyAdmin } from '../keys/key-admin';
 import { ManagedKeyCache } from '../keys/key-cache';
@@ -37,30 +37,12 @@ export function adminKeyNotAccepted(): ImageGenError {
 	});
 }
 
-/**
- * Every way to authenticate goes through the client's failure count: a throttled client is
- * refused first, and a wrong key counts against its address (request.ip: the connection's, or
- * what a proxy trusted through --trust-proxy saw).
- */
-function throttled(authenticate: Authenticator, throttle: AuthFailureThrottle): Authenticator {
-	return async (request) => {
-		await throttle.admit(request.ip);
-		try {
-			return await authenticate(request);
-		} catch (error) {
-			if (error instanceof ImageGenError && error.code === INVALID_API_KEY) await throttle.failed(request.ip);
-			throw error;
-		}
-	};
-}
-
 export default fp(
 	async (fastify) => {
 		const managedKeys = new ManagedKeyCache(fastify.keyStore);
-		const authenticate = throttled(
-			createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys }),
-			new AuthFailureThrottle(fastify.rateLimiter, fastify.config.authFailuresPerMinute),
-		);
+		// Every way to authenticate (admin, API keys, /mcp) answers by the client's failure count.
+		const throttle = new AuthFailureThrottle(fastify.rateLimiter, fastify.config.authFailuresPerMinute, isWrongKey);
+		const authenticate = throttle.guard(createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys }));
 		fastify.decorateRequest('apiKey', null);
 		fastify.decorate('authenticate', authenticate);
 		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear() }));
