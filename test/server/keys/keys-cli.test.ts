@@ -135,6 +135,7 @@ describe('imagegen-server keys usage', () => {
 		[['list', '--port', 'x'], '--port'],
 		[['create', '--name', 'a\u001b[2Jb'], '--name'],
 		[['create', '--name', 'a\r\nkey_fake'], '--name'],
+		[['create', '--name', 'x', '--expires-at', '2030-02-31T00:00:00Z'], '--expires-at'],
 		// A flag followed by another flag has no value: the next flag is not taken as one.
 		[['create', '--name'], '--name needs a value'],
 		[['create', '--name', 'x', '--models', '--json'], '--models needs a value'],
