@@ -104,6 +104,8 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 function createFastify(config: ServiceConfig): FastifyInstance {
 	return Fastify({
 		bodyLimit: config.maxJsonBytes,
+		// request.ip: the connection's address, or with --trust-proxy the one the trusted proxies saw.
+		trustProxy: config.trustProxy,
 		// SIGTERM: new requests get a 503 and idle keep-alive connections are closed at once, while
 		// requests in flight (uploads included) run to their end before close() resolves.
 		return503OnClosing: true,

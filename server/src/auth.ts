@@ -108,8 +108,15 @@ function admitManaged(key: ManagedKey, hash: string, now: number): ManagedKey {
 	return key;
 }
 
+const INVALID_API_KEY = 'invalid_api_key';
+
+/** A key that matched nothing (wrong, revoked, or rotated out): what guessing gets. */
+export function isWrongKey(error: unknown): boolean {
+	return error instanceof ImageGenError && error.code === INVALID_API_KEY;
+}
+
 function invalidKey(): ImageGenError {
-	return new ImageGenError(401, 'Invalid API key', { code: 'invalid_api_key' });
+	return new ImageGenError(401, 'Invalid API key', { code: INVALID_API_KEY });
 }
 
 function bearerOf(request: FastifyRequest): string {

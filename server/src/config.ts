@@ -3,6 +3,7 @@
  * over the environment. A bad value is reported with the flag's name so the operator can fix it.
  */
 import { resolve } from 'node:path';
+import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 import { parseProviderSelection, type ProviderSelection } from './generation/providers';
 import { parsePriceOverrides, type PriceOverrides } from './prices';
 import type { StorageDriverName } from './storage/object-storage';
@@ -44,7 +45,13 @@ export interface ServiceConfig {
 	maxImagePixels: number;
 	/** The management credential (admin API, /metrics); undefined → those routes do not exist. */
 	adminKey?: string;
+	/** Wrong keys one client address may send per minute before it gets 429s (0 = no limit). */
+	authFailuresPerMinute: number;
+	/** The proxies in front whose X-Forwarded-For is believed (addresses, CIDRs); false: none. */
+	trustProxy: TrustProxy;
 }
+
+export type { TrustProxy };
 
 export type FileDelivery = 'proxy' | 'redirect';
 
@@ -105,6 +112,8 @@ export const OPTIONS = [
 	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
 	{ flag: 'max-image-pixels', env: 'IMAGEGEN_MAX_IMAGE_PIXELS', kind: 'integer', defaultText: '100000000', description: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)' },
 	{ flag: 'admin-key', env: 'IMAGEGEN_ADMIN_KEY', kind: 'string', defaultText: '(none: no admin API, no /metrics)', description: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics' },
+	{ flag: 'auth-failures-per-minute', env: 'IMAGEGEN_AUTH_FAILURES_PER_MINUTE', kind: 'integer', defaultText: '30', description: 'Wrong API or admin keys per minute per client address before 429s (0 = unlimited)' },
+	{ flag: 'trust-proxy', env: 'IMAGEGEN_TRUST_PROXY', kind: 'string', defaultText: 'off', description: 'Addresses or CIDRs of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1, or loopback): the client address is taken from their X-Forwarded-For' },
 ] as const satisfies readonly OptionSpec[];
 
 type FlagName = (typeof OPTIONS)[number]['flag'];
@@ -276,6 +285,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		throw new ConfigError(`${source('admin-key')} must differ from every key of ${source('api-keys')}`);
 	}
 
+	let trustProxy: TrustProxy;
+	try {
+		trustProxy = parseTrustProxy(text('trust-proxy'));
+	} catch (error) {
+		throw new ConfigError(`${source('trust-proxy')} ${(error as Error).message}`);
+	}
+
 	const host = text('host') ?? '127.0.0.1';
 	return {
 		host,
@@ -304,6 +320,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
 		maxImagePixels: integer('max-image-pixels', 100_000_000, 1),
 		adminKey,
+		authFailuresPerMinute: integer('auth-failures-per-minute', 30, 0, 1_000_000),
+		trustProxy,
 	};
 }
 

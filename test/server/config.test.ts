@@ -73,9 +73,21 @@ describe('parseConfig', () => {
 		[['--max-image-pixels', '48e6'], /--max-image-pixels must be a whole number/],
 		[['--max-image-pixels', '-5'], /--max-image-pixels must be a whole number/],
 		[['--max-image-pixels'], /--max-image-pixels needs a value/],
+		[['--auth-failures-per-minute', '-1'], /--auth-failures-per-minute must be a whole number/],
+		[['--trust-proxy', 'yes'], /--trust-proxy must be the addresses of the proxies in front/],
+		[['--trust-proxy', '1'], /--trust-proxy must be the addresses/],
+		[['--trust-proxy', '10.0.0.0/33'], /--trust-proxy/],
+		[['--trust-proxy', '10.0.0.1,not-an-address'], /--trust-proxy/],
 	])('refuses %j naming the flag', (argv, message) => {
 		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
 		expect(() => parseConfig(argv as string[], {})).toThrow(message);
+	});
+
+	it('throttles failed authentication by default and trusts no proxy unless told which', () => {
+		expect(parseConfig([], {})).toMatchObject({ authFailuresPerMinute: 30, trustProxy: false });
+		expect(parseConfig(['--trust-proxy', 'loopback', '--auth-failures-per-minute', '0'], {})).toMatchObject({ trustProxy: ['loopback'], authFailuresPerMinute: 0 });
+		expect(parseConfig([], { IMAGEGEN_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' })).toMatchObject({ trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1'] });
+		expect(parseConfig(['--trust-proxy', 'off'], {})).toMatchObject({ trustProxy: false });
 	});
 
 	it('reads the storage, database, delivery and drain settings', () => {

@@ -59,6 +59,9 @@ test.each([
 	['?to=2026-13-45', 'to'],
 	['?from=2026-02-01&to=2026-01-01', 'from'],
 	['?day=2026-01-01', 'day'],
+	// Days that do not exist are refused, not rolled over into the next month.
+	['?from=2026-02-30', 'from'],
+	['?to=2026-04-31', 'to'],
 ])('%s is refused naming %s', async (query, param) => {
 	const answer = await usage(KEY_A, query);
 	expect(answer.status).toBe(400);

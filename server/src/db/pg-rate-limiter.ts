@@ -34,7 +34,19 @@ const TAKE = `
 	)
 	RETURNING tokens, allowed`;
 
+// The same refill as TAKE, read without a lock or a write: no row is a full bucket.
+const PEEK = `
+	SELECT LEAST($2::float8, tokens + GREATEST(0, extract(epoch FROM COALESCE($3::timestamptz, clock_timestamp()) - updated_at)) * $2::float8 / 60) AS tokens
+	FROM rate_limit_buckets WHERE api_key_id = $1`;
+
+// A bucket refills completely within a minute, so one untouched for ten is full: deleting it
+// changes no decision. Buckets per client address (failed authentication) would otherwise pile up.
+const FORGET_IDLE = `DELETE FROM rate_limit_buckets WHERE updated_at < COALESCE($1::timestamptz, clock_timestamp()) - interval '10 minutes'`;
+const FORGET_EVERY_MS = 60_000;
+
 export class PgRateLimiter implements RateLimiter {
+	private lastForgotAt = -Infinity;
+
 	constructor(
 		private readonly pool: Pool,
 		readonly perMinute: number,
@@ -46,10 +58,30 @@ export class PgRateLimiter implements RateLimiter {
 	async take(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
 		// 0 means no limit, as for the in-memory limiter.
 		if (perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
+		await this.forgetIdleBuckets();
 		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(TAKE, [apiKeyId, perMinute, this.options.now?.() ?? null]);
 		const bucket = rows[0]!;
 		if (bucket.allowed) return { allowed: true, retryAfterSeconds: 0 };
-		const tokensPerSecond = perMinute / 60;
-		return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / tokensPerSecond)) };
+		return refused(bucket.tokens, perMinute);
 	}
+
+	/** At most once a minute per replica; every replica doing it is harmless (the rows are full). */
+	private async forgetIdleBuckets(): Promise<void> {
+		const now = this.options.now?.();
+		const time = now?.getTime() ?? Date.now();
+		if (time - this.lastForgotAt < FORGET_EVERY_MS) return;
+		this.lastForgotAt = time;
+		await this.pool.query(FORGET_IDLE, [now ?? null]);
+	}
+
+	async peek(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
+		if (perMinute === 0) return { allowed: true, retryAfterSeconds: 0 };
+		const { rows } = await this.pool.query<{ tokens: number }>(PEEK, [apiKeyId, perMinute, this.options.now?.() ?? null]);
+		const tokens = rows[0]?.tokens ?? perMinute;
+		return tokens >= 1 ? { allowed: true, retryAfterSeconds: 0 } : refused(tokens, perMinute);
+	}
+}
+
+function refused(tokens: number, perMinute: number): RateDecision {
+	return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / (perMinute / 60))) };
 }

@@ -54,6 +54,9 @@ export interface GenerationCaller {
 
 export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationResponse>;
 
+/** The API has no `n`: each request asks for one image, and the budget admits the price of one. */
+const IMAGES_PER_REQUEST = 1;
+
 /** How long an answer waits for its usage line to be durable when the ledger is failing. */
 const USAGE_WAIT_MS = 2_000;
 
@@ -93,7 +96,9 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			seen.provider = chainMembers(provider)[0]!;
 			const ran = await runProvider(provider, generation, { inputs, imageWork, signal, stopped, metrics, seen });
 			servedBy = ran.servedBy;
-			for (const output of ran.outputs) {
+			// A host may hand out more than it was asked for; the client asked for (and the budget
+			// reserved) one image per request: the rest are neither fetched, hosted nor charged.
+			for (const output of ran.outputs.slice(0, IMAGES_PER_REQUEST)) {
 				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
 				const image = await normalizeOutput(bytes, generation, servedBy, imageWork, signal);
 				if (generation.response_format === 'b64_json') {
@@ -221,7 +226,8 @@ async function generateOnce(
 	} catch (error) {
 		if (error instanceof ImageGenError) throw error;
 		if (signal.aborted) throw stopped();
-		throw new ImageGenError(502, `The ${provider.name} provider failed: ${error instanceof Error ? error.message : String(error)}`, {
+		// The error's own text may name internal hosts and addresses; it goes to the log as the cause.
+		throw new ImageGenError(502, `The ${provider.name} provider failed`, {
 			code: 'upstream_failed',
 			cause: error,
 		});
@@ -251,7 +257,10 @@ async function providerBytes(
 		// A download cut short by our own limit is a time-out, not a broken output.
 		const failure = signal.aborted
 			? stopped()
-			: new ImageGenError(502, `The ${provider} provider's image could not be downloaded: ${error instanceof Error ? error.message : String(error)}`, { code: 'upstream_failed', cause: error });
+			: new ImageGenError(502, `The ${provider} provider's image could not be downloaded${error instanceof ImageGenError ? ` (${error.code})` : ''}`, {
+					code: 'upstream_failed',
+					cause: error,
+				});
 		if (failure.code !== 'cancelled') metrics.providerError(provider, failure.code);
 		throw failure;
 	}

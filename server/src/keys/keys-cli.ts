@@ -14,6 +14,7 @@ import { PgKeyStore } from '../db/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
 import { EmbeddedKeyStore } from './embedded-key-store';
 import { KeyAdmin, type KeyObject } from './key-admin';
+import { escapeUnsafeCharacters } from './unsafe-text';
 
 /** Flags of the keys commands; everything else is the service's configuration. */
 const KEY_FLAGS = {
@@ -116,8 +117,11 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 		if (argument === '--help' || argument === '-h') return { command: 'help', fields: {}, json: false, config: undefined as never };
 		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
 		if (match && match[1]! in KEY_FLAGS) {
-			const value = match[2] ?? rest[++i];
-			if (value === undefined) throw new UsageError(`--${match[1]} needs a value`);
+			// A flag's value is the next argument unless that is another flag: `--name --data-dir D` is a
+			// missing name, not a key named "--data-dir". A value that starts with -- goes as --name=--x.
+			const next = rest[i + 1];
+			const value = match[2] ?? (next === undefined || next.startsWith('--') ? undefined : rest[++i]);
+			if (value === undefined) throw new UsageError(`--${match[1]} needs a value (or --${match[1]}=<value>)`);
 			fields[match[1] as KeyFlag] = value;
 			continue;
 		}
@@ -159,7 +163,7 @@ async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; c
 }
 
 async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): Promise<number> {
-	const print = (value: unknown, human: string) => output.out(parsed.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+	const print = (value: unknown, human: string) => output.out(`${parsed.json ? printableJson(value) : human}\n`);
 	switch (parsed.command) {
 		case 'create': {
 			const { fields } = parsed;
@@ -172,18 +176,18 @@ async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): 
 				expires_at: fields['expires-at'],
 			});
 			const created = await admin.create(request);
-			print(created, `${describe(created)}\n  secret: ${created.key}\n  (shown only now: store it where the client keeps its secrets)\n`);
+			print(created, `${describe(created)}\n  secret: ${created.key}\n  (shown only now: store it where the client keeps its secrets)`);
 			return 0;
 		}
 		case 'list': {
 			const keys = await admin.list();
-			print({ object: 'list', data: keys }, keys.length === 0 ? 'No managed keys.\n' : `${keys.map(describe).join('\n')}\n`);
+			print({ object: 'list', data: keys }, keys.length === 0 ? 'No managed keys.' : keys.map(describe).join('\n'));
 			return 0;
 		}
 		case 'revoke': {
 			const id = parseAdmin(keyIdSchema, parsed.id, 'id');
 			if (!(await admin.revoke(id))) return notFound(id, output);
-			print({ id, object: 'api_key', revoked: true }, `Revoked ${id}: refused from the next request on.\n`);
+			print({ id, object: 'api_key', revoked: true }, `Revoked ${id}: refused from the next request on.`);
 			return 0;
 		}
 		case 'rotate': {
@@ -192,7 +196,7 @@ async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): 
 			const rotated = await admin.rotate(id, grace ?? 0);
 			if (!rotated) return notFound(id, output);
 			const until = grace ? `the old secret works for ${grace} more seconds` : 'the old secret no longer works';
-			print(rotated, `${describe(rotated)}\n  new secret: ${rotated.key}\n  (shown only now; ${until})\n`);
+			print(rotated, `${describe(rotated)}\n  new secret: ${rotated.key}\n  (shown only now; ${until})`);
 			return 0;
 		}
 		default:
@@ -211,6 +215,14 @@ function numberOf(text: string | undefined): number | string | undefined {
 	return /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text;
 }
 
+/**
+ * JSON.stringify escapes C0 controls inside strings but not C1 controls or bidi overrides, which a
+ * name stored by an older version may hold. Its only raw newlines are its own line breaks.
+ */
+function printableJson(value: unknown): string {
+	return JSON.stringify(value, null, 2).split('\n').map(escapeUnsafeCharacters).join('\n');
+}
+
 function describe(key: KeyObject): string {
 	const limits = [
 		key.models ? `models ${key.models.join(',')}` : 'every model',
@@ -221,5 +233,5 @@ function describe(key: KeyObject): string {
 		key.expires_at ? `expires ${key.expires_at}` : 'no expiry',
 		...(key.blocked ? ['BLOCKED'] : []),
 	];
-	return `${key.id}  ${key.prefix}…  ${key.name}\n  ${limits.join('; ')}`;
+	return `${key.id}  ${key.prefix}…  ${escapeUnsafeCharacters(key.name)}\n  ${limits.join('; ')}`;
 }

@@ -1,5 +1,6 @@
 /**
- * Requests per minute per API key. In memory for one process; in PostgreSQL for a fleet, where
+ * Requests per minute per API key (and failed authentications per client address: any bucket
+ * name). In memory for one process; in PostgreSQL for a fleet, where
  * N replicas together admit at most the configured rate.
  */
 export interface RateDecision {
@@ -12,5 +13,7 @@ export interface RateLimiter {
 	readonly perMinute: number;
 	/** `perMinute`: this key's own limit (a managed key's), instead of the service's default. */
 	take(apiKeyId: string, perMinute?: number): Promise<RateDecision>;
+	/** What `take` would answer now, without taking anything (and without creating a bucket). */
+	peek(apiKeyId: string, perMinute?: number): Promise<RateDecision>;
 	close?(): Promise<void>;
 }

@@ -7,7 +7,8 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
-import { createAuthenticator, type Authenticator } from '../auth';
+import { createAuthenticator, isWrongKey, type Authenticator } from '../auth';
+import { AuthFailureThrottle } from '../limits/auth-failure-throttle';
 import { KeyAdmin } from '../keys/key-admin';
 import { ManagedKeyCache } from '../keys/key-cache';
 
@@ -39,7 +40,9 @@ export function adminKeyNotAccepted(): ImageGenError {
 export default fp(
 	async (fastify) => {
 		const managedKeys = new ManagedKeyCache(fastify.keyStore);
-		const authenticate = createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys });
+		// Every way to authenticate (admin, API keys, /mcp) answers by the client's failure count.
+		const throttle = new AuthFailureThrottle(fastify.rateLimiter, fastify.config.authFailuresPerMinute, isWrongKey);
+		const authenticate = throttle.guard(createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys }));
 		fastify.decorateRequest('apiKey', null);
 		fastify.decorate('authenticate', authenticate);
 		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear() }));

@@ -4,6 +4,11 @@
  * generation runner) the same models and budgets; every call counts. Each request gets its own
  * MCP server and transport, answered as plain JSON (no SSE stream), so any replica can take any
  * call. GET and DELETE (server-sent events, sessions) are not offered: 405.
+ *
+ * JSON-RPC batches (an array body) are refused whole, before any call runs: MCP 2025-06-18, the
+ * revision the SDK speaks, dropped batching, and a batch would be one HTTP request carrying many
+ * tool calls past the per-request rate limit. Refusing keeps "n requests a minute" meaning at most
+ * n generations, with no second way of counting.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -21,10 +26,18 @@ const SERVER_INFO = { name: 'imagegen', title: 'ImageGen', version: '1.0.0' };
 const INSTRUCTIONS =
 	'Generate images (generate_image) and host images or videos at public URLs (upload_file); every answer carries URLs, never image bytes. Files expire; get_file tells when, delete_file removes one early. list_models gives each model\'s fields, limits and price.';
 
+/** JSON-RPC's Invalid Request, with no id: a batch has no single id to answer. */
+const BATCH_REFUSED = {
+	jsonrpc: '2.0',
+	id: null,
+	error: { code: ErrorCode.InvalidRequest, message: 'JSON-RPC batches are not accepted (MCP 2025-06-18 has none): send one message per request' },
+} as const;
+
 export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
 	const { maxJsonBytes, maxUploadBytes } = scope.config;
 
 	scope.post(MCP_PATH, async (request, reply) => {
+		if (Array.isArray(request.body)) return reply.code(400).send(BATCH_REFUSED);
 		const apiKey = keyPolicyOf(request);
 		const caller: ToolCaller = { apiKeyId: request.apiKeyId, apiKey, clientGone: clientGoneSignal(reply) };
 		const tools = toolsFor(scope, apiKey);

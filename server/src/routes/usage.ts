@@ -2,12 +2,13 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
+import { isRealDateTime } from '../calendar';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 function dateParameter(value: unknown, name: 'from' | 'to'): string | undefined {
 	if (value === undefined) return undefined;
-	if (typeof value !== 'string' || !DATE.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+	if (typeof value !== 'string' || !DATE.test(value) || !isRealDateTime(value)) {
 		throw invalidField(name, `'${name}' must be a date as YYYY-MM-DD; got ${JSON.stringify(value)}`);
 	}
 	return value;

@@ -22,7 +22,7 @@ const errors = (...list: Array<[number, string]>) => Object.fromEntries(list.map
 const AUTH_ERRORS: Array<[number, string]> = [
 	[401, 'Missing or wrong API key'],
 	[403, 'The key may not do this (an admin key on an API route, a model the key is not allowed)'],
-	[429, 'Rate limit of the key reached; see Retry-After'],
+	[429, 'Rate limit of the key reached, or too many wrong keys from this client address; see Retry-After'],
 ];
 const ID_PARAM = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{16,64}$' }, description: 'File id (the last part of its URL, without extension)' };
 const KEY_ID_PARAM = { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Managed key id (key_…)' };
@@ -315,8 +315,13 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 					operationId: 'mcp',
 					summary: 'Model Context Protocol, Streamable HTTP, stateless: tools generate_image, upload_file, get_file, delete_file, list_models',
 					...secured,
-					requestBody: { required: true, content: json({ type: 'object', description: 'A JSON-RPC 2.0 message (or batch)' }) },
-					responses: { '200': ok('The JSON-RPC answer', { type: 'object' }), '202': { description: 'A notification was accepted' }, ...errors(...AUTH_ERRORS, [406, 'Accept must list application/json and text/event-stream']) },
+					requestBody: { required: true, content: json({ type: 'object', description: 'One JSON-RPC 2.0 message (a batch is refused)' }) },
+					responses: {
+						'200': ok('The JSON-RPC answer', { type: 'object' }),
+						'202': { description: 'A notification was accepted' },
+						'400': ok('A JSON-RPC batch (an array): refused whole, before any call runs, with JSON-RPC error -32600', { type: 'object' }),
+						...errors(...AUTH_ERRORS, [406, 'Accept must list application/json and text/event-stream']),
+					},
 				},
 				get: { operationId: 'mcpStream', summary: 'Not offered (stateless)', ...secured, responses: errors(...AUTH_ERRORS, [405, 'Send every message with POST']) },
 				delete: { operationId: 'mcpSession', summary: 'Not offered (no sessions)', ...secured, responses: errors(...AUTH_ERRORS, [405, 'Send every message with POST']) },

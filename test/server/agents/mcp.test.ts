@@ -197,6 +197,25 @@ describe('managed keys over MCP', () => {
 		expect(await refusals()).toBe(before + 1);
 		await mcp.close();
 	});
+
+	it('a JSON-RPC batch is refused whole (-32600, HTTP 400): a key limited to 2 a minute never gets 10 generations from one request', async () => {
+		const secret = await createKey({ rate_limit_per_minute: 2 });
+		const calls = Array.from({ length: 10 }, (_, index) => ({
+			jsonrpc: '2.0',
+			id: index + 1,
+			method: 'tools/call',
+			params: { name: 'generate_image', arguments: { model: 'p-image', prompt: `batch ${index}` } },
+		}));
+		const response = await fetch(`${server.origin}/mcp`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+			body: JSON.stringify(calls),
+		});
+		expect(response.status).toBe(400);
+		const body = (await response.json()) as any;
+		expect(body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/batch/i) } });
+		expect(await usage(secret)).toEqual({ images: 0, cost_usd: 0 });
+	});
 });
 
 describe('rate limit over MCP', () => {

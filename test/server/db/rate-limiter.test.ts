@@ -68,6 +68,37 @@ describe('PostgreSQL rate limiter', () => {
 		for (const decision of refused) expect(decision.retryAfterSeconds).toBe(1);
 	});
 
+	it('peek answers what a take would, without taking or writing a bucket', async () => {
+		let now = new Date('2030-01-01T00:00:00Z');
+		const [limiter] = await fleet(1, 2, () => now);
+		expect(await limiter!.peek('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		const [replica] = await database.replicas(1);
+		expect((await replica!.pool.query('SELECT * FROM rate_limit_buckets')).rows).toEqual([]);
+		expect(allowed(await burst([limiter!], 2))).toBe(2);
+		for (let look = 0; look < 3; look++) expect(await limiter!.peek('key-a')).toEqual({ allowed: false, retryAfterSeconds: 30 });
+		now = new Date(now.getTime() + 30_000);
+		expect(await limiter!.peek('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		expect(await limiter!.take('key-a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		expect((await limiter!.peek('key-a')).allowed).toBe(false);
+	});
+
+	it('forgets buckets that have long refilled, so many client addresses do not grow the table for ever', async () => {
+		let now = new Date('2030-01-01T00:00:00Z');
+		const [limiter] = await fleet(1, 2, () => now);
+		for (let address = 0; address < 50; address++) await limiter!.take(`auth-failures:198.51.100.${address}`);
+		now = new Date(now.getTime() + 9 * 60_000);
+		await limiter!.take('key-recent');
+		await limiter!.take('key-recent');
+		now = new Date(now.getTime() + 2 * 60_000);
+		expect((await limiter!.take('key-new')).allowed).toBe(true);
+		const [replica] = await database.replicas(1);
+		const { rows } = await replica!.pool.query<{ api_key_id: string }>('SELECT api_key_id FROM rate_limit_buckets ORDER BY api_key_id');
+		expect(rows.map((row) => row.api_key_id)).toEqual(['key-new', 'key-recent']);
+		// What was forgotten was full anyway; what was kept still counts.
+		expect(await limiter!.peek('auth-failures:198.51.100.7')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+		expect((await limiter!.take('key-recent')).allowed).toBe(true);
+	});
+
 	it('0 per minute means no limit; a negative or fractional limit is a programming error', async () => {
 		const limiters = await fleet(1, 0);
 		expect(allowed(await burst(limiters, 100))).toBe(100);

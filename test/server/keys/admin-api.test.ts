@@ -139,6 +139,20 @@ describe.each(engines)('admin API on the %s', (_engine, engineArgs) => {
 		['expires_at', { name: 'a', expires_at: 'tomorrow' }, 'invalid_value'],
 		['expires_at', { name: 'a', expires_at: '2099-01-01T00:00:00' }, 'invalid_value'],
 		['expires_at', { name: 'a', expires_at: '2001-01-01T00:00:00Z' }, 'invalid_value'],
+		// Control characters and bidi overrides would rewrite an operator's terminal or page.
+		['name', { name: 'nul\u0000byte' }, 'invalid_value'],
+		['name', { name: '\u001b]0;pwned\u0007title' }, 'invalid_value'],
+		['name', { name: '\u001b[2Jcleared' }, 'invalid_value'],
+		['name', { name: 'a\r\nkey_fake  igk_fake  admin' }, 'invalid_value'],
+		['name', { name: 'tab\there' }, 'invalid_value'],
+		['name', { name: 'c1\u0085next line' }, 'invalid_value'],
+		['name', { name: 'invoice\u202egnp.exe' }, 'invalid_value'],
+		['name', { name: 'isolate\u2066x\u2069' }, 'invalid_value'],
+		['models[1]', { name: 'a', models: ['p-image', 'p-image', 'p-image'] }, 'invalid_value'],
+		// Dates that do not exist are refused, not rolled over into the next month or day.
+		['expires_at', { name: 'a', expires_at: '2030-02-31T00:00:00Z' }, 'invalid_value'],
+		['expires_at', { name: 'a', expires_at: '2031-02-29T00:00:00Z' }, 'invalid_value'],
+		['expires_at', { name: 'a', expires_at: '2030-01-01T24:00:00Z' }, 'invalid_value'],
 		['blocked', { name: 'a', blocked: true }, 'unknown_field'],
 		['owner', { name: 'a', owner: 'x' }, 'unknown_field'],
 	])('POST /v1/admin/keys refuses a bad %s', async (param, body, code) => {
@@ -159,7 +173,14 @@ describe.each(engines)('admin API on the %s', (_engine, engineArgs) => {
 			['POST', `/v1/admin/keys/${key.id}/rotate`, { grace_seconds: 86_401 }, 'grace_seconds'],
 			['POST', `/v1/admin/keys/${key.id}/rotate`, { grace_seconds: -1 }, 'grace_seconds'],
 			['GET', '/v1/admin/keys/not-an-id', undefined, 'id'],
+			['PATCH', `/v1/admin/keys/${key.id}`, { name: 'x\u0000y' }, 'name'],
+			['PATCH', `/v1/admin/keys/${key.id}`, { name: '\u001b[2J', blocked: true }, 'name'],
+			['PATCH', `/v1/admin/keys/${key.id}`, { name: 'rtl\u202d', blocked: true }, 'name'],
+			['PATCH', `/v1/admin/keys/${key.id}`, { expires_at: '2030-02-31T00:00:00Z', blocked: true }, 'expires_at'],
+			['PATCH', `/v1/admin/keys/${key.id}`, { models: ['textimage-v2', 'textimage-v2'], blocked: true }, 'models[1]'],
 			['GET', '/v1/admin/usage?from=2030-13-01', undefined, 'from'],
+			['GET', '/v1/admin/usage?from=2026-02-30', undefined, 'from'],
+			['GET', '/v1/admin/usage?to=2026-04-31', undefined, 'to'],
 			['GET', '/v1/admin/usage?from=2030-02-01&to=2030-01-01', undefined, 'from'],
 			['GET', '/v1/admin/usage?key_id=nope', undefined, 'key_id'],
 			['GET', '/v1/admin/usage?day=2030-01-01', undefined, 'day'],
@@ -168,7 +189,7 @@ describe.each(engines)('admin API on the %s', (_engine, engineArgs) => {
 			const answer = await call(method, path, body);
 			expect({ method, path, status: answer.status, param: answer.body?.error?.param }).toEqual({ method, path, status: 400, param });
 		}
-		expect((await call('GET', `/v1/admin/keys/${key.id}`)).body).toMatchObject({ blocked: false, budget: null });
+		expect((await call('GET', `/v1/admin/keys/${key.id}`)).body).toMatchObject({ name: 'a', blocked: false, budget: null, models: null, expires_at: null });
 		expect((await call('PATCH', '/v1/admin/keys/key_doesnotexist', { blocked: true })).status).toBe(404);
 		expect((await call('POST', '/v1/admin/keys/key_doesnotexist/rotate', {})).status).toBe(404);
 	});

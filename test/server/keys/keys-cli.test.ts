@@ -133,6 +133,13 @@ describe('imagegen-server keys usage', () => {
 		[['revoke', 'nope'], 'id'],
 		[['destroy'], 'unknown command'],
 		[['list', '--port', 'x'], '--port'],
+		[['create', '--name', 'a\u001b[2Jb'], '--name'],
+		[['create', '--name', 'a\r\nkey_fake'], '--name'],
+		[['create', '--name', 'x', '--expires-at', '2030-02-31T00:00:00Z'], '--expires-at'],
+		// A flag followed by another flag has no value: the next flag is not taken as one.
+		[['create', '--name'], '--name needs a value'],
+		[['create', '--name', 'x', '--models', '--json'], '--models needs a value'],
+		[['rotate', 'key_abcdefgh123', '--grace-seconds', '--json'], '--grace-seconds needs a value'],
 	])('refuses %j with exit code 2, naming %s, and writes nothing', async (args, named) => {
 		const dir = dataDir();
 		const outcome = await keys([...args, '--data-dir', dir]);
@@ -140,6 +147,25 @@ describe('imagegen-server keys usage', () => {
 		expect(outcome.stderr).toContain(named);
 		const listed = await keys(['list', '--json', '--data-dir', dir]);
 		expect(JSON.parse(listed.stdout)).toEqual({ object: 'list', data: [] });
+	});
+
+	it('never prints a raw control character or bidi override, even from a name stored before names were checked', async () => {
+		const database = await cluster.createDatabase();
+		const created = await keys(['create', '--name', 'plain', '--json', '--database-url', database]);
+		expect(created.code).toBe(0);
+		// Written past the admin API's checks, as an older version could have stored it.
+		const hostile = String.raw`E'\x1b[2J\x1b]0;owned\x07ops\r\nkey_fake  igk_fake…  admin\u0085\u202eexe.png'`;
+		await cluster.admin(database, `UPDATE api_keys SET name = ${hostile}`);
+		const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+		const listed = await keys(['list', '--database-url', database]);
+		expect(listed.code).toBe(0);
+		expect(listed.stdout).not.toMatch(unsafe);
+		expect(listed.stdout).toContain(String.raw`\u001b[2J\u001b]0;owned\u0007ops\u000d\u000akey_fake  igk_fake…  admin\u0085\u202eexe.png`);
+		// No line of the listing starts with a forged key id.
+		expect(listed.stdout.split('\n').filter((line) => line.startsWith('key_'))).toHaveLength(1);
+		const json = await keys(['list', '--json', '--database-url', database]);
+		expect(json.stdout).not.toMatch(unsafe);
+		expect(JSON.parse(json.stdout).data[0].name).toBe('\u001b[2J\u001b]0;owned\u0007ops\r\nkey_fake  igk_fake…  admin\u0085\u202eexe.png');
 	});
 
 	it('explains itself with --help', async () => {

@@ -14,6 +14,8 @@ export interface CountingUpstream {
 	baseUrl: string;
 	calls: number;
 	delayMs: number;
+	/** Images in each answer (1 unless a test makes the host hand out more than it was asked for). */
+	imagesPerAnswer: number;
 	failNext(count: number): void;
 	/** `--providers` and env that make a CLI process generate p-image through this host. */
 	serverOptions(): { args: string[]; env: Record<string, string> };
@@ -46,7 +48,8 @@ export async function startCountingUpstream(delayMs = 0): Promise<CountingUpstre
 					.png()
 					.toBuffer()
 					.then((png) => {
-						const answer = { created: 0, model: 'p-image', output_format: 'png', data: [{ b64_json: png.toString('base64'), seed: 1 }], usage: { images: 1, cost_usd: 0.0035 } };
+						const data = Array.from({ length: upstream.imagesPerAnswer }, () => ({ b64_json: png.toString('base64'), seed: 1 }));
+						const answer = { created: 0, model: 'p-image', output_format: 'png', data, usage: { images: data.length, cost_usd: 0.0035 * data.length } };
 						response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
 					});
 			}, upstream.delayMs);
@@ -58,6 +61,7 @@ export async function startCountingUpstream(delayMs = 0): Promise<CountingUpstre
 		baseUrl,
 		calls: 0,
 		delayMs,
+		imagesPerAnswer: 1,
 		failNext(count) {
 			failures = count;
 		},

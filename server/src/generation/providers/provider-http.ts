@@ -128,19 +128,49 @@ async function fetchOnce(request: ProviderRequest, url: string, init: RequestIni
 		return await fetch(url, init);
 	} catch (error) {
 		if (request.signal.aborted) throw error;
-		const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
-		const unreachable = new ImageGenError(502, `The ${request.provider} provider could not be reached: ${reason}`, { code: 'upstream_unreachable', cause: error });
+		// The socket's own text names addresses, ports and host names of our network: the client gets
+		// the kind of failure, the log (through `cause`) the details.
+		const unreachable = new ImageGenError(502, `The ${request.provider} provider could not be reached: ${connectionFailure(error)}`, {
+			code: 'upstream_unreachable',
+			cause: error,
+		});
 		throw request.submit && neverConnected(error) ? new NothingMadeError(request.provider, unreachable) : unreachable;
 	}
 }
 
-/** fetch's TypeError carries the socket error as its cause (an AggregateError when every address failed). */
+const CONNECTION_FAILURES: Record<string, string> = {
+	ECONNREFUSED: 'connection refused',
+	ENOTFOUND: 'its host name did not resolve',
+	EAI_AGAIN: 'its host name did not resolve',
+	ENETUNREACH: 'network unreachable',
+	EHOSTUNREACH: 'host unreachable',
+	ECONNRESET: 'connection reset',
+	ETIMEDOUT: 'connection timed out',
+	UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+	UND_ERR_SOCKET: 'connection lost',
+};
+
+/** What kind of connection failure this was, in words that carry no address. */
+function connectionFailure(error: unknown): string {
+	const code = socketErrorCodes(error)[0];
+	if (code === undefined) return 'network error';
+	if (code in CONNECTION_FAILURES) return CONNECTION_FAILURES[code]!;
+	return /CERT|TLS|SSL/.test(code) ? 'its TLS certificate was not accepted' : 'network error';
+}
+
 function neverConnected(error: unknown): boolean {
+	const codes = socketErrorCodes(error);
+	return codes.length > 0 && codes.every((code) => NOT_CONNECTED_CODES.has(code));
+}
+
+/** fetch's TypeError carries the socket error as its cause (an AggregateError when every address failed). */
+function socketErrorCodes(error: unknown): string[] {
 	const cause = (error as { cause?: { code?: unknown; errors?: unknown } } | undefined)?.cause;
-	if (!cause) return false;
-	if (typeof cause.code === 'string' && NOT_CONNECTED_CODES.has(cause.code)) return true;
+	if (!cause) return [];
+	if (typeof cause.code === 'string') return [cause.code];
 	const all = Array.isArray(cause.errors) ? (cause.errors as Array<{ code?: unknown }>) : [];
-	return all.length > 0 && all.every((each) => typeof each.code === 'string' && NOT_CONNECTED_CODES.has(each.code));
+	const codes = all.map((each) => each.code);
+	return codes.every((code): code is string => typeof code === 'string') ? codes : [];
 }
 
 async function toProviderError(provider: string, response: Response): Promise<ImageGenError> {

@@ -7,20 +7,34 @@ import { invalidField, type ImageGenError } from '../../../../core/errors';
 import { MODEL_IDS } from '../../../../core/models';
 import { formatPath } from '../../../../core/schemas';
 import { BUDGET_PERIODS, KEY_ID } from '../../keys/managed-key';
+import { hasUnsafeCharacter } from '../../keys/unsafe-text';
+import { isRealDateTime } from '../../calendar';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 /** An ISO 8601 instant with its time zone (Z or ±hh:mm): a bare local time would be ambiguous. */
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const MAX_BUDGET_USD = 1_000_000_000;
 
-const name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
-const models = z.array(z.enum(MODEL_IDS)).min(1, 'must list at least one model (null allows every model)').max(MODEL_IDS.length);
+const name = z
+	.string()
+	.trim()
+	.min(1, 'must not be empty')
+	.max(100, 'must be at most 100 characters')
+	.refine((text) => !hasUnsafeCharacter(text), 'must not contain control characters, line separators or bidi overrides');
+const models = z
+	.array(z.enum(MODEL_IDS))
+	.min(1, 'must list at least one model (null allows every model)')
+	.max(MODEL_IDS.length)
+	.superRefine((ids, context) => {
+		const repeated = ids.findIndex((id, index) => ids.indexOf(id) !== index);
+		if (repeated !== -1) context.addIssue({ code: z.ZodIssueCode.custom, path: [repeated], message: `lists ${ids[repeated]} twice` });
+	});
 const rateLimit = z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000_000, 'must be at most 1000000');
 const budgetUsd = z.number().positive('must be more than 0').max(MAX_BUDGET_USD, `must be at most ${MAX_BUDGET_USD}`);
 const expiresAt = z
 	.string()
 	.regex(INSTANT, 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T00:00:00Z')
-	.refine((text) => !Number.isNaN(Date.parse(text)), 'is not a valid date-time')
+	.refine((text) => isRealDateTime(text) && !Number.isNaN(Date.parse(text)), 'is not a date-time that exists')
 	.transform((text) => new Date(text))
 	.refine((date) => date.getTime() > Date.now(), 'must be in the future');
 
@@ -60,7 +74,7 @@ export type RotateKeyRequest = z.infer<typeof rotateKeySchema>;
 const date = z
 	.string()
 	.regex(DATE, 'must be a date as YYYY-MM-DD')
-	.refine((text) => !Number.isNaN(Date.parse(`${text}T00:00:00Z`)), 'is not a valid date');
+	.refine(isRealDateTime, 'is not a date that exists');
 
 export const usageQuerySchema = z
 	.object({
