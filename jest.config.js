@@ -11,6 +11,7 @@ const INTEGRATION = [
 	'test/server/drivers/',
 	'test/server/faults.test.ts',
 	'test/server/replicas/',
+	'test/server/auth-throttle.test.ts',
 	'test/server/connections.test.ts',
 	'test/server/fuzz.test.ts',
 	'test/server/history.test.ts',
