@@ -5,8 +5,8 @@
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
 import type { CreateKeyRequest, UpdateKeyRequest } from '../routes/admin/schemas';
-import type { KeyStore } from './key-store';
-import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type KeySettings, type ManagedKey } from './managed-key';
+import type { KeyPatch, KeyStore } from './key-store';
+import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type ManagedKey } from './managed-key';
 
 export interface KeyObject {
 	object: 'api_key';
@@ -75,17 +75,20 @@ export class KeyAdmin {
 	}
 
 	async update(id: string, request: UpdateKeyRequest): Promise<KeyObject | null> {
-		const current = await this.store.get(id);
-		if (!current) return null;
-		const settings: KeySettings = {
-			name: request.name ?? current.name,
-			expiresAt: request.expires_at === undefined ? current.expiresAt : request.expires_at,
-			blocked: request.blocked ?? current.blocked,
-			models: request.models === undefined ? current.models : request.models,
-			rateLimitPerMinute: request.rate_limit_per_minute === undefined ? current.rateLimitPerMinute : request.rate_limit_per_minute,
-			budget: mergeBudget(current.budget, request),
+		const patch: KeyPatch = {
+			name: request.name,
+			expiresAt: request.expires_at,
+			blocked: request.blocked,
+			models: request.models,
+			rateLimitPerMinute: request.rate_limit_per_minute,
 		};
-		const updated = await this.store.update(id, settings);
+		if (request.budget_usd !== undefined || request.budget_period !== undefined) {
+			// Only a change of the budget needs the current one (a period alone keeps the limit, and back).
+			const current = await this.store.get(id);
+			if (!current) return null;
+			patch.budget = mergeBudget(current.budget, request);
+		}
+		const updated = await this.store.update(id, patch);
 		this.options.onChange?.();
 		return updated ? this.view(updated) : null;
 	}

@@ -75,6 +75,21 @@ describe('managed keys on a fleet', () => {
 		await warm(key.key);
 	});
 
+	it('a rename on one replica and a block on another sent at once both hold, 20 rounds', async () => {
+		const key = await createKey();
+		const lost: number[] = [];
+		for (let round = 0; round < 20; round++) {
+			const [renamed, blocked] = await Promise.all([
+				admin(fleet.replicas[1]!, 'PATCH', `/keys/${key.id}`, { name: `round ${round}` }),
+				admin(fleet.replicas[0]!, 'PATCH', `/keys/${key.id}`, { blocked: round % 2 === 0 }),
+			]);
+			expect([renamed.status, blocked.status]).toEqual([200, 200]);
+			const seen = (await admin(fleet.replicas[2]!, 'GET', `/keys/${key.id}`)).body;
+			if (seen.name !== `round ${round}` || seen.blocked !== (round % 2 === 0)) lost.push(round);
+		}
+		expect(lost).toEqual([]);
+	});
+
 	it('a rotated key: the new secret works everywhere at once, the old one until its grace time ends', async () => {
 		const key = await createKey();
 		await warm(key.key);
