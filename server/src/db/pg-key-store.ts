@@ -212,6 +212,11 @@ export class PgKeyStore implements KeyStore {
 		return batch.map(() => undefined);
 	}
 
+	async now(): Promise<Date> {
+		const { rows } = await this.pool.query<{ now: Date }>('SELECT now() AS now');
+		return rows[0]!.now;
+	}
+
 	async spent(keyId: string, since: Date): Promise<number> {
 		const { rows } = await this.pool.query<{ spent: string }>(
 			'SELECT COALESCE(sum(spent_usd), 0) AS spent FROM key_spend_days WHERE key_id = $1 AND day >= $2::date',

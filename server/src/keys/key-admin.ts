@@ -26,11 +26,12 @@ export type KeyObjectWithSecret = KeyObject & { key: string };
 export interface KeyAdminOptions {
 	/** Told after every change, so this process drops what it cached about keys at once. */
 	onChange?: () => void;
-	now?: () => Date;
+	/** Stamps changes and judges budget periods (the key store's clock). */
+	now?: () => Date | Promise<Date>;
 }
 
 export class KeyAdmin {
-	private readonly now: () => Date;
+	private readonly now: () => Date | Promise<Date>;
 
 	constructor(
 		readonly store: KeyStore,
@@ -51,7 +52,7 @@ export class KeyAdmin {
 			secretHash: secret.hash,
 			previousSecretHash: null,
 			previousValidUntil: null,
-			createdAt: this.now(),
+			createdAt: await this.now(),
 			expiresAt: request.expires_at ?? null,
 			blocked: false,
 			revokedAt: null,
@@ -95,20 +96,20 @@ export class KeyAdmin {
 
 	async rotate(id: string, graceSeconds = 0): Promise<KeyObjectWithSecret | null> {
 		const secret = newSecret();
-		const previousValidUntil = graceSeconds > 0 ? new Date(this.now().getTime() + graceSeconds * 1000) : null;
+		const previousValidUntil = graceSeconds > 0 ? new Date((await this.now()).getTime() + graceSeconds * 1000) : null;
 		const rotated = await this.store.rotate(id, secret, previousValidUntil);
 		this.options.onChange?.();
 		return rotated ? { ...(await this.view(rotated)), key: secret.secret } : null;
 	}
 
 	async revoke(id: string): Promise<boolean> {
-		const revoked = await this.store.revoke(id, this.now());
+		const revoked = await this.store.revoke(id, await this.now());
 		this.options.onChange?.();
 		return revoked;
 	}
 
 	async view(key: ManagedKey): Promise<KeyObject> {
-		const now = this.now();
+		const now = await this.now();
 		let budget: KeyObject['budget'] = null;
 		if (key.budget) {
 			const spent = await this.store.spent(key.id, periodStart(key.budget.period, now));

@@ -53,5 +53,7 @@ export interface KeyStore {
 	release(reservationId: string): Promise<void>;
 	/** Settled spend of a key since an instant. */
 	spent(keyId: string, since: Date): Promise<number>;
+	/** The store's clock, where it is not this machine's (PostgreSQL: the database's); see store-clock.ts. */
+	now?(): Promise<Date>;
 	close?(): Promise<void>;
 }

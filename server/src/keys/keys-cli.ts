@@ -13,6 +13,7 @@ import { PgKeyStore } from '../db/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
 import { openSqliteDatabase } from '../sqlite/database';
 import { SqliteKeyStore } from './sqlite-key-store';
+import { StoreClock } from './store-clock';
 import { KeyAdmin, type KeyObject } from './key-admin';
 
 /** Flags of the keys commands; everything else is the service's configuration. */
@@ -151,7 +152,9 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; close(): Promise<void> }> {
 	if (config.databaseUrl !== undefined) {
 		const database = await openDatabase(config.databaseUrl, { maxConnections: 2 });
-		return { admin: new KeyAdmin(new PgKeyStore(database.pool)), close: () => database.close() };
+		const store = new PgKeyStore(database.pool);
+		const clock = new StoreClock(store);
+		return { admin: new KeyAdmin(store, { now: () => clock.now() }), close: () => database.close() };
 	}
 	const database = openSqliteDatabase(config.dataDir);
 	return { admin: new KeyAdmin(new SqliteKeyStore(database)), close: async () => void database.close() };

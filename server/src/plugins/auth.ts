@@ -10,6 +10,7 @@ import { ImageGenError } from '../../../core/errors';
 import { createAuthenticator, type Authenticator } from '../auth';
 import { KeyAdmin } from '../keys/key-admin';
 import { ManagedKeyCache } from '../keys/key-cache';
+import { StoreClock } from '../keys/store-clock';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -39,10 +40,11 @@ export function adminKeyNotAccepted(): ImageGenError {
 export default fp(
 	async (fastify) => {
 		const managedKeys = new ManagedKeyCache(fastify.keyStore);
-		const authenticate = createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys });
+		const clock = new StoreClock(fastify.keyStore);
+		const authenticate = createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys, now: async () => (await clock.now()).getTime() });
 		fastify.decorateRequest('apiKey', null);
 		fastify.decorate('authenticate', authenticate);
-		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear() }));
+		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear(), now: () => clock.now() }));
 		fastify.decorate('requireAdmin', async (request: FastifyRequest) => {
 			const principal = await authenticate(request);
 			if (principal.kind !== 'admin') throw adminOnly();

@@ -11,22 +11,12 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { SERVER_CLI, startServer, type RunningServer } from '../../helpers/server';
+import { callAs } from '../support/http';
 
 const run = promisify(execFile);
 const ADMIN_KEY = 'data-dir-admin-key-0123456789';
 
-type Answer = { status: number; body: any };
-
-async function call(server: RunningServer, method: string, path: string, secret: string, body?: unknown): Promise<Answer> {
-	const response = await fetch(`${server.origin}${path}`, {
-		method,
-		headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await response.text();
-	return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
+const call = callAs;
 const admin = (server: RunningServer, method: string, path: string, body?: unknown) => call(server, method, `/v1/admin${path}`, ADMIN_KEY, body);
 
 async function createKey(server: RunningServer, fields: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {

@@ -42,17 +42,6 @@ describe('SqliteKeyStore on a file several processes share', () => {
 		expect(stored).not.toContain(secret);
 	});
 
-	it('a patch writes only its own settings: a change of another field by another process is kept', async () => {
-		const service = await harness.open();
-		const cli = await harness.open();
-		const key = withoutSecret(managedKey({ budget: { limitUsd: 2, period: 'month' } }));
-		await service.create(key);
-		await cli.update(key.id, { blocked: true });
-		const renamed = await service.update(key.id, { name: 'renamed' });
-		expect(renamed).toMatchObject({ name: 'renamed', blocked: true, budget: { limitUsd: 2, period: 'month' } });
-		expect(await service.update(key.id, {})).toEqual(renamed);
-	});
-
 	it('a reservation left by a process that died stops counting when its lease ends', async () => {
 		const dead = await harness.open();
 		const alive = await harness.open();

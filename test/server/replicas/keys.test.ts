@@ -6,6 +6,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RunningServer } from '../../helpers/server';
+import { callAs } from '../support/http';
 import { startFleet, startInfrastructure, type Fleet, type FleetInfrastructure } from '../support/replicas';
 
 const ADMIN_KEY = 'fleet-admin-key-0123456789';
@@ -24,18 +25,7 @@ afterAll(async () => {
 	await infrastructure?.stop();
 });
 
-type Answer = { status: number; body: any };
-
-async function call(replica: RunningServer, method: string, path: string, secret: string, body?: unknown): Promise<Answer> {
-	const response = await fetch(`${replica.origin}${path}`, {
-		method,
-		headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await response.text();
-	return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
+const call = callAs;
 const admin = (replica: RunningServer, method: string, path: string, body?: unknown) => call(replica, method, `/v1/admin${path}`, ADMIN_KEY, body);
 const models = (replica: RunningServer, secret: string) => call(replica, 'GET', '/v1/models', secret);
 const generate = (replica: RunningServer, secret: string) =>
