@@ -22,6 +22,8 @@ const require = createRequire(import.meta.url);
 const dist = join(ROOT, 'server', 'dist', 'server', 'src');
 const { fingerprintJson } = require(join(dist, 'idempotency', 'idempotency.js'));
 const { apiKeyIdOf } = require(join(dist, 'auth.js'));
+const { openSqliteDatabase } = require(join(dist, 'sqlite', 'database.js'));
+const { SqliteUsageLedger } = require(join(dist, 'usage', 'sqlite-usage-ledger.js'));
 
 const KEYS = ['history-key-a-0123456789', 'history-key-b-0123456789', 'history-key-c-0123456789'];
 const ROUTE = '/v1/images/generations';
@@ -72,36 +74,43 @@ export async function writeIdempotencyHistory(dataDir, { answerMb }) {
 	return { answers, bodyMb: round(bytes / 1024 / 1024, 1), samples: samples.slice(-40).concat(samples.slice(0, 3)) };
 }
 
-/** `lines` usage lines over `days` days ending today, every 1000th repeated (a retried append), a torn last line. */
+/**
+ * `lines` usage entries over `days` days ending today, recorded through the service's own ledger
+ * into the data dir's database, every 1000th recorded twice (a retried record).
+ */
 export async function writeUsageHistory(dataDir, { lines, days }) {
-	const out = lineWriter(join(dataDir, 'usage.jsonl'));
+	const database = openSqliteDatabase(dataDir);
+	const ledger = new SqliteUsageLedger(database, { log: { error: (details, message) => console.error(message, details), info: () => undefined } });
 	const models = Object.keys(PRICES);
 	const start = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) - (days - 1) * DAY_MS;
 	const step = (days * DAY_MS - 60_000) / lines;
 	/** key → "date model" → { images, pico } */
 	const expected = new Map(KEYS.map((key) => [apiKeyIdOf(key), new Map()]));
-	let batch = '';
+	let batch = [];
 	for (let index = 0; index < lines; index++) {
-		const key = apiKeyIdOf(KEYS[index % KEYS.length]);
+		const apiKeyId = apiKeyIdOf(KEYS[index % KEYS.length]);
 		const model = models[index % models.length];
 		const images = 1 + (index % 4);
 		const costUsd = PRICES[model] * images;
-		const t = new Date(start + Math.floor(index * step)).toISOString();
-		const text = `${JSON.stringify({ t, key, model, images, cost_usd: costUsd, id: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}` })}\n`;
-		batch += index % 1000 === 999 ? text + text : text;
-		const row = `${t.slice(0, 10)} ${model}`;
-		const totals = expected.get(key);
+		const at = new Date(start + Math.floor(index * step));
+		const entry = { apiKeyId, model, images, costUsd, at, requestId: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}` };
+		batch.push(entry);
+		if (index % 1000 === 999) batch.push(entry);
+		const row = `${at.toISOString().slice(0, 10)} ${model}`;
+		const totals = expected.get(apiKeyId);
 		const sum = totals.get(row) ?? { images: 0, pico: 0n };
 		sum.images += images;
 		sum.pico += BigInt(Math.round(costUsd * 1e12));
 		totals.set(row, sum);
-		if (batch.length > 256 * 1024) {
-			await out.write(batch);
-			batch = '';
+		// Recorded in one turn: one transaction per batch.
+		if (batch.length >= 20_000) {
+			await Promise.all(batch.map((each) => ledger.record(each)));
+			batch = [];
 		}
 	}
-	await out.write(`${batch}{"t":"2030-01-01T00:00:00.000Z","key":"`);
-	await out.end();
+	await Promise.all(batch.map((each) => ledger.record(each)));
+	await ledger.close();
+	database.close();
 	return { lines, days, expected };
 }
 

@@ -65,7 +65,8 @@ export interface AuthenticatorOptions {
 	apiKeys: readonly string[];
 	adminKey?: string;
 	managedKeys?: ManagedKeyCache;
-	now?: () => number;
+	/** Judges managed keys' expiry and rotation grace (the key store's clock). */
+	now?: () => number | Promise<number>;
 }
 
 export type Authenticator = (request: FastifyRequest) => Promise<Principal>;
@@ -88,7 +89,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
 		if (options.managedKeys) {
 			const hash = presentedDigest.toString('hex');
 			const key = await options.managedKeys.lookup(hash);
-			if (key) return { kind: 'api_key', key: managedKeyPolicy(admitManaged(key, hash, now())) };
+			if (key) return { kind: 'api_key', key: managedKeyPolicy(admitManaged(key, hash, await now())) };
 		}
 		throw invalidKey();
 	};

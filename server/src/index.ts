@@ -7,5 +7,5 @@ export { openBackends, type Backends } from './plugins/backends';
 export { DiskObjectStorage } from './storage/disk-object-storage';
 export { EmbeddedFileMetadata } from './storage/embedded-file-metadata';
 export { HostedFiles } from './storage/hosted-files';
-export { JsonlUsageLedger } from './usage/jsonl-usage-ledger';
+export { SqliteUsageLedger } from './usage/sqlite-usage-ledger';
 export { MemoryRateLimiter } from './limits/memory-rate-limiter';

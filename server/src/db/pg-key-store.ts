@@ -8,10 +8,10 @@
  */
 import type { Pool } from 'pg';
 import type { ModelId } from '../../../core/models';
-import type { Admission, KeyStore, Reservation } from '../keys/key-store';
+import type { Admission, KeyPatch, KeyStore, Reservation } from '../keys/key-store';
 import { Batcher } from './batcher';
 import { toMicros } from '../keys/managed-key';
-import type { BudgetPeriod, KeySettings, ManagedKey } from '../keys/managed-key';
+import type { BudgetPeriod, ManagedKey } from '../keys/managed-key';
 
 const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
 	revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period`;
@@ -33,6 +33,16 @@ interface KeyRow {
 	budget_limit_usd: string | null;
 	budget_period: string | null;
 }
+
+/** The columns a patch may set, by setting. */
+const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {
+	name: (patch) => ({ name: patch.name }),
+	expiresAt: (patch) => ({ expires_at: patch.expiresAt }),
+	blocked: (patch) => ({ blocked: patch.blocked }),
+	models: (patch) => ({ models: patch.models }),
+	rateLimitPerMinute: (patch) => ({ rate_limit_per_minute: patch.rateLimitPerMinute }),
+	budget: (patch) => ({ budget_limit_usd: patch.budget?.limitUsd.toString() ?? null, budget_period: patch.budget?.period ?? null }),
+};
 
 /**
  * Adds (or, negative, refunds) amounts to keys' days, in one statement. Rows are locked in key
@@ -107,22 +117,19 @@ export class PgKeyStore implements KeyStore {
 		return rows[0] ? toKey(rows[0]) : null;
 	}
 
-	async update(id: string, settings: KeySettings): Promise<ManagedKey | null> {
-		const { rows } = await this.pool.query<KeyRow>(
-			`UPDATE api_keys SET name = $2, expires_at = $3, blocked = $4, models = $5, rate_limit_per_minute = $6,
-				budget_limit_usd = $7, budget_period = $8
-			WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
-			[
-				id,
-				settings.name,
-				settings.expiresAt,
-				settings.blocked,
-				settings.models,
-				settings.rateLimitPerMinute,
-				settings.budget?.limitUsd.toString() ?? null,
-				settings.budget?.period ?? null,
-			],
-		);
+	async update(id: string, patch: KeyPatch): Promise<ManagedKey | null> {
+		const values: unknown[] = [id];
+		const assignments: string[] = [];
+		for (const setting of Object.keys(PATCHABLE) as Array<keyof KeyPatch>) {
+			if (patch[setting] === undefined) continue;
+			for (const [column, value] of Object.entries(PATCHABLE[setting](patch))) {
+				values.push(value);
+				assignments.push(`${column} = $${values.length}`);
+			}
+		}
+		if (assignments.length === 0) return this.get(id);
+		// Only the columns sent: a change of another field made meanwhile (on any replica) is kept.
+		const { rows } = await this.pool.query<KeyRow>(`UPDATE api_keys SET ${assignments.join(', ')} WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`, values);
 		return rows[0] ? toKey(rows[0]) : null;
 	}
 
@@ -203,6 +210,11 @@ export class PgKeyStore implements KeyStore {
 			values: [batch.map((each) => each.keyId), batch.map((each) => each.day), batch.map((each) => each.amountUsd.toString())],
 		});
 		return batch.map(() => undefined);
+	}
+
+	async now(): Promise<Date> {
+		const { rows } = await this.pool.query<{ now: Date }>('SELECT now() AS now');
+		return rows[0]!.now;
 	}
 
 	async spent(keyId: string, since: Date): Promise<number> {

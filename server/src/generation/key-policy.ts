@@ -34,12 +34,12 @@ export interface BudgetGate {
 	admit(key: ApiKeyPolicy, priceUsd: number): Promise<BudgetHold | null>;
 }
 
-export function createBudgetGate(store: KeyStore, options: { leaseMs: number; now?: () => Date }): BudgetGate {
+export function createBudgetGate(store: KeyStore, options: { leaseMs: number; now?: () => Date | Promise<Date> }): BudgetGate {
 	const now = options.now ?? (() => new Date());
 	return {
 		async admit(key, priceUsd) {
 			if (!key.budget) return null;
-			const at = now();
+			const at = await now();
 			const id = randomUUID();
 			const admission = await store.reserve(
 				{

@@ -5,8 +5,8 @@
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
 import type { CreateKeyRequest, UpdateKeyRequest } from '../routes/admin/schemas';
-import type { KeyStore } from './key-store';
-import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type KeySettings, type ManagedKey } from './managed-key';
+import type { KeyPatch, KeyStore } from './key-store';
+import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type ManagedKey } from './managed-key';
 
 export interface KeyObject {
 	object: 'api_key';
@@ -26,11 +26,12 @@ export type KeyObjectWithSecret = KeyObject & { key: string };
 export interface KeyAdminOptions {
 	/** Told after every change, so this process drops what it cached about keys at once. */
 	onChange?: () => void;
-	now?: () => Date;
+	/** Stamps changes and judges budget periods (the key store's clock). */
+	now?: () => Date | Promise<Date>;
 }
 
 export class KeyAdmin {
-	private readonly now: () => Date;
+	private readonly now: () => Date | Promise<Date>;
 
 	constructor(
 		readonly store: KeyStore,
@@ -51,7 +52,7 @@ export class KeyAdmin {
 			secretHash: secret.hash,
 			previousSecretHash: null,
 			previousValidUntil: null,
-			createdAt: this.now(),
+			createdAt: await this.now(),
 			expiresAt: request.expires_at ?? null,
 			blocked: false,
 			revokedAt: null,
@@ -75,37 +76,40 @@ export class KeyAdmin {
 	}
 
 	async update(id: string, request: UpdateKeyRequest): Promise<KeyObject | null> {
-		const current = await this.store.get(id);
-		if (!current) return null;
-		const settings: KeySettings = {
-			name: request.name ?? current.name,
-			expiresAt: request.expires_at === undefined ? current.expiresAt : request.expires_at,
-			blocked: request.blocked ?? current.blocked,
-			models: request.models === undefined ? current.models : request.models,
-			rateLimitPerMinute: request.rate_limit_per_minute === undefined ? current.rateLimitPerMinute : request.rate_limit_per_minute,
-			budget: mergeBudget(current.budget, request),
+		const patch: KeyPatch = {
+			name: request.name,
+			expiresAt: request.expires_at,
+			blocked: request.blocked,
+			models: request.models,
+			rateLimitPerMinute: request.rate_limit_per_minute,
 		};
-		const updated = await this.store.update(id, settings);
+		if (request.budget_usd !== undefined || request.budget_period !== undefined) {
+			// Only a change of the budget needs the current one (a period alone keeps the limit, and back).
+			const current = await this.store.get(id);
+			if (!current) return null;
+			patch.budget = mergeBudget(current.budget, request);
+		}
+		const updated = await this.store.update(id, patch);
 		this.options.onChange?.();
 		return updated ? this.view(updated) : null;
 	}
 
 	async rotate(id: string, graceSeconds = 0): Promise<KeyObjectWithSecret | null> {
 		const secret = newSecret();
-		const previousValidUntil = graceSeconds > 0 ? new Date(this.now().getTime() + graceSeconds * 1000) : null;
+		const previousValidUntil = graceSeconds > 0 ? new Date((await this.now()).getTime() + graceSeconds * 1000) : null;
 		const rotated = await this.store.rotate(id, secret, previousValidUntil);
 		this.options.onChange?.();
 		return rotated ? { ...(await this.view(rotated)), key: secret.secret } : null;
 	}
 
 	async revoke(id: string): Promise<boolean> {
-		const revoked = await this.store.revoke(id, this.now());
+		const revoked = await this.store.revoke(id, await this.now());
 		this.options.onChange?.();
 		return revoked;
 	}
 
 	async view(key: ManagedKey): Promise<KeyObject> {
-		const now = this.now();
+		const now = await this.now();
 		let budget: KeyObject['budget'] = null;
 		if (key.budget) {
 			const spent = await this.store.spent(key.id, periodStart(key.budget.period, now));

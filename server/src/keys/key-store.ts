@@ -1,14 +1,18 @@
 /**
  * Where managed keys and their spend live: PostgreSQL for a fleet (db/pg-key-store.ts), the data
- * dir for one process (embedded-key-store.ts). Both pass test/server/support/key-store-contract.ts.
+ * dir's SQLite database otherwise (sqlite-key-store.ts). Both pass test/server/support/key-store-contract.ts.
  *
  * Spend is kept as charges: a generation reserves its price before it runs (admitted only while
  * spent + reserved + price ≤ limit, atomically), then the reservation is settled with the actual
- * cost or released when the generation failed. The embedded store holds reservations in memory
- * (a process that dies takes them along); PostgreSQL charges them as spend at once and refunds a
- * release, so a replica that dies mid-generation leaves its charge and the key never overspends.
+ * cost or released when the generation failed. SQLite keeps reservations as rows with a lease (one
+ * left by a process that died stops counting when its lease ends); PostgreSQL charges them as spend
+ * at once and refunds a release, so a replica that dies mid-generation leaves its charge and the
+ * key never overspends.
  */
 import type { KeySettings, ManagedKey } from './managed-key';
+
+/** The settings a change was sent with; the others stay as they are in the store. */
+export type KeyPatch = Partial<KeySettings>;
 
 export interface Reservation {
 	/** Unique per generation. */
@@ -30,8 +34,11 @@ export interface KeyStore {
 	list(options?: { includeRevoked?: boolean }): Promise<ManagedKey[]>;
 	/** A key that is not revoked. */
 	get(id: string): Promise<ManagedKey | null>;
-	/** Replaces the settings of a key that is not revoked; null when there is none. */
-	update(id: string, settings: KeySettings): Promise<ManagedKey | null>;
+	/**
+	 * Writes the patch's settings of a key that is not revoked, in one statement, leaving every other
+	 * setting as the store holds it (a concurrent change of another field is kept); null when there is none.
+	 */
+	update(id: string, patch: KeyPatch): Promise<ManagedKey | null>;
 	/** False when there was no such key (or it was revoked already). */
 	revoke(id: string, at: Date): Promise<boolean>;
 	/** Installs a new secret; the current one stays valid until `previousValidUntil` (null: at once invalid). */
@@ -46,5 +53,7 @@ export interface KeyStore {
 	release(reservationId: string): Promise<void>;
 	/** Settled spend of a key since an instant. */
 	spent(keyId: string, since: Date): Promise<number>;
+	/** The store's clock, where it is not this machine's (PostgreSQL: the database's); see store-clock.ts. */
+	now?(): Promise<Date>;
 	close?(): Promise<void>;
 }

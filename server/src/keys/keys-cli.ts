@@ -2,17 +2,18 @@
  * `imagegen-server keys create|list|revoke|rotate`: managing keys from a shell, on the same
  * configuration as the service (--data-dir, --database-url and their environment variables),
  * whether or not a service runs: the first key of a new deployment is made this way. A running
- * service sees the change within a second (PostgreSQL: its key cache; data dir: keys.json is
- * re-read when it changes). Exit codes: 0 done, 1 failed (no such key, engine unreachable),
+ * service sees the change within a second (its key cache lasts half a second; the data dir's
+ * database is shared by both processes). Exit codes: 0 done, 1 failed (no such key, engine unreachable),
  * 2 bad usage.
  */
-import { mkdir } from 'node:fs/promises';
 import { ImageGenError } from '../../../core/errors';
 import { ConfigError, parseConfig, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
 import { PgKeyStore } from '../db/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
-import { EmbeddedKeyStore } from './embedded-key-store';
+import { openSqliteDatabase } from '../sqlite/database';
+import { SqliteKeyStore } from './sqlite-key-store';
+import { StoreClock } from './store-clock';
 import { KeyAdmin, type KeyObject } from './key-admin';
 import { escapeUnsafeCharacters } from './unsafe-text';
 
@@ -155,11 +156,12 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; close(): Promise<void> }> {
 	if (config.databaseUrl !== undefined) {
 		const database = await openDatabase(config.databaseUrl, { maxConnections: 2 });
-		return { admin: new KeyAdmin(new PgKeyStore(database.pool)), close: () => database.close() };
+		const store = new PgKeyStore(database.pool);
+		const clock = new StoreClock(store);
+		return { admin: new KeyAdmin(store, { now: () => clock.now() }), close: () => database.close() };
 	}
-	await mkdir(config.dataDir, { recursive: true });
-	const store = await EmbeddedKeyStore.open(config.dataDir);
-	return { admin: new KeyAdmin(store), close: () => store.close() };
+	const database = openSqliteDatabase(config.dataDir);
+	return { admin: new KeyAdmin(new SqliteKeyStore(database)), close: async () => void database.close() };
 }
 
 async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): Promise<number> {

@@ -11,6 +11,7 @@ import { createAuthenticator, isWrongKey, type Authenticator } from '../auth';
 import { AuthFailureThrottle } from '../limits/auth-failure-throttle';
 import { KeyAdmin } from '../keys/key-admin';
 import { ManagedKeyCache } from '../keys/key-cache';
+import { StoreClock } from '../keys/store-clock';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -40,12 +41,15 @@ export function adminKeyNotAccepted(): ImageGenError {
 export default fp(
 	async (fastify) => {
 		const managedKeys = new ManagedKeyCache(fastify.keyStore);
+		const clock = new StoreClock(fastify.keyStore);
 		// Every way to authenticate (admin, API keys, /mcp) answers by the client's failure count.
 		const throttle = new AuthFailureThrottle(fastify.rateLimiter, fastify.config.authFailuresPerMinute, isWrongKey);
-		const authenticate = throttle.guard(createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys }));
+		const authenticate = throttle.guard(
+			createAuthenticator({ apiKeys: fastify.config.apiKeys, adminKey: fastify.config.adminKey, managedKeys, now: async () => (await clock.now()).getTime() }),
+		);
 		fastify.decorateRequest('apiKey', null);
 		fastify.decorate('authenticate', authenticate);
-		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear() }));
+		fastify.decorate('keyAdmin', new KeyAdmin(fastify.keyStore, { onChange: () => managedKeys.clear(), now: () => clock.now() }));
 		fastify.decorate('requireAdmin', async (request: FastifyRequest) => {
 			const principal = await authenticate(request);
 			if (principal.kind !== 'admin') throw adminOnly();

@@ -13,15 +13,16 @@ import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
-import { EmbeddedKeyStore } from '../keys/embedded-key-store';
 import type { KeyStore } from '../keys/key-store';
+import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
+import { openSqliteDatabase } from '../sqlite/database';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import { EmbeddedFileMetadata } from '../storage/embedded-file-metadata';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
-import { JsonlUsageLedger, type LedgerLogger } from '../usage/jsonl-usage-ledger';
+import { SqliteUsageLedger, type LedgerLogger } from '../usage/sqlite-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
@@ -68,15 +69,17 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		await removeOrphans(-1);
 		removeStorageLeftovers = () => removeOrphans(LEFTOVERS_AFTER_MS);
 	}
-	const usageLedger = await JsonlUsageLedger.open({ dataDir: config.dataDir, log });
+	const database = openSqliteDatabase(config.dataDir, { log });
+	const usageLedger = new SqliteUsageLedger(database, { log });
 	return {
 		storage,
 		fileMetadata,
 		usageLedger,
 		rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
 		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
-		keyStore: await EmbeddedKeyStore.open(config.dataDir),
+		keyStore: new SqliteKeyStore(database),
 		removeStorageLeftovers,
+		close: async () => void database.close(),
 	};
 }
 

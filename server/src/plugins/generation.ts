@@ -6,6 +6,7 @@
 import fp from 'fastify-plugin';
 import { createBudgetGate } from '../generation/key-policy';
 import { createGenerationRunner, type GenerationRunner } from '../generation/run-generation';
+import { StoreClock } from '../keys/store-clock';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -21,6 +22,7 @@ const RESERVATION_MARGIN_MS = 60_000;
 export default fp(
 	async (fastify) => {
 		const { config } = fastify;
+		const clock = new StoreClock(fastify.keyStore);
 		fastify.decorate(
 			'runGeneration',
 			createGenerationRunner({
@@ -35,7 +37,7 @@ export default fp(
 				hostedFiles: fastify.hostedFiles,
 				imageWork: fastify.hostedFiles.imageWork,
 				usageLedger: fastify.usageLedger,
-				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS }),
+				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS, now: () => clock.now() }),
 				log: fastify.log,
 				metrics: fastify.metrics,
 			}),

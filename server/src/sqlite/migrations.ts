@@ -17,12 +17,68 @@ const IDEMPOTENCY = `
 	-- IDEMPOTENCY_SCHEMA
 `;
 
+/**
+ * One row per generation (the request id keeps a retried record from counting twice) and exact
+ * per-day totals kept in the same transaction, so a usage report reads a few rows per day however
+ * many generations there were. Money in integer pico-dollars: exact sums of any price.
+ */
 const USAGE = `
-	-- USAGE_SCHEMA
+	CREATE TABLE usage_lines (
+		request_id TEXT PRIMARY KEY,
+		at INTEGER NOT NULL,
+		api_key_id TEXT NOT NULL,
+		model TEXT NOT NULL,
+		images INTEGER NOT NULL,
+		cost_pico INTEGER NOT NULL,
+		provider TEXT
+	) STRICT;
+	CREATE TABLE usage_days (
+		api_key_id TEXT NOT NULL,
+		day TEXT NOT NULL,
+		model TEXT NOT NULL,
+		images INTEGER NOT NULL,
+		cost_pico INTEGER NOT NULL,
+		PRIMARY KEY (api_key_id, day, model)
+	) STRICT, WITHOUT ROWID;
 `;
 
+/**
+ * Managed keys (secrets only as SHA-256), their settled spend per UTC day in integer micro-dollars,
+ * and the reservations of generations in flight, each with the lease after which a reservation
+ * left by a process that died stops counting.
+ */
 const KEYS = `
-	-- KEYS_SCHEMA
+	CREATE TABLE api_keys (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL,
+		prefix TEXT NOT NULL,
+		secret_hash TEXT NOT NULL UNIQUE,
+		previous_secret_hash TEXT,
+		previous_valid_until INTEGER,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER,
+		blocked INTEGER NOT NULL DEFAULT 0,
+		revoked_at INTEGER,
+		models TEXT,
+		rate_limit_per_minute INTEGER,
+		budget_limit_usd REAL,
+		budget_period TEXT
+	) STRICT;
+	CREATE INDEX api_keys_previous_secret ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
+	CREATE TABLE key_spend_days (
+		key_id TEXT NOT NULL,
+		day TEXT NOT NULL,
+		spent_micros INTEGER NOT NULL,
+		PRIMARY KEY (key_id, day)
+	) STRICT, WITHOUT ROWID;
+	CREATE TABLE key_reservations (
+		id TEXT PRIMARY KEY,
+		key_id TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		micros INTEGER NOT NULL,
+		lease_until INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX key_reservations_by_key ON key_reservations (key_id, lease_until);
 `;
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [

@@ -1,6 +1,6 @@
 /**
- * Per-key usage (billing data): images and cost per model and UTC day. Embedded (an append-only
- * JSON-lines file) for one process, PostgreSQL for a fleet, where every replica reports all.
+ * Per-key usage (billing data): images and cost per model and UTC day. In the data dir's SQLite
+ * database by default, PostgreSQL for a fleet, where every replica reports all.
  */
 export interface UsageRow {
 	date: string;
@@ -16,7 +16,7 @@ export interface UsageEntry {
 	costUsd: number;
 	/**
 	 * When the generation was made; it decides the UTC day. Left out, the ledger stamps the entry
-	 * itself, by the clock every replica shares (PostgreSQL: the database's; embedded: this process's).
+	 * itself, by the clock every replica shares (PostgreSQL: the database's; SQLite: this machine's).
 	 */
 	at?: Date;
 	/** Idempotency of the record itself: the same id is counted once (retried appends). */

@@ -1,60 +1,60 @@
-/** The embedded key store (the data dir): the contract, plus what only a file-backed store must do. */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+/** The data dir's key store (SQLite): the contract, plus what only a store shared by processes on one file must do. */
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHARGES_FILE, EmbeddedKeyStore, KEYS_FILE } from '../../../server/src/keys/embedded-key-store';
-import { periodStart } from '../../../server/src/keys/managed-key';
+import { SqliteKeyStore } from '../../../server/src/keys/sqlite-key-store';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { describeKeyStoreContract, managedKey, withoutSecret } from '../support/key-store-contract';
 
-describeKeyStoreContract('EmbeddedKeyStore', async () => {
+/** Each store on its own connection to the file, as each process has. */
+async function sqliteHarness() {
 	const dataDir = await mkdtemp(join(tmpdir(), 'key-store-contract-'));
-	return { open: () => EmbeddedKeyStore.open(dataDir), shared: false, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
-});
+	const databases: SqliteDatabase[] = [];
+	const open = async () => {
+		const database = openSqliteDatabase(dataDir);
+		databases.push(database);
+		const store = new SqliteKeyStore(database);
+		return Object.assign(store, { close: async () => void (database.open && database.close()) });
+	};
+	return { dataDir, open, shared: true, cleanup: async () => {
+		for (const database of databases) if (database.open) database.close();
+		await rm(dataDir, { recursive: true, force: true });
+	} };
+}
 
-describe('EmbeddedKeyStore files', () => {
-	let dataDir: string;
+describeKeyStoreContract('SqliteKeyStore', sqliteHarness);
+
+describe('SqliteKeyStore on a file several processes share', () => {
+	let harness: Awaited<ReturnType<typeof sqliteHarness>>;
 	beforeEach(async () => {
-		dataDir = await mkdtemp(join(tmpdir(), 'key-store-'));
+		harness = await sqliteHarness();
 	});
-	afterEach(() => rm(dataDir, { recursive: true, force: true }));
+	afterEach(() => harness.cleanup());
 
-	it('stores only the hash of a secret, readable by the owner only', async () => {
-		const store = await EmbeddedKeyStore.open(dataDir);
+	it('stores only the hash of a secret', async () => {
+		const store = await harness.open();
 		const { secret, ...key } = managedKey();
 		await store.create(key);
-		const text = await readFile(join(dataDir, KEYS_FILE), 'utf8');
-		expect(text).toContain(key.secretHash);
-		expect(text).not.toContain(secret);
-		const { mode } = await import('node:fs/promises').then((fs) => fs.stat(join(dataDir, KEYS_FILE)));
-		expect(mode & 0o077).toBe(0);
+		const database = openSqliteDatabase(harness.dataDir);
+		const stored = JSON.stringify(database.prepare('SELECT * FROM api_keys').all());
+		database.close();
+		expect(stored).toContain(key.secretHash);
+		expect(stored).not.toContain(secret);
 	});
 
-	it('sees keys written by another process (the keys CLI) while it runs', async () => {
-		const service = await EmbeddedKeyStore.open(dataDir);
-		const cli = await EmbeddedKeyStore.open(dataDir);
+	it('a reservation left by a process that died stops counting when its lease ends', async () => {
+		const dead = await harness.open();
+		const alive = await harness.open();
 		const key = withoutSecret(managedKey());
-		expect(await service.findBySecretHash(key.secretHash)).toBeNull();
-		await cli.create(key);
-		expect((await service.findBySecretHash(key.secretHash))?.id).toBe(key.id);
-		await cli.revoke(key.id, new Date());
-		expect(await service.get(key.id)).toBeNull();
-	});
-
-	it('skips a torn last charge line and counts a repeated one once', async () => {
-		const store = await EmbeddedKeyStore.open(dataDir);
-		const key = withoutSecret(managedKey());
-		await store.create(key);
-		const at = new Date().toISOString();
-		await writeFile(
-			join(dataDir, CHARGES_FILE),
-			`${JSON.stringify({ id: 'a', key: key.id, usd: 0.5, at })}\n${JSON.stringify({ id: 'a', key: key.id, usd: 0.5, at })}\n{"id":"b","key":"${key.id}","us`,
-		);
-		const reopened = await EmbeddedKeyStore.open(dataDir);
-		expect(await reopened.spent(key.id, periodStart('day', new Date()))).toBe(0.5);
-	});
-
-	it('refuses to start on a keys file that is not JSON rather than forget every key', async () => {
-		await writeFile(join(dataDir, KEYS_FILE), '{"keys": [');
-		await expect(EmbeddedKeyStore.open(dataDir)).rejects.toThrow(/keys\.json is not valid JSON/);
+		await alive.create(key);
+		const now = new Date();
+		const reservation = { keyId: key.id, amountUsd: 0.01, limitUsd: 0.01, since: new Date(0) };
+		expect(await dead.reserve({ ...reservation, id: 'left-behind', leaseUntil: new Date(now.getTime() + 1_000) }, now)).toEqual({ admitted: true });
+		await dead.close?.();
+		expect((await alive.reserve({ ...reservation, id: 'during-lease', leaseUntil: new Date(now.getTime() + 60_000) }, new Date(now.getTime() + 999))).admitted).toBe(false);
+		expect(await alive.reserve({ ...reservation, id: 'after-lease', leaseUntil: new Date(now.getTime() + 60_000) }, new Date(now.getTime() + 1_000))).toEqual({ admitted: true });
+		// The dead process's reservation can no longer be settled into spend.
+		await alive.settle('left-behind', 0.01);
+		expect(await alive.spent(key.id, new Date(0))).toBe(0);
 	});
 });

@@ -4,10 +4,10 @@
  * provably made nothing, never after an accepted job or a time-out, and the host that served is
  * what the usage ledger and the metrics name.
  */
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Client } from 'pg';
 import { parseProviderSelection } from '../../../server/src/generation/providers';
@@ -63,10 +63,12 @@ const prunaSubmits = () => fake.callsTo('POST', '/v1/predictions').length;
 const replicateSubmits = () => fake.callsTo('POST', '/v1/models/').length;
 
 function ledgerProviders(server: RunningServer): Array<string | undefined> {
-	return readFileSync(join(server.dataDir, 'usage.jsonl'), 'utf8')
-		.split('\n')
-		.filter(Boolean)
-		.map((line) => (JSON.parse(line) as { provider?: string }).provider);
+	const database = new Database(join(server.dataDir, 'imagegen.db'), { readonly: true });
+	try {
+		return (database.prepare('SELECT provider FROM usage_lines ORDER BY at, rowid').all() as Array<{ provider: string | null }>).map((row) => row.provider ?? undefined);
+	} finally {
+		database.close();
+	}
 }
 
 async function metric(server: RunningServer, name: string, labels: Record<string, string>): Promise<number> {

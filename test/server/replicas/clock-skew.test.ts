@@ -8,16 +8,12 @@ import { join } from 'node:path';
 import type { RunningServer } from '../../helpers/server';
 import { download, postJson } from '../support/http';
 import { makeImage } from '../support/media';
-import { onReplica, startFleet, startInfrastructure, type Fleet, type FleetInfrastructure } from '../support/replicas';
+import { onReplica, startFleet, startInfrastructure, skewedClock, type Fleet, type FleetInfrastructure } from '../support/replicas';
 
 jest.setTimeout(180_000);
 
 const RETENTION_SECONDS = 300;
 const TEN_MINUTES_MS = 10 * 60_000;
-const skewed = (skewMs: number) => ({
-	NODE_OPTIONS: `--require ${join(__dirname, '..', 'support', 'skewed-clock.cjs')}`,
-	IMAGEGEN_TEST_CLOCK_SKEW_MS: String(skewMs),
-});
 
 const ADMIN_KEY = 'clock-skew-admin-key-0123456789';
 
@@ -56,7 +52,7 @@ const upload = async (replica: RunningServer, side: number) => {
 
 it('a replica 10 minutes ahead stamps, serves and sweeps by the database clock', async () => {
 	const [punctual] = fleet.replicas;
-	const ahead = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
+	const ahead = await fleet.startReplica([], skewedClock(TEN_MINUTES_MS));
 	extra.push(ahead);
 
 	const fromPunctual = await upload(punctual!, 20);
@@ -73,7 +69,7 @@ it('a replica 10 minutes ahead stamps, serves and sweeps by the database clock',
 	expect(info.status).toBe(200);
 
 	// Another replica ahead starts: its sweeper runs at once, and finds nothing expired.
-	const sweeper = await fleet.startReplica(['--admin-key', ADMIN_KEY], skewed(TEN_MINUTES_MS));
+	const sweeper = await fleet.startReplica(['--admin-key', ADMIN_KEY], skewedClock(TEN_MINUTES_MS));
 	extra.push(sweeper);
 	await sweepsFinished(sweeper, 1);
 	for (const file of [fromPunctual, fromAhead]) {
@@ -85,7 +81,7 @@ it('a replica 10 minutes ahead stamps, serves and sweeps by the database clock',
 
 it('a punctual replica replays what a replica 10 minutes behind answered, for the retention on the database clock', async () => {
 	const [punctual] = fleet.replicas;
-	const behind = await fleet.startReplica([], skewed(-TEN_MINUTES_MS));
+	const behind = await fleet.startReplica([], skewedClock(-TEN_MINUTES_MS));
 	extra.push(behind);
 	const body = { file: (await makeImage('png', 22, 22)).toString('base64') };
 	const first = await postJson(behind, '/v1/uploads', body, { headers: { 'idempotency-key': 'clock-skew-1' } });
@@ -100,8 +96,8 @@ it('a punctual replica replays what a replica 10 minutes behind answered, for th
 });
 
 it('usage lines of replicas 10 minutes ahead and behind carry the database clock, so they count on the same day', async () => {
-	const ahead = await fleet.startReplica([], skewed(TEN_MINUTES_MS));
-	const behind = await fleet.startReplica([], skewed(-TEN_MINUTES_MS));
+	const ahead = await fleet.startReplica([], skewedClock(TEN_MINUTES_MS));
+	const behind = await fleet.startReplica([], skewedClock(-TEN_MINUTES_MS));
 	extra.push(ahead, behind);
 	for (const replica of [ahead, behind]) {
 		const answer = await postJson(replica, '/v1/images/generations', { model: 'p-image', prompt: `clock ${replica.origin}`, response_format: 'b64_json' });

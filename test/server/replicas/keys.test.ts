@@ -6,6 +6,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RunningServer } from '../../helpers/server';
+import { callAs } from '../support/http';
 import { startFleet, startInfrastructure, type Fleet, type FleetInfrastructure } from '../support/replicas';
 
 const ADMIN_KEY = 'fleet-admin-key-0123456789';
@@ -24,18 +25,7 @@ afterAll(async () => {
 	await infrastructure?.stop();
 });
 
-type Answer = { status: number; body: any };
-
-async function call(replica: RunningServer, method: string, path: string, secret: string, body?: unknown): Promise<Answer> {
-	const response = await fetch(`${replica.origin}${path}`, {
-		method,
-		headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await response.text();
-	return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
+const call = callAs;
 const admin = (replica: RunningServer, method: string, path: string, body?: unknown) => call(replica, method, `/v1/admin${path}`, ADMIN_KEY, body);
 const models = (replica: RunningServer, secret: string) => call(replica, 'GET', '/v1/models', secret);
 const generate = (replica: RunningServer, secret: string) =>
@@ -73,6 +63,21 @@ describe('managed keys on a fleet', () => {
 		await admin(fleet.replicas[0]!, 'PATCH', `/keys/${key.id}`, { blocked: false });
 		await delay(PROPAGATION_MS);
 		await warm(key.key);
+	});
+
+	it('a rename on one replica and a block on another sent at once both hold, 20 rounds', async () => {
+		const key = await createKey();
+		const lost: number[] = [];
+		for (let round = 0; round < 20; round++) {
+			const [renamed, blocked] = await Promise.all([
+				admin(fleet.replicas[1]!, 'PATCH', `/keys/${key.id}`, { name: `round ${round}` }),
+				admin(fleet.replicas[0]!, 'PATCH', `/keys/${key.id}`, { blocked: round % 2 === 0 }),
+			]);
+			expect([renamed.status, blocked.status]).toEqual([200, 200]);
+			const seen = (await admin(fleet.replicas[2]!, 'GET', `/keys/${key.id}`)).body;
+			if (seen.name !== `round ${round}` || seen.blocked !== (round % 2 === 0)) lost.push(round);
+		}
+		expect(lost).toEqual([]);
 	});
 
 	it('a rotated key: the new secret works everywhere at once, the old one until its grace time ends', async () => {

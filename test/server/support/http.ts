@@ -31,6 +31,12 @@ export function postJson<T = any>(server: RunningServer, path: string, body: unk
 	});
 }
 
+/** One call with this secret as the bearer, and a JSON body when one is given. */
+export function callAs<T = any>(server: RunningServer, method: string, path: string, secret: string, body?: unknown) {
+	const json = body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+	return call<T>(server, path, { method, auth: `Bearer ${secret}`, ...json });
+}
+
 export function uploadFile<T = any>(
 	server: RunningServer,
 	bytes: Buffer,

@@ -123,6 +123,18 @@ export function describeKeyStoreContract(name: string, factory: () => Promise<Ke
 			expect((await store.findBySecretHash(key.secretHash))?.revokedAt).toEqual(new Date('2030-02-01T00:00:00Z'));
 		});
 
+		it('a patch writes only its own settings: a change of another field by another writer is kept', async () => {
+			const key = withoutSecret(managedKey({ budget: { limitUsd: 2, period: 'month' }, models: ['p-image'] }));
+			await store.create(key);
+			const other = harness.shared ? await open() : store;
+			await other.update(key.id, { blocked: true });
+			const renamed = await store.update(key.id, { name: 'renamed' });
+			expect(renamed).toEqual({ ...key, name: 'renamed', blocked: true });
+			expect(await store.update(key.id, { budget: null, models: null })).toEqual({ ...key, name: 'renamed', blocked: true, budget: null, models: null });
+			expect(await store.update(key.id, {})).toEqual({ ...key, name: 'renamed', blocked: true, budget: null, models: null });
+			expect(await store.update(newKeyId(), { name: 'nobody' })).toBeNull();
+		});
+
 		it('rotates: the new secret finds the key, the old one only with a grace time', async () => {
 			const key = managedKey();
 			await store.create(withoutSecret(key));

@@ -95,6 +95,11 @@ export async function startFleet(infrastructure: FleetInfrastructure, options: F
 	return fleet;
 }
 
+/** The environment of a replica whose clock is off by `skewMs`, as a machine whose clock drifted. */
+export function skewedClock(skewMs: number): Record<string, string> {
+	return { NODE_OPTIONS: `--require ${join(__dirname, 'skewed-clock.cjs')}`, IMAGEGEN_TEST_CLOCK_SKEW_MS: String(skewMs) };
+}
+
 /** The URL of a hosted file as served by another replica (file URLs carry the issuing replica's origin). */
 export function onReplica(fileUrl: string, replica: RunningServer): string {
 	const url = new URL(fileUrl);

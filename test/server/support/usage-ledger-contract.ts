@@ -1,5 +1,5 @@
 /**
- * What every UsageLedger must do, run against each engine (the JSON-lines file, PostgreSQL):
+ * What every UsageLedger must do, run against each engine (SQLite in the data dir, PostgreSQL):
  * rows per key, UTC day and model, inclusive date bounds, one count per request id, and records
  * that outlive the ledger that wrote them.
  */
