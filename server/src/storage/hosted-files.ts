@@ -18,6 +18,7 @@ import type { UploadOutputFormat } from '../../../core/schemas';
 import { fitImage, type FitImageOptions } from '../media/fit-image';
 import { checkPixels, declaredSizeOfFile, imageTooLarge, isPixelLimitError } from '../media/image-header';
 import { ImageWork, type ImageJob } from '../media/image-work';
+import type { Provenance } from '../../../core/api';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
@@ -33,6 +34,7 @@ export interface StagedFile {
 	media: SniffedMedia;
 	size: number;
 	ownerKeyId: string;
+	provenance?: Provenance;
 }
 
 export interface StageOptions {
@@ -217,6 +219,7 @@ export class HostedFiles {
 			ownerKeyId: staged.ownerKeyId,
 			createdAt,
 			expiresAt: new Date(createdAt.getTime() + lifetimeMs),
+			...(staged.provenance ? { provenance: staged.provenance } : {}),
 		};
 		try {
 			// The store's clock starts the lifetime (with PostgreSQL the one clock all replicas share),
@@ -234,8 +237,9 @@ export class HostedFiles {
 		await this.metadata.release(staged.id);
 	}
 
-	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<FileRecord> {
-		return this.publish(await this.stageBuffer(bytes, media, ownerKeyId));
+	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance): Promise<FileRecord> {
+		const staged = await this.stageBuffer(bytes, media, ownerKeyId);
+		return this.publish(provenance ? { ...staged, provenance } : staged);
 	}
 
 	async putStream(source: Readable, options: StageOptions): Promise<FileRecord> {

@@ -1,0 +1,101 @@
+/**
+ * Marks images right before they are stored or inlined (DESIGN.md, "Provenance"): an XMP packet
+ * with the IPTC digital source type, then a C2PA manifest signed with the operator's certificate
+ * whose hash binding covers those XMP bytes too. An image that came with its own manifest keeps
+ * it as the parent ingredient of ours.
+ */
+import type { SniffedMedia } from '../../../core/media';
+import { signWithC2pa } from './c2pa-engine';
+import type { CoseSigner } from './cose-signer';
+import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
+import { embedXmp } from './embed-xmp';
+import { xmpPacket } from './xmp-packet';
+
+/** What was done to an image between its source and what we store. */
+export type ImageChange = 'converted' | 'resized';
+
+export interface GeneratedImageFacts {
+	bytes: Buffer;
+	media: SniffedMedia;
+	model: string;
+	prompt: string;
+	/** The provider's own bytes and what we changed, when they were re-encoded into `bytes`. */
+	source?: { bytes: Buffer; media: SniffedMedia; changes: ImageChange[] };
+}
+
+export interface MarkedImage {
+	bytes: Buffer;
+	provenance: ProvenanceSummary;
+}
+
+export interface ProvenanceMarker {
+	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage>;
+}
+
+/** `--provenance off`: bytes as they are; a provider's own manifest still reported. */
+export const UNMARKED: ProvenanceMarker = {
+	async markGenerated(image) {
+		return { bytes: image.bytes, provenance: carriesC2pa(image.bytes) ? { c2pa: 'kept', digital_source_type: null } : NO_PROVENANCE };
+	},
+};
+
+export interface MarkerOptions {
+	signer: CoseSigner;
+	includePrompt: boolean;
+	/** `imagegen-server <version>`. */
+	creatorTool: string;
+	clock?: () => Date;
+}
+
+const PARENT_ID = 'source-image';
+
+export class C2paProvenanceMarker implements ProvenanceMarker {
+	constructor(private readonly options: MarkerOptions) {}
+
+	async markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
+		const { signer, includePrompt, creatorTool } = this.options;
+		const createdAt = this.options.clock?.() ?? new Date();
+		const xmp = xmpPacket({
+			digitalSourceType: TRAINED_ALGORITHMIC_MEDIA,
+			creatorTool,
+			model: image.model,
+			createdAt,
+			prompt: includePrompt ? image.prompt : undefined,
+		});
+		const marked = embedXmp(image.bytes, image.media, xmp);
+		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
+		const agent = { name: image.model };
+		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
+		const signedSource = carriesC2pa(source.bytes);
+		const actions = signedSource
+			? [{ action: 'c2pa.opened', softwareAgent: agent, parameters: { ingredientIds: [PARENT_ID] } }, ...changes]
+			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
+		const bytes = await signWithC2pa(
+			{
+				manifest: {
+					claim_generator_info: [{ name: 'imagegen-server', version: creatorTool.split(' ')[1] }],
+					title: `image.${image.media.extension}`,
+					format: image.media.mimeType,
+					assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
+				},
+				mimeType: image.media.mimeType,
+				bytes: marked,
+				parent: signedSource
+					? { bytes: source.bytes, mimeType: source.media.mimeType, ingredient: { title: `${image.model}.${source.media.extension}`, relationship: 'parentOf', label: PARENT_ID } }
+					: undefined,
+			},
+			signer,
+		);
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
+	}
+}
+
+/**
+ * Whether the bytes hold a C2PA manifest store: a JUMBF description box whose type UUID starts
+ * with "c2pa", found by a byte search (no parsing on the hot path).
+ */
+export function carriesC2pa(bytes: Buffer): boolean {
+	return bytes.includes(C2PA_STORE_DESCRIPTION);
+}
+
+const C2PA_STORE_DESCRIPTION = Buffer.from('jumdc2pa', 'latin1');
