@@ -28,6 +28,8 @@ export interface HostedFileFields {
 	id?: string;
 	mimeType?: string;
 	sizeBytes?: number;
+	/** Absent from services that did not record provenance. */
+	provenance?: Provenance;
 }
 
 export type UploadResponse = ({ imageUrl: string } | { videoUrl: string }) & HostedFileFields;

@@ -15,6 +15,7 @@ import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { runsAsTool } from '../shared/tool-mode';
 import { callApi } from '../shared/transport';
+import { provenanceJson } from '../shared/provenance';
 import type { ItemCall, RequestSettings } from '../shared/uploads';
 import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
 
@@ -89,6 +90,7 @@ function toolItems(request: GenerationRequest, response: GenerationResponse): IN
 			...('url' in image ? { url: image.url, expiresAt: image.expires_at } : {}),
 			mimeType: MEDIA_DETAILS[request.output_format].mimeType,
 			...(typeof (image as { seed?: unknown }).seed === 'number' ? { seed: (image as { seed: number }).seed } : {}),
+			...provenanceJson(image.provenance),
 			costUsd,
 		},
 	}));
@@ -137,6 +139,7 @@ async function toOutputItems(
 				...(bytes ? { sizeBytes: bytes.byteLength } : {}),
 				fileName,
 				...(typeof seed === 'number' ? { seed } : {}),
+				...provenanceJson(image.provenance),
 				costUsd,
 				created,
 			};
@@ -159,3 +162,4 @@ async function download(context: IExecuteFunctions, itemIndex: number, url: stri
 		});
 	}
 }
+

@@ -1,7 +1,7 @@
 /** Hosting a file through `POST /uploads`, from a binary property (streamed) or a JSON reference. */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
-import type { UploadResponse } from '../../core/api';
+import type { Provenance, UploadResponse } from '../../core/api';
 import type { BinaryInput } from './binary-input';
 import { StreamedMultipartBody } from './multipart';
 import type { RetryPolicy } from '../../core/retry-policy';
@@ -19,6 +19,7 @@ export interface HostedMedia {
 	id: string;
 	mimeType?: string;
 	sizeBytes?: number;
+	provenance?: Provenance;
 }
 
 export type UploadFormat = 'webp' | 'png' | 'jpg';
@@ -50,6 +51,7 @@ export function toHostedMedia(response: UploadResponse): HostedMedia {
 		id: response.id ?? fileIdFromUrl(url),
 		...(response.mimeType !== undefined ? { mimeType: response.mimeType } : {}),
 		...(response.sizeBytes !== undefined ? { sizeBytes: response.sizeBytes } : {}),
+		...(response.provenance !== undefined ? { provenance: response.provenance } : {}),
 	};
 }
 

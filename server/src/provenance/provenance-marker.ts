@@ -9,6 +9,7 @@ import { signWithC2pa } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
 import { embedXmp } from './embed-xmp';
+import { carriesC2pa } from './provenance-scan';
 import { xmpPacket } from './xmp-packet';
 
 /** What was done to an image between its source and what we store. */
@@ -89,13 +90,3 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
 	}
 }
-
-/**
- * Whether the bytes hold a C2PA manifest store: a JUMBF description box whose type UUID starts
- * with "c2pa", found by a byte search (no parsing on the hot path).
- */
-export function carriesC2pa(bytes: Buffer): boolean {
-	return bytes.includes(C2PA_STORE_DESCRIPTION);
-}
-
-const C2PA_STORE_DESCRIPTION = Buffer.from('jumdc2pa', 'latin1');

@@ -19,6 +19,7 @@ import { fitImage, type FitImageOptions } from '../media/fit-image';
 import { checkPixels, declaredSizeOfFile, imageTooLarge, isPixelLimitError } from '../media/image-header';
 import { ImageWork, type ImageJob } from '../media/image-work';
 import type { Provenance } from '../../../core/api';
+import { scanProvenance } from '../provenance/provenance-scan';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
@@ -120,7 +121,7 @@ export class HostedFiles {
 				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
 			}
 			options.accept?.(media);
-			const staged = await this.writeStaged(inspector, media, options.ownerKeyId);
+			const staged = { ...(await this.writeStaged(inspector, media, options.ownerKeyId)), provenance: inspector.provenance.summary() };
 			// Stored first, converted from the file: the header is checked before anything decodes,
 			// and libvips reads the file itself instead of sharp buffering the whole stream.
 			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
@@ -138,7 +139,7 @@ export class HostedFiles {
 
 	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		try {
-			return await this.writeStaged(Readable.from([bytes]), media, ownerKeyId);
+			return { ...(await this.writeStaged(Readable.from([bytes]), media, ownerKeyId)), provenance: scanProvenance(bytes) };
 		} catch (error) {
 			throw storageError(error);
 		}
@@ -237,6 +238,7 @@ export class HostedFiles {
 		await this.metadata.release(staged.id);
 	}
 
+	/** `provenance`: what the bytes carry when the caller knows better than a scan (a manifest it signed). */
 	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance): Promise<FileRecord> {
 		const staged = await this.stageBuffer(bytes, media, ownerKeyId);
 		return this.publish(provenance ? { ...staged, provenance } : staged);
