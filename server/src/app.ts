@@ -163,8 +163,8 @@ async function registerService(
 	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
-	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(provenancePlugin);
+	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(generationPlugin);
 	await app.register(uploadsPlugin);

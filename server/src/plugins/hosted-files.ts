@@ -28,6 +28,7 @@ export default fp<HostedFilesPluginOptions>(
 			publicBaseUrl: options.publicBaseUrl,
 			removeLeftovers: fastify.removeStorageLeftovers,
 			imageWork: new ImageWork({ maxPixels: fastify.config.maxImagePixels }),
+			marker: fastify.config.provenance.enabled ? fastify.provenance.marker : undefined,
 		});
 		fastify.decorate('hostedFiles', hostedFiles);
 
@@ -42,5 +43,5 @@ export default fp<HostedFilesPluginOptions>(
 			await sweeper?.stop();
 		});
 	},
-	{ name: 'hosted-files', dependencies: ['config', 'backends'] },
+	{ name: 'hosted-files', dependencies: ['config', 'backends', 'provenance'] },
 );

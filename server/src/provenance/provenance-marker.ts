@@ -9,11 +9,12 @@ import { signWithC2pa } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
 import { embedXmp } from './embed-xmp';
+import { keptCredits } from './kept-credits';
 import { carriesC2pa } from './provenance-scan';
 import { xmpPacket } from './xmp-packet';
 
 /** What was done to an image between its source and what we store. */
-export type ImageChange = 'converted' | 'resized';
+export type ImageChange = 'converted' | 'resized' | 'transcoded';
 
 export interface GeneratedImageFacts {
 	bytes: Buffer;
@@ -24,6 +25,22 @@ export interface GeneratedImageFacts {
 	source?: { bytes: Buffer; media: SniffedMedia; changes: ImageChange[] };
 }
 
+/** An upload re-encoded for `output_format`, `max_side` or `max_bytes` (metadata already dropped). */
+export interface ConvertedUploadFacts {
+	bytes: Buffer;
+	media: SniffedMedia;
+	changes: ImageChange[];
+	original: {
+		bytes: Buffer;
+		media: SniffedMedia;
+		/** What the original carried (found while it streamed in). */
+		provenance?: ProvenanceSummary;
+		/** The original's EXIF and XMP blocks, for the credits that survive the conversion. */
+		exif?: Buffer;
+		xmp?: Buffer;
+	};
+}
+
 export interface MarkedImage {
 	bytes: Buffer;
 	provenance: ProvenanceSummary;
@@ -31,12 +48,16 @@ export interface MarkedImage {
 
 export interface ProvenanceMarker {
 	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage>;
+	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage>;
 }
 
 /** `--provenance off`: bytes as they are; a provider's own manifest still reported. */
 export const UNMARKED: ProvenanceMarker = {
 	async markGenerated(image) {
 		return { bytes: image.bytes, provenance: carriesC2pa(image.bytes) ? { c2pa: 'kept', digital_source_type: null } : NO_PROVENANCE };
+	},
+	async markConverted(upload) {
+		return { bytes: upload.bytes, provenance: NO_PROVENANCE };
 	},
 };
 
@@ -73,12 +94,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
 		const bytes = await signWithC2pa(
 			{
-				manifest: {
-					claim_generator_info: [{ name: 'imagegen-server', version: creatorTool.split(' ')[1] }],
-					title: `image.${image.media.extension}`,
-					format: image.media.mimeType,
-					assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
-				},
+				manifest: { ...this.manifestBase(image.media), assertions: [{ label: 'c2pa.actions.v2', data: { actions } }] },
 				mimeType: image.media.mimeType,
 				bytes: marked,
 				parent: signedSource
@@ -88,5 +104,49 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			signer,
 		);
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
+	}
+
+	/**
+	 * Our manifest with the original as parent ingredient (its own manifest, if any, inside it) and
+	 * the conversion recorded; XMP with the original's digital source type and its credits. Nothing
+	 * else of the original's metadata comes along.
+	 */
+	async markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
+		const { original } = upload;
+		const digitalSourceType = original.provenance?.digital_source_type ?? undefined;
+		const credits = keptCredits(original.exif, original.xmp);
+		const xmp = xmpPacket({ digitalSourceType, ...credits });
+		const agent = { name: this.options.creatorTool };
+		const bytes = await signWithC2pa(
+			{
+				manifest: {
+					...this.manifestBase(upload.media),
+					assertions: [
+						{
+							label: 'c2pa.actions.v2',
+							data: {
+								actions: [
+									{ action: 'c2pa.opened', softwareAgent: agent, parameters: { ingredientIds: [PARENT_ID] } },
+									...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent })),
+								],
+							},
+						},
+					],
+				},
+				mimeType: upload.media.mimeType,
+				bytes: embedXmp(upload.bytes, upload.media, xmp),
+				parent: { bytes: original.bytes, mimeType: original.media.mimeType, ingredient: { title: `original.${original.media.extension}`, relationship: 'parentOf', label: PARENT_ID } },
+			},
+			this.options.signer,
+		);
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: digitalSourceType ?? null } };
+	}
+
+	private manifestBase(media: SniffedMedia) {
+		return {
+			claim_generator_info: [{ name: 'imagegen-server', version: this.options.creatorTool.split(' ')[1] }],
+			title: `image.${media.extension}`,
+			format: media.mimeType,
+		};
 	}
 }

@@ -1,12 +1,13 @@
 /**
  * The XMP packet written into every generated image: the IPTC digital source type, the tool that
  * made it, the model and the time; the prompt only when the operator allows it (it may be private).
+ * A converted upload gets the facts its original had that survive a conversion.
  */
 export interface XmpFacts {
-	digitalSourceType: string;
-	creatorTool: string;
+	digitalSourceType?: string;
+	creatorTool?: string;
 	model?: string;
-	createdAt: Date;
+	createdAt?: Date;
 	prompt?: string;
 	/** Kept from the original through a conversion (EXIF/XMP creator and copyright). */
 	creator?: string;
@@ -20,7 +21,7 @@ export function xmpPacket(facts: XmpFacts): string {
 	const attributes: [string, string | undefined][] = [
 		['Iptc4xmpExt:DigitalSourceType', facts.digitalSourceType],
 		['xmp:CreatorTool', facts.creatorTool],
-		['xmp:CreateDate', facts.createdAt.toISOString()],
+		['xmp:CreateDate', facts.createdAt?.toISOString()],
 		['Iptc4xmpExt:AISystemUsed', facts.model],
 		['Iptc4xmpExt:AIPromptInformation', facts.prompt?.slice(0, MAX_PROMPT_CHARACTERS)],
 	];
