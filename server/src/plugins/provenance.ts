@@ -5,7 +5,6 @@
  * stops the service before it takes a request.
  */
 import fp from 'fastify-plugin';
-import { loadC2pa } from '../provenance/c2pa-engine';
 import { CoseSigner } from '../provenance/cose-signer';
 import { C2paProvenanceMarker, UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import { loadSigningCredentials } from '../provenance/signing-credentials';
@@ -26,8 +25,8 @@ export default fp(
 		}
 		const credentials = await loadSigningCredentials({ certPath: provenance.certPath, keyPath: provenance.keyPath, dataDir, organization: 'imagegen-server' });
 		const signer = new CoseSigner(credentials.key, credentials.chain);
-		// Compiled in the background now, so the first generation does not wait for it.
-		loadC2pa().catch((error: unknown) => fastify.log.error({ err: error }, 'loading the C2PA engine failed'));
+		// The C2PA engine (≈ 15 MB resident) is compiled by the first image that needs it, so a
+		// service that only hosts uploads as they are never carries it.
 		fastify.decorate('provenance', {
 			marker: new C2paProvenanceMarker({ signer, includePrompt: provenance.includePrompt, creatorTool: `imagegen-server ${serviceVersion()}` }),
 			startLine: `C2PA signer: ${credentials.description}`,

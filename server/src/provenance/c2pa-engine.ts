@@ -1,10 +1,10 @@
 /**
  * c2pa-rs (the reference C2PA implementation) compiled to WebAssembly, as the Content Authenticity
  * Initiative ships it on npm: no binary to download at install, and the same code that verifiers
- * run. Compiled once per process, in the background, the first time something asks for it.
+ * run. Compiled once per process, the first time an image is signed or read.
  */
 import { readFileSync } from 'node:fs';
-import { initSync, WasmBuilder, WasmReader } from '@contentauth/c2pa-wasm';
+import { initSync, WasmBuilder } from '@contentauth/c2pa-wasm';
 import type { CoseSigner } from './cose-signer';
 
 /** The global of every JavaScript runtime; Node's type declarations leave it out. */
@@ -13,7 +13,7 @@ declare const WebAssembly: { compile(bytes: Uint8Array): Promise<object> };
 let loading: Promise<void> | undefined;
 
 /** Compiling 9 MB of WebAssembly takes a tenth of a second: off the event loop, once. */
-export function loadC2pa(): Promise<void> {
+function loadC2pa(): Promise<void> {
 	loading ??= WebAssembly.compile(readFileSync(require.resolve('@contentauth/c2pa-wasm/c2pa.wasm'))).then((module) => {
 		provideFileReaderSync();
 		initSync({ module });
@@ -37,7 +37,7 @@ export async function signWithC2pa(job: SigningJob, signer: CoseSigner): Promise
 	await loadC2pa();
 	const builder = WasmBuilder.fromJson(JSON.stringify(job.manifest), SIGNING_SETTINGS);
 	try {
-		if (job.parent) await builder.addIngredientFromBlob(JSON.stringify(job.parent.ingredient), job.parent.mimeType, asBlob(job.parent.bytes));
+		if (job.parent) await addParent(builder, job.parent);
 		const definition = { alg: signer.algorithm.c2pa, reserveSize: signer.reserveSize, sign: async (claim: Uint8Array) => signer.signClaim(claim) };
 		const signed = await builder.sign(definition as never, [], job.mimeType, asBlob(job.bytes));
 		return Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength);
@@ -46,29 +46,15 @@ export async function signWithC2pa(job: SigningJob, signer: CoseSigner): Promise
 	}
 }
 
-export interface ManifestReport {
-	/** c2pa-rs's verdict: Invalid, Valid or Trusted. */
-	state: string;
-	activeManifest: Record<string, unknown> | null;
-	store: Record<string, unknown>;
-}
-
-/** Reads and validates the manifest store of `bytes`; null when there is none. */
-export async function readC2pa(bytes: Uint8Array, mimeType: string, trustAnchorsPem?: string): Promise<ManifestReport | null> {
-	await loadC2pa();
-	const settings = JSON.stringify(trustAnchorsPem ? { trust: { user_anchors: trustAnchorsPem }, verify: { verify_trust: true } } : { verify: { verify_trust: false } });
-	let reader: WasmReader;
+/**
+ * The parent read from its bytes (its own manifest store comes along, valid or not); bytes whose
+ * manifest cannot even be parsed are still named as the parent, without their store.
+ */
+async function addParent(builder: WasmBuilder, parent: NonNullable<SigningJob['parent']>): Promise<void> {
 	try {
-		reader = await WasmReader.fromBytes(mimeType, bytes, settings);
-	} catch (error) {
-		if (/JumbfNotFound|ManifestNotFound|NotFound/i.test(String(error))) return null;
-		throw error;
-	}
-	try {
-		const store = JSON.parse(reader.json()) as Record<string, unknown>;
-		return { state: String(store.validation_state ?? ''), activeManifest: (reader.activeManifest() as Record<string, unknown> | undefined) ?? null, store };
-	} finally {
-		reader.free();
+		await builder.addIngredientFromBlob(JSON.stringify(parent.ingredient), parent.mimeType, asBlob(parent.bytes));
+	} catch {
+		builder.addIngredient(JSON.stringify({ ...parent.ingredient, format: parent.mimeType }));
 	}
 }
 

@@ -94,3 +94,19 @@ it('--provenance off: a conversion drops everything and says none', async () => 
 		await unmarked.stop({ removeData: true });
 	}
 });
+
+it('an upload whose manifest is damaged: hosted as sent without a conversion, converted and signed with one', async () => {
+	const generated = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', output_format: 'jpeg' });
+	const damaged = Buffer.from(generated.body.data[0].b64_json, 'base64');
+	// Bytes in the middle of the manifest store (claim, assertions, signature) overwritten.
+	const store = damaged.indexOf('jumdc2pa');
+	damaged.fill(0x41, store + 100, store + 900);
+	const asSent = await uploadFile(server, damaged);
+	expect(asSent.body.provenance.c2pa).toBe('kept');
+	expect((await download(asSent.body.imageUrl)).bytes.equals(damaged)).toBe(true);
+	const converted = await uploadFile(server, damaged, { output_format: 'png' });
+	expect(converted.status).toBe(200);
+	expect(converted.body.provenance.c2pa).toBe('signed');
+	const report = (await readC2paManifest((await download(converted.body.imageUrl)).bytes, 'image/png', anchor))!;
+	expect(actionsOf(report)[0]).toMatchObject({ action: 'c2pa.opened' });
+});
