@@ -8,7 +8,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
-import { ProvenanceScan } from '../provenance/provenance-scan';
+import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
 import { streamedBytes } from '../young-generation';
 import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 
@@ -76,6 +76,7 @@ export class InspectingStream extends Transform {
 	private decide(): boolean {
 		this.decided = true;
 		this.media = sniffMedia(Buffer.concat(this.head));
+		if (this.media?.kind === 'video') this.provenance.limitTo(VIDEO_SCAN_BYTES);
 		if (this.media) for (const chunk of this.head) this.push(chunk);
 		this.head = [];
 		this.settle(this.media);
