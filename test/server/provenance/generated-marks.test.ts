@@ -4,6 +4,8 @@
  * actions, hash binding) against the certificate the service made and kept in its data dir.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { actionsOf, readC2paManifest } from '../support/c2pa-reader';
@@ -60,6 +62,29 @@ describe('generated images', () => {
 		const id = /files\/([^.]+)\./.exec(item.url)![1];
 		const info = await call(server, `/v1/files/${id}`);
 		expect(info.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: TRAINED });
+	});
+
+	it('through MCP, and in an idempotent replay, the images are marked too', async () => {
+		const mcp = new Client({ name: 'provenance-test', version: '1.0.0' });
+		await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${server.apiKey}` } } }));
+		try {
+			const result = await mcp.callTool({ name: 'generate_image', arguments: { model: 'p-image', prompt: 'a lighthouse', output_format: 'webp' } });
+			const { url } = result.structuredContent as { url: string };
+			const bytes = Buffer.from(await (await fetch(url)).arrayBuffer());
+			expect((await exiftool(bytes))['XMP-iptcExt:DigitalSourceType']).toBe(TRAINED);
+			expect((await readC2paManifest(bytes, 'image/webp', trustAnchor))!.validation_state).toBe('Trusted');
+		} finally {
+			await mcp.close();
+		}
+
+		const body = { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json' };
+		const headers = { 'idempotency-key': 'provenance-replay-0001' };
+		const first = await postJson(server, '/v1/images/generations', body, { headers });
+		const replay = await postJson(server, '/v1/images/generations', body, { headers });
+		expect(replay.headers.get('idempotent-replayed')).toBe('true');
+		expect(replay.body.data[0]).toEqual(first.body.data[0]);
+		const replayed = Buffer.from(replay.body.data[0].b64_json, 'base64');
+		expect((await readC2paManifest(replayed, 'image/png', trustAnchor))!.validation_state).toBe('Trusted');
 	});
 
 	it('the self-made certificate is kept in the data dir, key readable by the owner only, and named at start', () => {
