@@ -5,7 +5,7 @@
  * it as the parent ingredient of ours.
  */
 import type { SniffedMedia } from '../../../core/media';
-import { signWithC2pa } from './c2pa-engine';
+import { signWithC2pa, type SigningJob } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
 import { embedXmp } from './embed-xmp';
@@ -66,7 +66,6 @@ export interface MarkerOptions {
 	includePrompt: boolean;
 	/** `imagegen-server <version>`. */
 	creatorTool: string;
-	clock?: () => Date;
 }
 
 const PARENT_ID = 'source-image';
@@ -76,12 +75,11 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 
 	async markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
 		const { signer, includePrompt, creatorTool } = this.options;
-		const createdAt = this.options.clock?.() ?? new Date();
 		const xmp = xmpPacket({
 			digitalSourceType: TRAINED_ALGORITHMIC_MEDIA,
 			creatorTool,
 			model: image.model,
-			createdAt,
+			createdAt: new Date(),
 			prompt: includePrompt ? image.prompt : undefined,
 		});
 		const marked = embedXmp(image.bytes, image.media, xmp);
@@ -90,16 +88,14 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
 		const signedSource = carriesC2pa(source.bytes);
 		const actions = signedSource
-			? [{ action: 'c2pa.opened', softwareAgent: agent, parameters: { ingredientIds: [PARENT_ID] } }, ...changes]
+			? [opened(agent), ...changes]
 			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
 		const bytes = await signWithC2pa(
 			{
-				manifest: { ...this.manifestBase(image.media), assertions: [{ label: 'c2pa.actions.v2', data: { actions } }] },
+				manifest: this.manifest(image.media, actions),
 				mimeType: image.media.mimeType,
 				bytes: marked,
-				parent: signedSource
-					? { bytes: source.bytes, mimeType: source.media.mimeType, ingredient: { title: `${image.model}.${source.media.extension}`, relationship: 'parentOf', label: PARENT_ID } }
-					: undefined,
+				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
 			},
 			signer,
 		);
@@ -117,36 +113,34 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const credits = keptCredits(original.exif, original.xmp);
 		const xmp = xmpPacket({ digitalSourceType, ...credits });
 		const agent = { name: this.options.creatorTool };
+		const actions = [opened(agent), ...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent }))];
 		const bytes = await signWithC2pa(
 			{
-				manifest: {
-					...this.manifestBase(upload.media),
-					assertions: [
-						{
-							label: 'c2pa.actions.v2',
-							data: {
-								actions: [
-									{ action: 'c2pa.opened', softwareAgent: agent, parameters: { ingredientIds: [PARENT_ID] } },
-									...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent })),
-								],
-							},
-						},
-					],
-				},
+				manifest: this.manifest(upload.media, actions),
 				mimeType: upload.media.mimeType,
 				bytes: embedXmp(upload.bytes, upload.media, xmp),
-				parent: { bytes: original.bytes, mimeType: original.media.mimeType, ingredient: { title: `original.${original.media.extension}`, relationship: 'parentOf', label: PARENT_ID } },
+				parent: parent(original.bytes, original.media, 'original'),
 			},
 			this.options.signer,
 		);
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: digitalSourceType ?? null } };
 	}
 
-	private manifestBase(media: SniffedMedia) {
+	/** A c2pa-rs manifest definition with one actions assertion. */
+	private manifest(media: SniffedMedia, actions: object[]): object {
 		return {
 			claim_generator_info: [{ name: 'imagegen-server', version: this.options.creatorTool.split(' ')[1] }],
 			title: `image.${media.extension}`,
 			format: media.mimeType,
+			assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
 		};
 	}
+}
+
+function opened(softwareAgent: { name: string }): object {
+	return { action: 'c2pa.opened', softwareAgent, parameters: { ingredientIds: [PARENT_ID] } };
+}
+
+function parent(bytes: Buffer, media: SniffedMedia, name: string): NonNullable<SigningJob['parent']> {
+	return { bytes, mimeType: media.mimeType, ingredient: { title: `${name}.${media.extension}`, relationship: 'parentOf', label: PARENT_ID } };
 }
