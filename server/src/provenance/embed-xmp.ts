@@ -22,6 +22,7 @@ export function embedXmp(bytes: Buffer, media: SniffedMedia, xmp: string): Buffe
 
 const PNG_SIGNATURE_BYTES = 8;
 const PNG_XMP_KEYWORD = 'XML:com.adobe.xmp';
+const PNG_TEXT_CHUNKS = new Set(['iTXt', 'tEXt', 'zTXt']);
 
 function embedInPng(bytes: Buffer, packet: Buffer): Buffer {
 	const parts: Buffer[] = [bytes.subarray(0, PNG_SIGNATURE_BYTES)];
@@ -31,7 +32,8 @@ function embedInPng(bytes: Buffer, packet: Buffer): Buffer {
 		const end = offset + 12 + length;
 		const type = bytes.toString('latin1', offset + 4, offset + 8);
 		const chunk = bytes.subarray(offset, end);
-		const isXmp = type === 'iTXt' && bytes.toString('latin1', offset + 8, offset + 8 + PNG_XMP_KEYWORD.length + 1) === `${PNG_XMP_KEYWORD}\0`;
+		// Some writers (libvips among them) put the packet in a tEXt or zTXt chunk instead.
+		const isXmp = PNG_TEXT_CHUNKS.has(type) && bytes.toString('latin1', offset + 8, offset + 8 + PNG_XMP_KEYWORD.length + 1) === `${PNG_XMP_KEYWORD}\0`;
 		if (!isXmp) parts.push(chunk);
 		// Right after the header, where readers that stop early still find it.
 		if (type === 'IHDR') parts.push(pngChunk('iTXt', Buffer.concat([Buffer.from(`${PNG_XMP_KEYWORD}\0\0\0\0\0`, 'latin1'), packet])));
