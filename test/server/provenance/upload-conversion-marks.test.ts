@@ -110,3 +110,18 @@ it('an upload whose manifest is damaged: hosted as sent without a conversion, co
 	const report = (await readC2paManifest((await download(converted.body.imageUrl)).bytes, 'image/png', anchor))!;
 	expect(actionsOf(report)[0]).toMatchObject({ action: 'c2pa.opened' });
 });
+
+it('credits only in XMP (dc:creator, dc:rights) survive a conversion too; XMP owner and location do not', async () => {
+	const png = await exiftoolWrite(await makeImage('png', 120, 80), [
+		'-XMP-dc:Creator=Bob Maker',
+		'-XMP-dc:Rights=(c) Bob & Co',
+		'-XMP-aux:OwnerName=Bob Private',
+		'-XMP-exif:GPSLatitude=40.7',
+		'-XMP-exif:GPSLatitudeRef=N',
+	]);
+	const answer = await uploadFile(server, png, { output_format: 'jpg' });
+	expect(answer.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: null });
+	const tags = await exiftool((await download(answer.body.imageUrl)).bytes);
+	expect(tags).toMatchObject({ 'XMP-dc:Creator': 'Bob Maker', 'XMP-dc:Rights': '(c) Bob & Co' });
+	expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+});
