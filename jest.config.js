@@ -35,7 +35,10 @@ const project = {
 	testEnvironment: 'node',
 	transform: {
 		'^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
+		// c2pa-rs's WebAssembly build ships as an ES module only; Jest's loader needs CommonJS.
+		'/node_modules/@contentauth/c2pa-wasm/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'es2022' } }],
 	},
+	transformIgnorePatterns: ['/node_modules/(?!@contentauth/c2pa-wasm/)'],
 };
 
 /** @type {import('jest').Config} */

@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history,image-work,keys` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history,image-work,keys,provenance` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,11 +11,12 @@ import { imageWorkBench } from './image-work.mjs';
 import { keysBench } from './keys.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
+import { provenanceBench } from './provenance.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history', 'image-work', 'keys'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history', 'image-work', 'keys', 'provenance'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -124,6 +125,14 @@ if (only.includes('keys')) {
 	rows.push([`generation, managed budgeted key (PostgreSQL)`, `${k.managed.rps} req/s`, `flat key ${k.flat.rps} req/s`, k.ratio, '≥ 0.9', k.ratio >= 0.9 ? 'yes' : 'NO']);
 	rows.push([`managed key p50 / p99`, `${k.managed.p50Ms} / ${k.managed.p99Ms} ms`, `${k.flat.p50Ms} / ${k.flat.p99Ms} ms`, `+${k.addedP50Ms} ms p50`, '', '']);
 	rows.push([`managed key errors`, String(k.errors), '', '', '0', k.errors === 0 ? 'yes' : 'NO']);
+}
+
+if (only.includes('provenance')) {
+	log('provenance: hosted generations with XMP and a signed C2PA manifest vs --provenance off, one at a time');
+	const p = (results.provenance = await provenanceBench());
+	rows.push([`generation hosted p50, marked vs unmarked`, `${p.on.p50Ms} ms`, `${p.off.p50Ms} ms`, `+${p.addedP50Ms} ms`, '≤ +2 ms', p.addedP50Ms <= 2 ? 'yes' : 'NO']);
+	rows.push([`generation hosted throughput, marked vs unmarked`, `${p.on.rps} req/s`, `${p.off.rps} req/s`, round(p.on.rps / p.off.rps), '', '']);
+	rows.push([`provenance bench errors`, String(p.errors), '', '', '0', p.errors === 0 ? 'yes' : 'NO']);
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

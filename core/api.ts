@@ -1,8 +1,17 @@
 /** Shapes of the service's successful answers, shared by the server and the nodes. */
 import type { ModelId } from './models';
 
+/**
+ * What an answer says about a file's marks (DESIGN.md, "Provenance"): `signed` carries our C2PA
+ * manifest, `kept` an upload's own manifest hosted unchanged.
+ */
+export interface Provenance {
+	c2pa: 'signed' | 'kept' | 'none';
+	digital_source_type: string | null;
+}
+
 /** `seed`: the one the image was made with (the caller's, or drawn for them). */
-export type GeneratedImage = ({ url: string; expires_at: string } | { b64_json: string }) & { seed: number };
+export type GeneratedImage = ({ url: string; expires_at: string } | { b64_json: string }) & { seed: number; provenance?: Provenance };
 
 export interface GenerationResponse {
 	created: number;
@@ -19,6 +28,8 @@ export interface HostedFileFields {
 	id?: string;
 	mimeType?: string;
 	sizeBytes?: number;
+	/** Absent from services that did not record provenance. */
+	provenance?: Provenance;
 }
 
 export type UploadResponse = ({ imageUrl: string } | { videoUrl: string }) & HostedFileFields;
@@ -31,4 +42,5 @@ export interface FileInfoResponse {
 	sizeBytes: number;
 	createdAt: string;
 	expiresAt: string;
+	provenance: Provenance;
 }

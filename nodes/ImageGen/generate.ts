@@ -15,6 +15,7 @@ import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { runsAsTool } from '../shared/tool-mode';
 import { callApi } from '../shared/transport';
+import { provenanceJson } from '../shared/provenance';
 import type { ItemCall, RequestSettings } from '../shared/uploads';
 import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
 
@@ -103,6 +104,7 @@ function hostedFields(image: AnsweredImage): IDataObject {
 function describedFields(image: AnsweredImage, answer: GenerationAnswer): IDataObject {
 	return {
 		...(image.seed !== undefined ? { seed: image.seed } : {}),
+		...provenanceJson(image.provenance),
 		...(answer.costUsdPerImage !== undefined ? { costUsd: answer.costUsdPerImage } : {}),
 	};
 }
@@ -169,3 +171,4 @@ async function download(context: IExecuteFunctions, itemIndex: number, url: stri
 		});
 	}
 }
+

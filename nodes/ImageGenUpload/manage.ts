@@ -9,6 +9,7 @@ import type { FileInfoResponse } from '../../core/api';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi } from '../shared/transport';
 import { fileIdFromUrl } from '../shared/answers';
+import { provenanceJson } from '../shared/provenance';
 
 const FILE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
@@ -28,6 +29,7 @@ export async function getInfoForItem(context: IExecuteFunctions, itemIndex: numb
 		sizeBytes: info.sizeBytes,
 		createdAt: info.createdAt,
 		expiresAt: info.expiresAt,
+		...provenanceJson(info.provenance),
 	};
 	return [{ json }];
 }

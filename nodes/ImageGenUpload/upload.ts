@@ -22,6 +22,7 @@ import {
 	type UploadSettings,
 } from '../shared/uploads';
 import { imageFitFrom } from './fit-for';
+import { provenanceJson } from '../shared/provenance';
 
 type InputType = 'binary' | 'url' | 'base64';
 type MediaTypeParameter = 'auto' | MediaKind;
@@ -54,6 +55,7 @@ function hostedFileJson(hosted: HostedMedia): IDataObject {
 		...(hosted.id !== undefined ? { id: hosted.id } : {}),
 		...(hosted.mimeType !== undefined ? { mimeType: hosted.mimeType } : {}),
 		...(hosted.sizeBytes !== undefined ? { sizeBytes: hosted.sizeBytes } : {}),
+		...provenanceJson(hosted.provenance),
 	};
 }
 

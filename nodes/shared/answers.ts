@@ -8,9 +8,10 @@
 import type { IExecuteFunctions, JsonObject } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
+import type { Provenance } from '../../core/api';
 import type { HostedMedia } from './uploads';
 
-export type AnsweredImage = ({ url: string; expiresAt?: string } | { b64Json: string }) & { seed?: number };
+export type AnsweredImage = ({ url: string; expiresAt?: string } | { b64Json: string }) & { seed?: number; provenance?: Provenance };
 
 export interface GenerationAnswer {
 	images: AnsweredImage[];
@@ -47,7 +48,10 @@ export function readGenerationAnswer(context: IExecuteFunctions, itemIndex: numb
 function toAnsweredImage(item: unknown): AnsweredImage | undefined {
 	const image = fieldsOf(item);
 	const seed = finite(image.seed);
-	const withSeed = present('seed', seed !== undefined && Number.isInteger(seed) ? seed : undefined);
+	const withSeed = {
+		...present('seed', seed !== undefined && Number.isInteger(seed) ? seed : undefined),
+		...present('provenance', readProvenance(image.provenance)),
+	};
 	const b64Json = text(image.b64_json);
 	if (b64Json) return { b64Json, ...withSeed };
 	const url = text(image.url);
@@ -67,7 +71,18 @@ export function readUploadAnswer(context: IExecuteFunctions, itemIndex: number, 
 		...present('id', text(answer.id) ?? hostedFileId(url)),
 		...present('mimeType', text(answer.mimeType)),
 		...present('sizeBytes', sizeBytes !== undefined && Number.isInteger(sizeBytes) ? sizeBytes : undefined),
+		...present('provenance', readProvenance(answer.provenance)),
 	};
+}
+
+const C2PA_STATES: readonly Provenance['c2pa'][] = ['signed', 'kept', 'none'];
+
+/** A file's marks as the service describes them; anything else (another service's field) is left out. */
+function readProvenance(value: unknown): Provenance | undefined {
+	const fields = fieldsOf(value);
+	const c2pa = C2PA_STATES.find((state) => state === fields.c2pa);
+	if (c2pa === undefined) return undefined;
+	return { c2pa, digital_source_type: text(fields.digital_source_type) ?? null };
 }
 
 /** The last path segment of a file URL without its extension: the id the service gives a file. */

@@ -2,6 +2,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { readUploadAnswer } from './answers';
+import type { Provenance } from '../../core/api';
 import type { BinaryInput } from './binary-input';
 import { StreamedMultipartBody } from './multipart';
 import type { RetryPolicy } from '../../core/retry-policy';
@@ -20,6 +21,7 @@ export interface HostedMedia {
 	id?: string;
 	mimeType?: string;
 	sizeBytes?: number;
+	provenance?: Provenance;
 }
 
 export type UploadFormat = 'webp' | 'png' | 'jpg';

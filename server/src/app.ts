@@ -18,6 +18,7 @@ import backendsPlugin, { openBackends, type Backends } from './plugins/backends'
 import configPlugin from './plugins/config';
 import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
+import provenancePlugin from './plugins/provenance';
 import idempotencyPlugin from './plugins/idempotency';
 import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
@@ -164,6 +165,7 @@ async function registerService(
 	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });
 	await app.register(remoteFetch);
+	await app.register(provenancePlugin);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(generationPlugin);

@@ -49,6 +49,16 @@ export interface ServiceConfig {
 	authFailuresPerMinute: number;
 	/** The proxies in front whose X-Forwarded-For is believed (addresses, CIDRs); false: none. */
 	trustProxy: TrustProxy;
+	provenance: ProvenanceConfig;
+}
+
+/** How generated images are marked (DESIGN.md, "Provenance"). */
+export interface ProvenanceConfig {
+	enabled: boolean;
+	includePrompt: boolean;
+	/** PEM files of the operator's signing certificate (chain) and key; both or neither. */
+	certPath?: string;
+	keyPath?: string;
 }
 
 export type { TrustProxy };
@@ -61,6 +71,7 @@ export type StorageConfig =
 
 const STORAGE_DRIVERS: readonly StorageDriverName[] = ['disk', 's3'];
 const FILE_DELIVERIES: readonly FileDelivery[] = ['proxy', 'redirect'];
+const PROVENANCE_MODES = ['on', 'off'] as const;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -111,6 +122,10 @@ export const OPTIONS = [
 	{ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', kind: 'number', defaultText: '60', description: 'How long a client may send nothing while its request is incomplete (408)' },
 	{ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', kind: 'number', defaultText: '15', description: 'Longest a PostgreSQL statement may run before the request fails with 503' },
 	{ flag: 'max-image-pixels', env: 'IMAGEGEN_MAX_IMAGE_PIXELS', kind: 'integer', defaultText: '100000000', description: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)' },
+	{ flag: 'provenance', env: 'IMAGEGEN_PROVENANCE', kind: 'string', defaultText: 'on', description: 'on: every generated image carries IPTC XMP and a signed C2PA manifest; off: no marks' },
+	{ flag: 'provenance-include-prompt', env: 'IMAGEGEN_PROVENANCE_INCLUDE_PROMPT', kind: 'boolean', defaultText: 'false', description: 'Write the prompt into the XMP of generated images' },
+	{ flag: 'c2pa-cert', env: 'IMAGEGEN_C2PA_CERT', kind: 'string', defaultText: '(self-made, kept in <data-dir>/c2pa/)', description: 'PEM certificate chain that signs C2PA manifests (signing certificate first)' },
+	{ flag: 'c2pa-key', env: 'IMAGEGEN_C2PA_KEY', kind: 'string', defaultText: '(self-made, kept in <data-dir>/c2pa/)', description: 'PEM private key of --c2pa-cert' },
 	{ flag: 'admin-key', env: 'IMAGEGEN_ADMIN_KEY', kind: 'string', defaultText: '(none: no admin API, no /metrics)', description: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics' },
 	{ flag: 'auth-failures-per-minute', env: 'IMAGEGEN_AUTH_FAILURES_PER_MINUTE', kind: 'integer', defaultText: '30', description: 'Wrong API or admin keys per minute per client address before 429s (0 = unlimited)' },
 	{ flag: 'trust-proxy', env: 'IMAGEGEN_TRUST_PROXY', kind: 'string', defaultText: 'off', description: 'Addresses or CIDRs of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1, or loopback): the client address is taken from their X-Forwarded-For' },
@@ -291,6 +306,18 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 	} catch (error) {
 		throw new ConfigError(`${source('trust-proxy')} ${(error as Error).message}`);
 	}
+	const provenanceMode = oneOf('provenance', PROVENANCE_MODES, 'on');
+	const certPath = text('c2pa-cert');
+	const keyPath = text('c2pa-key');
+	if ((certPath === undefined) !== (keyPath === undefined)) {
+		throw new ConfigError(`${source(certPath === undefined ? 'c2pa-cert' : 'c2pa-key')} is required with ${source(certPath === undefined ? 'c2pa-key' : 'c2pa-cert')}`);
+	}
+	const provenance: ProvenanceConfig = {
+		enabled: provenanceMode === 'on',
+		includePrompt: boolean('provenance-include-prompt'),
+		certPath: certPath === undefined ? undefined : resolve(certPath),
+		keyPath: keyPath === undefined ? undefined : resolve(keyPath),
+	};
 
 	const host = text('host') ?? '127.0.0.1';
 	return {
@@ -322,6 +349,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		adminKey,
 		authFailuresPerMinute: integer('auth-failures-per-minute', 30, 0, 1_000_000),
 		trustProxy,
+		provenance,
 	};
 }
 

@@ -5,7 +5,7 @@
  */
 import sharp from 'sharp';
 
-import { makeImage, makeMp4 } from '../server/support/media';
+import { makeImage, makeMp4, samePixels } from '../server/support/media';
 import { binaryBytes, IMAGE_GEN, IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
 
@@ -39,6 +39,7 @@ describe('Upload: what an agent can use as it is', () => {
 			id: String(json.url).split('/').pop()!.replace(/\.png$/, ''),
 			mimeType: 'image/png',
 			sizeBytes: png.length,
+			provenance: { c2pa: 'none', digital_source_type: null },
 		});
 		expect(hosted.bytes.equals(png)).toBe(true);
 		const expiresIn = Date.parse(String(json.expiresAt)) - Date.now();
@@ -103,6 +104,7 @@ describe('Get Info and Delete', () => {
 				sizeBytes: png.length,
 				createdAt: expect.any(String),
 				expiresAt: uploaded.expiresAt,
+				provenance: { c2pa: 'none', digital_source_type: null },
 			});
 		}
 
@@ -154,9 +156,10 @@ describe('ImageGen: seeds and retry safety', () => {
 		const [a, b, c] = [first, second, other].map((result) => result.output('ImageGen')[0]!);
 		expect(a!.json.seed).toBe(1234);
 		expect(c!.json.seed).toBe(99);
+		expect(a!.json.provenance).toEqual({ c2pa: 'signed', digital_source_type: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' });
 		const [bytesA, bytesB, bytesC] = await Promise.all([a!, b!, c!].map((item) => binaryBytes(item)));
-		expect(bytesA!.equals(bytesB!)).toBe(true);
-		expect(bytesA!.equals(bytesC!)).toBe(false);
+		expect(await samePixels(bytesA!, bytesB!)).toBe(true);
+		expect(await samePixels(bytesA!, bytesC!)).toBe(false);
 	});
 
 	test('an answer lost on the way: the retry is replayed by the service, not generated again', async () => {

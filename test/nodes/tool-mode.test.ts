@@ -39,6 +39,7 @@ test('ImageGen as a tool answers url, expiresAt, seed, costUsd and mimeType, wit
 		expiresAt: expect.any(String),
 		mimeType: 'image/webp',
 		seed: 7,
+		provenance: { c2pa: 'signed', digital_source_type: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' },
 		costUsd: MODELS['textimage-v2'].priceUsd,
 	});
 	expect(JSON.stringify(item!.json).length).toBeLessThan(400);

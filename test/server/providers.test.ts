@@ -16,7 +16,7 @@ import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
 import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
 import { startFakeHosts, type FakeHosts } from './support/fake-hosts';
 import { eventually, postJson } from './support/http';
-import { makeImage } from './support/media';
+import { makeImage, samePixels } from './support/media';
 
 let fake: FakeHosts;
 /** Another origin, standing for whatever host an answer might name: it must never see a key. */
@@ -88,7 +88,7 @@ describe('replicate', () => {
 		expect(call!.json).toEqual({ input: { prompt: 'A red bicycle', aspect_ratio: '16:9', seed: 42 } });
 		expect(answer.body.data[0].seed).toBe(42);
 		expect(answer.body.data[0].url.startsWith(`${replicate.origin}/files/`)).toBe(true);
-		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+		expect(await samePixels(await hostedBytes(answer.body.data[0].url), wide)).toBe(true);
 	});
 
 	test('p-image-edit: input images handed over as data URIs', async () => {
@@ -98,7 +98,7 @@ describe('replicate', () => {
 		const [call] = fake.callsTo('POST', '/v1/models/');
 		expect(call!.path).toBe('/v1/models/prunaai/p-image-edit/predictions');
 		expect(call!.json.input).toEqual({ prompt: 'Blue', aspect_ratio: '16:9', seed: 0, images: [`data:image/jpeg;base64,${input.toString('base64')}`] });
-		expect(Buffer.from(answer.body.data[0].b64_json, 'base64').equals(wide)).toBe(true);
+		expect(await samePixels(Buffer.from(answer.body.data[0].b64_json, 'base64'), wide)).toBe(true);
 	});
 
 	test('textimage-v2: ideogram-v2 on Replicate with its spelling of style and magic prompt', async () => {
@@ -196,7 +196,7 @@ describe('pruna', () => {
 		expect(call!.json).toEqual({ input: { prompt: 'A lighthouse', aspect_ratio: '16:9', seed: 7 } });
 		expect(answer.body.data[0].seed).toBe(7);
 		expect(fake.callsTo('GET', '/v1/predictions/delivery/')[0]!.headers.apikey).toBe('pruna-test-key');
-		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+		expect(await samePixels(await hostedBytes(answer.body.data[0].url), wide)).toBe(true);
 	});
 
 	test('p-image-edit: each input image uploaded as multipart `content`, its URL passed in input.images', async () => {
@@ -269,7 +269,7 @@ describe('ideogram', () => {
 		expect(call!.json).toEqual({
 			image_request: { prompt: 'A poster', model: 'V_2', aspect_ratio: 'ASPECT_1_1', style_type: 'ANIME', magic_prompt_option: 'ON', negative_prompt: 'blur', seed: 12345 },
 		});
-		expect((await hostedBytes(answer.body.data[0].url)).equals(square)).toBe(true);
+		expect(await samePixels(await hostedBytes(answer.body.data[0].url), square)).toBe(true);
 	});
 
 	test.each([
@@ -421,7 +421,7 @@ describe('a provider’s key goes only to its configured origin', () => {
 		expect(answer.status).toBe(200);
 		expect(other.callsTo('GET', '/out/')).toHaveLength(1);
 		expect(leaked()).toEqual([]);
-		expect((await hostedBytes(answer.body.data[0].url)).equals(wide)).toBe(true);
+		expect(await samePixels(await hostedBytes(answer.body.data[0].url), wide)).toBe(true);
 	});
 
 	test('pruna: a delivery that redirects to another host keeps the key at home', async () => {
@@ -483,7 +483,7 @@ describe('upstream (another imagegen-server)', () => {
 		const seed = ours.body.data[0].seed;
 		expect(Number.isInteger(seed)).toBe(true);
 		const theirs = await generate(sandbox, { ...request, response_format: 'b64_json', seed });
-		expect((await hostedBytes(ours.body.data[0].url)).equals(Buffer.from(theirs.body.data[0].b64_json, 'base64'))).toBe(true);
+		expect(await samePixels(await hostedBytes(ours.body.data[0].url), Buffer.from(theirs.body.data[0].b64_json, 'base64'))).toBe(true);
 		expect(sandboxProxy.requests.map((call) => call.path)).toEqual(['/v1/images/generations']);
 	});
 

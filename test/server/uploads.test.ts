@@ -37,7 +37,7 @@ describe('image uploads: the three request forms', () => {
 	it('multipart file → imageUrl with the same bytes, and expiresAt about a day ahead', async () => {
 		const answer = await uploadFile(server, png, {}, { fileName: 'picture.png', mimeType: 'image/png' });
 		expect(answer.status).toBe(200);
-		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'imageUrl', 'mimeType', 'sizeBytes']);
+		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'imageUrl', 'mimeType', 'provenance', 'sizeBytes']);
 		expect(answer.body.imageUrl).toMatch(/\/files\/[A-Za-z0-9_-]{22,}\.png$/);
 		const expiresIn = Date.parse(answer.body.expiresAt) - Date.now();
 		expect(expiresIn).toBeGreaterThan(86_000_000);
@@ -93,7 +93,7 @@ describe('video uploads: the three request forms', () => {
 	it.each(videos)('multipart %s → videoUrl, byte-identical', async (extension, bytes, mime) => {
 		const answer = await uploadFile(server, bytes, {}, { fileName: `clip.${extension}` });
 		expect(answer.status).toBe(200);
-		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'mimeType', 'sizeBytes', 'videoUrl']);
+		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'mimeType', 'provenance', 'sizeBytes', 'videoUrl']);
 		expect(answer.body.videoUrl.endsWith(`.${extension}`)).toBe(true);
 		await expectHosted(answer.body.videoUrl, bytes, mime);
 	});

@@ -146,4 +146,12 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX idempotency_keys_file_ids ON idempotency_keys USING gin (file_ids);
 		`,
 	},
+	{
+		version: 5,
+		name: 'what each file says about its provenance',
+		sql: `
+			-- NULL on files stored before provenance was recorded: answered as no manifest.
+			ALTER TABLE files ADD COLUMN provenance jsonb;
+		`,
+	},
 ];

@@ -11,9 +11,10 @@
 import type { Pool } from 'pg';
 import type { MediaKind } from '../../../core/media';
 import { withConnection } from './connection';
+import type { Provenance } from '../../../core/api';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from '../storage/file-metadata';
 
-const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at';
+const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at, provenance';
 
 interface FileRow {
 	id: string;
@@ -28,6 +29,7 @@ interface FileRow {
 	owner_key_id: string;
 	created_at: Date;
 	expires_at: Date;
+	provenance: Provenance | null;
 }
 
 export class PgFileMetadataStore implements FileMetadataStore {
@@ -46,7 +48,8 @@ export class PgFileMetadataStore implements FileMetadataStore {
 			`UPDATE files
 			SET published = true, name = $2, kind = $3, mime_type = $4, extension = $5, size = $6, etag = $7,
 				created_at = CASE WHEN $12::float8 IS NULL THEN $8::timestamptz ELSE now() END,
-				expires_at = COALESCE(now() + $12::float8 * interval '1 millisecond', $9::timestamptz)
+				expires_at = COALESCE(now() + $12::float8 * interval '1 millisecond', $9::timestamptz),
+				provenance = $13::jsonb
 			WHERE id = $1 AND storage_key = $10 AND owner_key_id = $11 AND NOT published
 			RETURNING created_at, expires_at`,
 			[
@@ -62,6 +65,7 @@ export class PgFileMetadataStore implements FileMetadataStore {
 				file.storageKey,
 				file.ownerKeyId,
 				options.lifetimeMs ?? null,
+				file.provenance === undefined ? null : JSON.stringify(file.provenance),
 			],
 		);
 		if (rows.length !== 1) {
@@ -149,5 +153,6 @@ function toRecord(row: FileRow): FileRecord {
 		ownerKeyId: row.owner_key_id,
 		createdAt: row.created_at,
 		expiresAt: row.expires_at,
+		...(row.provenance ? { provenance: row.provenance } : {}),
 	};
 }

@@ -12,10 +12,13 @@ import { dimensionsFor } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { checkPixels, declaredSize, imageTooLarge, isPixelLimitError, type ImageSource } from '../media/image-header';
 import type { ImageJob, ImageWork } from '../media/image-work';
+import type { ImageChange } from '../provenance/provenance-marker';
 
 export interface FinishedImage {
 	bytes: Buffer;
 	media: SniffedMedia;
+	/** What the re-encode did, for the C2PA manifest; empty when the provider's bytes pass through. */
+	changes: ImageChange[];
 }
 
 export async function normalizeOutput(
@@ -41,7 +44,9 @@ export async function normalizeOutput(
 			const ratioOff = Math.abs((metadata.width ?? 0) / (metadata.height ?? 1) / (target.width / target.height) - 1);
 			const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
 			const sizeOk = ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
-			if (media.type === wanted.type && sizeOk) return { bytes, media };
+			if (media.type === wanted.type && sizeOk) return { bytes, media, changes: [] };
+			const changes: ImageChange[] = media.type === wanted.type ? [] : ['converted'];
+			if (!sizeOk) changes.push('resized');
 
 			let pipeline = sharp(bytes, { animated: false, ...options(job) })
 				.timeout({ seconds: job.timeoutSeconds() })
@@ -50,7 +55,7 @@ export async function normalizeOutput(
 			if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90 });
 			else if (request.output_format === 'webp') pipeline = pipeline.webp({ quality: 90 });
 			else pipeline = pipeline.png();
-			return { bytes: await decoding(pipeline.toBuffer(), source, job), media: wanted };
+			return { bytes: await decoding(pipeline.toBuffer(), source, job), media: wanted, changes };
 		},
 		{ signal },
 	);

@@ -19,6 +19,8 @@ import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
 import { normalizeOutput } from './normalize-output';
+import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
+import { sniffMedia } from '../../../core/media';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
 import type { GenerationProvider, ProviderAttempt, ProviderImage } from './provider';
@@ -42,6 +44,8 @@ export interface GenerationServices {
 	log: { error(details: object, message: string): void };
 	/** Counts generations, their cost and provider failures; none when absent. */
 	metrics?: ServiceMetrics;
+	/** Marks every image before it is stored or inlined; unmarked when absent. */
+	provenance?: ProvenanceMarker;
 }
 
 export interface GenerationCaller {
@@ -64,6 +68,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 	const { providers, prices, timeoutMs, inputs, hostedFiles, usageLedger, budgets } = services;
 	const imageWork = services.imageWork ?? new ImageWork({ maxPixels: inputs.maxImagePixels ?? 100_000_000 });
 	const metrics = services.metrics ?? NO_METRICS;
+	const provenance = services.provenance ?? UNMARKED;
 
 	const observed: GenerationRunner = async (request, caller) => {
 		const started = performance.now();
@@ -101,11 +106,17 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			for (const output of ran.outputs.slice(0, IMAGES_PER_REQUEST)) {
 				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
 				const image = await normalizeOutput(bytes, generation, servedBy, imageWork, signal);
+				const marked = await provenance.markGenerated({
+					...image,
+					model: generation.model,
+					prompt: generation.prompt,
+					source: image.bytes === bytes ? undefined : { bytes, media: sniffMedia(bytes)!, changes: image.changes },
+				});
 				if (generation.response_format === 'b64_json') {
-					data.push({ b64_json: image.bytes.toString('base64'), seed });
+					data.push({ b64_json: marked.bytes.toString('base64'), seed, provenance: marked.provenance });
 				} else {
-					const stored = await hostedFiles.putBuffer(image.bytes, image.media, caller.apiKeyId);
-					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed });
+					const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance);
+					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
 				}
 			}
 		} catch (error) {

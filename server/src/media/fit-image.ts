@@ -197,7 +197,7 @@ function describeLimit(maxBytes: number): string {
 	return readable === `${maxBytes} bytes` ? readable : `${maxBytes} bytes, ${readable}`;
 }
 
-function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
+export function cannotFit(options: FitImageOptions, reached: string): ImageGenError {
 	return invalidField(
 		'max_bytes',
 		`The image cannot be made to fit 'max_bytes' (${describeLimit(options.maxBytes!)}): the best reached was ${reached}`,

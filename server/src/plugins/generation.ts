@@ -40,8 +40,9 @@ export default fp(
 				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS, now: () => clock.now() }),
 				log: fastify.log,
 				metrics: fastify.metrics,
+				provenance: fastify.provenance.marker,
 			}),
 		);
 	},
-	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics'] },
+	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance'] },
 );

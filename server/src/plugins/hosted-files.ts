@@ -28,6 +28,7 @@ export default fp<HostedFilesPluginOptions>(
 			publicBaseUrl: options.publicBaseUrl,
 			removeLeftovers: fastify.removeStorageLeftovers,
 			imageWork: new ImageWork({ maxPixels: fastify.config.maxImagePixels }),
+			marker: fastify.config.provenance.enabled ? fastify.provenance.marker : undefined,
 		});
 		fastify.decorate('hostedFiles', hostedFiles);
 
@@ -43,5 +44,5 @@ export default fp<HostedFilesPluginOptions>(
 			await sweeper?.stop();
 		});
 	},
-	{ name: 'hosted-files', dependencies: ['config', 'backends', 'metrics'] },
+	{ name: 'hosted-files', dependencies: ['config', 'backends', 'metrics', 'provenance'] },
 );

@@ -134,8 +134,12 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 							type: 'array',
 							items: {
 								oneOf: [
-									{ type: 'object', required: ['url', 'expires_at', 'seed'], properties: { url: HOSTED, expires_at: INSTANT, seed: { type: 'integer' } } },
-									{ type: 'object', required: ['b64_json', 'seed'], properties: { b64_json: { type: 'string', contentEncoding: 'base64' }, seed: { type: 'integer' } } },
+									{ type: 'object', required: ['url', 'expires_at', 'seed'], properties: { url: HOSTED, expires_at: INSTANT, seed: { type: 'integer' }, provenance: ref('Provenance') } },
+									{
+										type: 'object',
+										required: ['b64_json', 'seed'],
+										properties: { b64_json: { type: 'string', contentEncoding: 'base64' }, seed: { type: 'integer' }, provenance: ref('Provenance') },
+									},
 								],
 							},
 						},
@@ -156,12 +160,34 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 				UploadResponse: {
 					type: 'object',
 					required: ['expiresAt'],
-					properties: { imageUrl: HOSTED, videoUrl: HOSTED, expiresAt: INSTANT, id: { type: 'string' }, mimeType: { type: 'string' }, sizeBytes: { type: 'integer' } },
+					properties: {
+						imageUrl: HOSTED,
+						videoUrl: HOSTED,
+						expiresAt: INSTANT,
+						id: { type: 'string' },
+						mimeType: { type: 'string' },
+						sizeBytes: { type: 'integer' },
+						provenance: ref('Provenance'),
+					},
 				},
 				FileInfo: {
 					type: 'object',
-					required: ['id', 'url', 'mimeType', 'sizeBytes', 'createdAt', 'expiresAt'],
-					properties: { id: { type: 'string' }, url: HOSTED, mimeType: { type: 'string' }, sizeBytes: { type: 'integer' }, createdAt: INSTANT, expiresAt: INSTANT },
+					required: ['id', 'url', 'mimeType', 'sizeBytes', 'createdAt', 'expiresAt', 'provenance'],
+					properties: {
+						id: { type: 'string' },
+						url: HOSTED,
+						mimeType: { type: 'string' },
+						sizeBytes: { type: 'integer' },
+						createdAt: INSTANT,
+						expiresAt: INSTANT,
+						provenance: ref('Provenance'),
+					},
+				},
+				Provenance: {
+					type: 'object',
+					description: "The file's marks: signed (our C2PA manifest), kept (an upload's own manifest, hosted unchanged) or none",
+					required: ['c2pa', 'digital_source_type'],
+					properties: { c2pa: { type: 'string', enum: ['signed', 'kept', 'none'] }, digital_source_type: { type: ['string', 'null'], format: 'uri' } },
 				},
 				ModelList: {
 					type: 'object',

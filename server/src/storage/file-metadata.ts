@@ -3,6 +3,7 @@
  * bytes) for one process, PostgreSQL for a fleet. Expiry is judged on every read, so an expired
  * file is gone at once on every replica whether or not a sweeper has run.
  */
+import type { Provenance } from '../../../core/api';
 import type { MediaKind } from '../../../core/media';
 
 export interface FileRecord {
@@ -21,6 +22,8 @@ export interface FileRecord {
 	ownerKeyId: string;
 	createdAt: Date;
 	expiresAt: Date;
+	/** What the bytes carry (DESIGN.md, "Provenance"); absent on files stored before it was recorded. */
+	provenance?: Provenance;
 }
 
 /**

@@ -12,12 +12,17 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import sharp from '../media/sharp';
+import type { Sharp } from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import { fitImage, type FitImageOptions } from '../media/fit-image';
 import { checkPixels, declaredSizeOfFile, imageTooLarge, isPixelLimitError } from '../media/image-header';
 import { ImageWork, type ImageJob } from '../media/image-work';
+import type { Provenance } from '../../../core/api';
+import { scanProvenance } from '../provenance/provenance-scan';
+import { fitAndMark, markConversion } from '../provenance/marked-conversions';
+import type { ProvenanceMarker } from '../provenance/provenance-marker';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
@@ -33,6 +38,7 @@ export interface StagedFile {
 	media: SniffedMedia;
 	size: number;
 	ownerKeyId: string;
+	provenance?: Provenance;
 }
 
 export interface StageOptions {
@@ -64,6 +70,8 @@ export interface HostedFilesOptions {
 	now?: () => number;
 	/** The bounded queue every conversion and fit runs through (and its pixel limit). */
 	imageWork?: ImageWork;
+	/** Carries an image's provenance through a conversion or fit; none when absent. */
+	marker?: ProvenanceMarker;
 }
 
 const NAME = /^([A-Za-z0-9_-]{16,64})\.([a-z0-9]{2,5})$/;
@@ -118,7 +126,7 @@ export class HostedFiles {
 				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
 			}
 			options.accept?.(media);
-			const staged = await this.writeStaged(inspector, media, options.ownerKeyId);
+			const staged = { ...(await this.writeStaged(inspector, media, options.ownerKeyId)), provenance: inspector.provenance.summary() };
 			// Stored first, converted from the file: the header is checked before anything decodes,
 			// and libvips reads the file itself instead of sharp buffering the whole stream.
 			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
@@ -136,7 +144,7 @@ export class HostedFiles {
 
 	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		try {
-			return await this.writeStaged(Readable.from([bytes]), media, ownerKeyId);
+			return { ...(await this.writeStaged(Readable.from([bytes]), media, ownerKeyId)), provenance: scanProvenance(bytes) };
 		} catch (error) {
 			throw storageError(error);
 		}
@@ -149,8 +157,16 @@ export class HostedFiles {
 	 */
 	async convert(staged: StagedFile, format: UploadOutputFormat, field: string, signal?: AbortSignal): Promise<StagedFile> {
 		let converted: StagedFile;
+		const { marker } = this.options;
 		try {
-			converted = await this.decodeStaged(staged, field, signal, (path, job) => this.writeConverted(path, format, field, staged.ownerKeyId, job));
+			converted = await this.decodeStaged(staged, field, signal, async (path, job) => {
+				// Unmarked, the converted bytes stream straight into storage; marked, they are signed first.
+				if (!marker) return this.writeConverted(path, format, field, staged.ownerKeyId, job);
+				const media = MEDIA_DETAILS[format];
+				const { data, info } = await converting(converterFor(path, format, job).toBuffer({ resolveWithObject: true }), field, format, job);
+				const marked = await markConversion(marker, { path, media: staged.media, provenance: staged.provenance }, { bytes: data, media, width: info.width, height: info.height });
+				return { ...(await this.stageBuffer(marked.bytes, media, staged.ownerKeyId)), provenance: marked.provenance };
+			});
 		} catch (error) {
 			await this.discard(staged);
 			throw error;
@@ -165,6 +181,13 @@ export class HostedFiles {
 	 */
 	async fit(staged: StagedFile, options: FitImageOptions & { signal?: AbortSignal }): Promise<StagedFile> {
 		const { signal, ...fitOptions } = options;
+		const { marker } = this.options;
+		if (marker) {
+			const original = (path: string) => ({ path, media: staged.media, provenance: staged.provenance });
+			const done = await this.decodeStaged(staged, options.field, signal, (path, job) => fitAndMark(marker, original(path), { ...fitOptions, job }));
+			if (!done) return staged;
+			return this.replace(staged, { ...(await this.stageBuffer(done.marked.bytes, done.fitted.media, staged.ownerKeyId)), provenance: done.marked.provenance });
+		}
 		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, job }));
 		if (!fitted.reencoded) return staged;
 		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
@@ -217,6 +240,7 @@ export class HostedFiles {
 			ownerKeyId: staged.ownerKeyId,
 			createdAt,
 			expiresAt: new Date(createdAt.getTime() + lifetimeMs),
+			...(staged.provenance ? { provenance: staged.provenance } : {}),
 		};
 		try {
 			// The store's clock starts the lifetime (with PostgreSQL the one clock all replicas share),
@@ -234,8 +258,10 @@ export class HostedFiles {
 		await this.metadata.release(staged.id);
 	}
 
-	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<FileRecord> {
-		return this.publish(await this.stageBuffer(bytes, media, ownerKeyId));
+	/** `provenance`: what the bytes carry when the caller knows better than a scan (a manifest it signed). */
+	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance): Promise<FileRecord> {
+		const staged = await this.stageBuffer(bytes, media, ownerKeyId);
+		return this.publish(provenance ? { ...staged, provenance } : staged);
 	}
 
 	async putStream(source: Readable, options: StageOptions): Promise<FileRecord> {
@@ -316,12 +342,7 @@ export class HostedFiles {
 	 * naming the field; too many pixels: `image_too_large`); the storage's errors pass as they are.
 	 */
 	private async writeConverted(input: string, format: UploadOutputFormat, field: string, ownerKeyId: string, job: ImageJob): Promise<StagedFile> {
-		const animated = format === 'webp';
-		let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
-		if (!animated) converter = converter.rotate();
-		if (format === 'jpeg') converter = converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
-		else if (format === 'png') converter = converter.png();
-		else converter = converter.webp({ quality: 90 });
+		const converter = converterFor(input, format, job);
 		// Between sharp and the storage, so a storage failure never reads as sharp's and vice versa.
 		const output = new PassThrough();
 		let decodeError: unknown;
@@ -333,10 +354,7 @@ export class HostedFiles {
 		try {
 			return await this.writeStaged(output, MEDIA_DETAILS[format], ownerKeyId);
 		} catch (error) {
-			if (error === decodeError) {
-				if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
-				throw invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
-			}
+			if (error === decodeError) throw conversionError(error, field, format, job);
 			throw storageError(error);
 		} finally {
 			converter.destroy();
@@ -379,4 +397,27 @@ export class HostedFiles {
 			throw error;
 		}
 	}
+}
+
+/** The re-encode of `output_format`: upright, animation kept for WebP, transparency on white for JPEG. */
+function converterFor(input: string, format: UploadOutputFormat, job: ImageJob): Sharp {
+	const animated = format === 'webp';
+	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+	if (!animated) converter = converter.rotate();
+	if (format === 'jpeg') return converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
+	if (format === 'png') return converter.png();
+	return converter.webp({ quality: 90 });
+}
+
+async function converting<T>(work: Promise<T>, field: string, format: UploadOutputFormat, job: ImageJob): Promise<T> {
+	try {
+		return await work;
+	} catch (error) {
+		throw conversionError(error, field, format, job);
+	}
+}
+
+function conversionError(error: unknown, field: string, format: UploadOutputFormat, job: ImageJob): Error {
+	if (isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+	return invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
 }

@@ -8,12 +8,15 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
+import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
 import { streamedBytes } from '../young-generation';
 import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 
 export class InspectingStream extends Transform {
 	size = 0;
 	media: SniffedMedia | null = null;
+	/** The marks the bytes carry, found as they pass (DESIGN.md, "Provenance"). */
+	readonly provenance = new ProvenanceScan();
 	/** Resolves once the type is decided (null: the stream ended without a recognisable type). */
 	readonly sniffed: Promise<SniffedMedia | null>;
 	private head: Buffer[] = [];
@@ -39,6 +42,7 @@ export class InspectingStream extends Transform {
 		this.size += chunk.length;
 		// Every streamed body passes here, and its chunks are garbage soon after.
 		streamedBytes(chunk.length);
+		this.provenance.feed(chunk);
 		if (this.size > this.maxBytes) {
 			callback(
 				new ImageGenError(this.oversizeStatus, `'${this.field}' is larger than the upload limit of ${formatBytes(this.maxBytes)}`, {
@@ -72,6 +76,7 @@ export class InspectingStream extends Transform {
 	private decide(): boolean {
 		this.decided = true;
 		this.media = sniffMedia(Buffer.concat(this.head));
+		if (this.media?.kind === 'video') this.provenance.limitTo(VIDEO_SCAN_BYTES);
 		if (this.media) for (const chunk of this.head) this.push(chunk);
 		this.head = [];
 		this.settle(this.media);

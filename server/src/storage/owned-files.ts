@@ -7,6 +7,7 @@ import type { FileInfoResponse } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import type { FileRecord, HostedFiles } from './hosted-files';
+import { NO_PROVENANCE } from '../provenance/digital-source';
 
 export const FILE_ID = /^[A-Za-z0-9_-]{16,64}$/;
 
@@ -30,6 +31,7 @@ export function describeFile(files: HostedFiles, file: FileRecord): FileInfoResp
 		sizeBytes: file.size,
 		createdAt: file.createdAt.toISOString(),
 		expiresAt: file.expiresAt.toISOString(),
+		provenance: file.provenance ?? NO_PROVENANCE,
 	};
 }
 

@@ -15,6 +15,7 @@ import type { ServiceMetrics } from '../metrics/service-metrics';
 import type { RemoteOpener } from '../net/safe-fetch';
 import type { FileRecord, HostedFiles, StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
+import { NO_PROVENANCE } from '../provenance/digital-source';
 
 /** What to do with the received bytes before they are published. */
 export interface UploadPlan {
@@ -47,7 +48,7 @@ export function createUploads({ store, openRemote, maxUploadBytes, retentionSeco
 
 	const describe = (file: FileRecord): UploadResponse => {
 		const url = store.publicUrl(file);
-		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size };
+		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size, provenance: file.provenance ?? NO_PROVENANCE };
 		return file.kind === 'video' ? { videoUrl: url, ...details } : { imageUrl: url, ...details };
 	};
 

@@ -32,7 +32,15 @@ describe('GET /v1/files/<id>', () => {
 		const file = await upload();
 		const info = await call(as(OWNER), `/v1/files/${file.id}`);
 		expect(info.status).toBe(200);
-		expect(info.body).toEqual({ id: file.id, url: file.imageUrl, mimeType: 'image/png', sizeBytes: file.sizeBytes, createdAt: expect.any(String), expiresAt: file.expiresAt });
+		expect(info.body).toEqual({
+			id: file.id,
+			url: file.imageUrl,
+			mimeType: 'image/png',
+			sizeBytes: file.sizeBytes,
+			createdAt: expect.any(String),
+			expiresAt: file.expiresAt,
+			provenance: { c2pa: 'none', digital_source_type: null },
+		});
 		expect(Date.parse(info.body.createdAt)).toBeGreaterThanOrEqual(before - 1000);
 	});
 

@@ -70,7 +70,7 @@ describe('the answer describes the stored file', () => {
 	test('image: id, mimeType and sizeBytes are those of the file served under imageUrl', async () => {
 		const png = await makeImage('png', 30, 20);
 		const answer = await uploadFile(server, png, {}, { fileName: 'a.png' });
-		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'imageUrl', 'mimeType', 'sizeBytes']);
+		expect(Object.keys(answer.body).sort()).toEqual(['expiresAt', 'id', 'imageUrl', 'mimeType', 'provenance', 'sizeBytes']);
 		expect(answer.body.imageUrl).toMatch(new RegExp(`/files/${answer.body.id}\\.png$`));
 		const file = await download(answer.body.imageUrl);
 		expect({ mimeType: answer.body.mimeType, sizeBytes: answer.body.sizeBytes }).toEqual({ mimeType: 'image/png', sizeBytes: file.bytes.length });
@@ -86,7 +86,14 @@ describe('the answer describes the stored file', () => {
 	test('video: videoUrl with the same fields', async () => {
 		const mp4 = makeMp4(3000);
 		const answer = await postJson(server, '/v1/uploads', { video: mp4.toString('base64') });
-		expect(answer.body).toEqual({ videoUrl: expect.stringMatching(/\.mp4$/), expiresAt: expect.any(String), id: expect.any(String), mimeType: 'video/mp4', sizeBytes: mp4.length });
+		expect(answer.body).toEqual({
+			videoUrl: expect.stringMatching(/\.mp4$/),
+			expiresAt: expect.any(String),
+			id: expect.any(String),
+			mimeType: 'video/mp4',
+			sizeBytes: mp4.length,
+			provenance: { c2pa: 'none', digital_source_type: null },
+		});
 	});
 });
 

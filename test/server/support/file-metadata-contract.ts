@@ -99,6 +99,16 @@ export function describeFileMetadataContract(name: string, factory: () => Promis
 			expect(await replica.get(file.id, T0)).toEqual(file);
 		});
 
+		it('keeps what a file says about its provenance, and reads files without it as they were', async () => {
+			const plain = await reserve(store, at(HOUR));
+			const marked = { ...(await reserve(store, at(HOUR))), provenance: { c2pa: 'signed' as const, digital_source_type: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' } };
+			await store.publish(plain);
+			await store.publish(marked);
+			const replica = await fixture.open();
+			expect(await replica.get(marked.id, T0)).toEqual(marked);
+			expect(await replica.get(plain.id, T0)).toEqual(plain);
+		});
+
 		it('is served until the instant it expires and not from then on', async () => {
 			const file = await stored(store, at(HOUR));
 			expect(await store.get(file.id, at(HOUR - 1))).not.toBeNull();

@@ -67,3 +67,12 @@ export function patterned(length: number, seed = 7): Buffer {
 	}
 	return bytes;
 }
+
+/**
+ * Whether two files hold the same picture, decoded: a provider's image we host is its bytes plus
+ * our provenance marks, never re-encoded when it already fits.
+ */
+export async function samePixels(a: Buffer, b: Buffer): Promise<boolean> {
+	const [left, right] = await Promise.all([sharp(a).raw().toBuffer(), sharp(b).raw().toBuffer()]);
+	return left.equals(right);
+}

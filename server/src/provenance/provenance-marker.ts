@@ -1,0 +1,146 @@
+/**
+ * Marks images right before they are stored or inlined (DESIGN.md, "Provenance"): an XMP packet
+ * with the IPTC digital source type, then a C2PA manifest signed with the operator's certificate
+ * whose hash binding covers those XMP bytes too. An image that came with its own manifest keeps
+ * it as the parent ingredient of ours.
+ */
+import type { SniffedMedia } from '../../../core/media';
+import { signWithC2pa, type SigningJob } from './c2pa-engine';
+import type { CoseSigner } from './cose-signer';
+import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
+import { embedXmp } from './embed-xmp';
+import { keptCredits } from './kept-credits';
+import { carriesC2pa } from './provenance-scan';
+import { xmpPacket } from './xmp-packet';
+
+/** What was done to an image between its source and what we store. */
+export type ImageChange = 'converted' | 'resized' | 'transcoded';
+
+export interface GeneratedImageFacts {
+	bytes: Buffer;
+	media: SniffedMedia;
+	model: string;
+	prompt: string;
+	/** The provider's own bytes and what we changed, when they were re-encoded into `bytes`. */
+	source?: { bytes: Buffer; media: SniffedMedia; changes: ImageChange[] };
+}
+
+/** An upload re-encoded for `output_format`, `max_side` or `max_bytes` (metadata already dropped). */
+export interface ConvertedUploadFacts {
+	bytes: Buffer;
+	media: SniffedMedia;
+	changes: ImageChange[];
+	original: {
+		bytes: Buffer;
+		media: SniffedMedia;
+		/** What the original carried (found while it streamed in). */
+		provenance?: ProvenanceSummary;
+		/** The original's EXIF and XMP blocks, for the credits that survive the conversion. */
+		exif?: Buffer;
+		xmp?: Buffer;
+	};
+}
+
+export interface MarkedImage {
+	bytes: Buffer;
+	provenance: ProvenanceSummary;
+}
+
+export interface ProvenanceMarker {
+	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage>;
+	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage>;
+}
+
+/** `--provenance off`: bytes as they are; a provider's own manifest still reported. */
+export const UNMARKED: ProvenanceMarker = {
+	async markGenerated(image) {
+		return { bytes: image.bytes, provenance: carriesC2pa(image.bytes) ? { c2pa: 'kept', digital_source_type: null } : NO_PROVENANCE };
+	},
+	async markConverted(upload) {
+		return { bytes: upload.bytes, provenance: NO_PROVENANCE };
+	},
+};
+
+export interface MarkerOptions {
+	signer: CoseSigner;
+	includePrompt: boolean;
+	/** `imagegen-server <version>`. */
+	creatorTool: string;
+}
+
+const PARENT_ID = 'source-image';
+
+export class C2paProvenanceMarker implements ProvenanceMarker {
+	constructor(private readonly options: MarkerOptions) {}
+
+	async markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
+		const { signer, includePrompt, creatorTool } = this.options;
+		const xmp = xmpPacket({
+			digitalSourceType: TRAINED_ALGORITHMIC_MEDIA,
+			creatorTool,
+			model: image.model,
+			createdAt: new Date(),
+			prompt: includePrompt ? image.prompt : undefined,
+		});
+		const marked = embedXmp(image.bytes, image.media, xmp);
+		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
+		const agent = { name: image.model };
+		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
+		const signedSource = carriesC2pa(source.bytes);
+		const actions = signedSource
+			? [opened(agent), ...changes]
+			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
+		const bytes = await signWithC2pa(
+			{
+				manifest: this.manifest(image.media, actions),
+				mimeType: image.media.mimeType,
+				bytes: marked,
+				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
+			},
+			signer,
+		);
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
+	}
+
+	/**
+	 * Our manifest with the original as parent ingredient (its own manifest, if any, inside it) and
+	 * the conversion recorded; XMP with the original's digital source type and its credits. Nothing
+	 * else of the original's metadata comes along.
+	 */
+	async markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
+		const { original } = upload;
+		const digitalSourceType = original.provenance?.digital_source_type ?? undefined;
+		const credits = keptCredits(original.exif, original.xmp);
+		const xmp = xmpPacket({ digitalSourceType, ...credits });
+		const agent = { name: this.options.creatorTool };
+		const actions = [opened(agent), ...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent }))];
+		const bytes = await signWithC2pa(
+			{
+				manifest: this.manifest(upload.media, actions),
+				mimeType: upload.media.mimeType,
+				bytes: embedXmp(upload.bytes, upload.media, xmp),
+				parent: parent(original.bytes, original.media, 'original'),
+			},
+			this.options.signer,
+		);
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: digitalSourceType ?? null } };
+	}
+
+	/** A c2pa-rs manifest definition with one actions assertion. */
+	private manifest(media: SniffedMedia, actions: object[]): object {
+		return {
+			claim_generator_info: [{ name: 'imagegen-server', version: this.options.creatorTool.split(' ')[1] }],
+			title: `image.${media.extension}`,
+			format: media.mimeType,
+			assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
+		};
+	}
+}
+
+function opened(softwareAgent: { name: string }): object {
+	return { action: 'c2pa.opened', softwareAgent, parameters: { ingredientIds: [PARENT_ID] } };
+}
+
+function parent(bytes: Buffer, media: SniffedMedia, name: string): NonNullable<SigningJob['parent']> {
+	return { bytes, mimeType: media.mimeType, ingredient: { title: `${name}.${media.extension}`, relationship: 'parentOf', label: PARENT_ID } };
+}

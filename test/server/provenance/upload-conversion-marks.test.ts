@@ -1,0 +1,127 @@
+/**
+ * Uploads that are converted or fitted keep their provenance and lose what identifies a place or
+ * a device (DESIGN.md, "Provenance"): our signed manifest with the original as parent ingredient,
+ * the original's digital source type, creator and copyright; no GPS, serial numbers or owner
+ * names; the orientation applied. Read back by ExifTool and c2pa-rs.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { actionsOf, activeManifest, readC2paManifest } from '../support/c2pa-reader';
+import { exiftool, exiftoolWrite } from '../support/exiftool';
+import { download, postJson, uploadFile } from '../support/http';
+import { makeImage } from '../support/media';
+
+const COMPOSITE = 'http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia';
+const TRAINED = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+
+let server: RunningServer;
+let anchor: string;
+let photo: Buffer;
+
+beforeAll(async () => {
+	server = await startServer();
+	anchor = readFileSync(join(server.dataDir, 'c2pa', 'signer-chain.pem'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.at(-1)!;
+	// 300×200 stored, to be shown turned a quarter (orientation 6): upright it is 200×300.
+	photo = await exiftoolWrite(await makeImage('jpeg', 300, 200), [
+		'-GPSLatitude=48.8584',
+		'-GPSLatitudeRef=N',
+		'-GPSLongitude=2.2945',
+		'-GPSLongitudeRef=E',
+		'-SerialNumber=SN-4711',
+		'-OwnerName=Jane Owner',
+		'-XMP-aux:SerialNumber=LENS-9',
+		'-Artist=Alice Artist',
+		'-Copyright=(c) Alice Artist',
+		'-Orientation#=6',
+		`-XMP-iptcExt:DigitalSourceType=${COMPOSITE}`,
+	]);
+});
+afterAll(() => server.stop({ removeData: true }));
+
+const PRIVATE_TAGS = /GPS|SerialNumber|OwnerName/;
+
+it.each([
+	['output_format png', { output_format: 'png' }, 'image/png', ['c2pa.opened', 'c2pa.converted'], { width: 200, height: 300 }],
+	['max_side 150 (Fit For)', { max_side: '150' }, 'image/jpeg', ['c2pa.opened', 'c2pa.resized'], { width: 100, height: 150 }],
+] as const)('%s: signed, source type and credits kept, place and device dropped, upright', async (_, fields, mimeType, actions, size) => {
+	const answer = await uploadFile(server, photo, fields);
+	expect(answer.status).toBe(200);
+	expect(answer.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: COMPOSITE });
+	const { bytes } = await download(answer.body.imageUrl);
+
+	const tags = await exiftool(bytes);
+	expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+	expect(tags).toMatchObject({ 'XMP-iptcExt:DigitalSourceType': COMPOSITE, 'XMP-dc:Creator': 'Alice Artist', 'XMP-dc:Rights': '(c) Alice Artist' });
+	expect(tags['IFD0:Orientation'] ?? 1).toBe(1);
+	const { width, height } = await sharp(bytes).metadata();
+	expect({ width, height }).toEqual(size);
+
+	const report = (await readC2paManifest(bytes, mimeType, anchor))!;
+	expect(report.validation_status ?? []).toEqual([]);
+	expect(report.validation_state).toBe('Trusted');
+	expect(actionsOf(report).map((action) => action.action)).toEqual(actions);
+	expect(activeManifest(report).ingredients![0]).toMatchObject({ relationship: 'parentOf', title: 'original.jpg' });
+});
+
+it('a signed image converted: its manifest is the parent ingredient of ours', async () => {
+	const generated = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json' });
+	const answer = await postJson(server, '/v1/uploads', { file: generated.body.data[0].b64_json, output_format: 'webp' });
+	expect(answer.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: TRAINED });
+	const report = (await readC2paManifest((await download(answer.body.imageUrl)).bytes, 'image/webp', anchor))!;
+	expect(report.validation_state).toBe('Trusted');
+	expect(Object.keys(report.manifests)).toHaveLength(2);
+});
+
+it('max_bytes holds with the marks included', async () => {
+	const big = await sharp({ create: { width: 1600, height: 1200, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+	const answer = await uploadFile(server, big, { max_bytes: '60000', output_format: 'jpg' });
+	expect(answer.status).toBe(200);
+	expect(answer.body.provenance.c2pa).toBe('signed');
+	expect(answer.body.sizeBytes).toBeLessThanOrEqual(60_000);
+	expect((await download(answer.body.imageUrl)).bytes.length).toBe(answer.body.sizeBytes);
+});
+
+it('--provenance off: a conversion drops everything and says none', async () => {
+	const unmarked = await startServer({ args: ['--provenance', 'off'] });
+	try {
+		const answer = await uploadFile(unmarked, photo, { output_format: 'png' });
+		expect(answer.body.provenance).toEqual({ c2pa: 'none', digital_source_type: null });
+		const tags = await exiftool((await download(answer.body.imageUrl)).bytes);
+		expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+	} finally {
+		await unmarked.stop({ removeData: true });
+	}
+});
+
+it('an upload whose manifest is damaged: hosted as sent without a conversion, converted and signed with one', async () => {
+	const generated = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', output_format: 'jpeg' });
+	const damaged = Buffer.from(generated.body.data[0].b64_json, 'base64');
+	// Bytes in the middle of the manifest store (claim, assertions, signature) overwritten.
+	const store = damaged.indexOf('jumdc2pa');
+	damaged.fill(0x41, store + 100, store + 900);
+	const asSent = await uploadFile(server, damaged);
+	expect(asSent.body.provenance.c2pa).toBe('kept');
+	expect((await download(asSent.body.imageUrl)).bytes.equals(damaged)).toBe(true);
+	const converted = await uploadFile(server, damaged, { output_format: 'png' });
+	expect(converted.status).toBe(200);
+	expect(converted.body.provenance.c2pa).toBe('signed');
+	const report = (await readC2paManifest((await download(converted.body.imageUrl)).bytes, 'image/png', anchor))!;
+	expect(actionsOf(report)[0]).toMatchObject({ action: 'c2pa.opened' });
+});
+
+it('credits only in XMP (dc:creator, dc:rights) survive a conversion too; XMP owner and location do not', async () => {
+	const png = await exiftoolWrite(await makeImage('png', 120, 80), [
+		'-XMP-dc:Creator=Bob Maker',
+		'-XMP-dc:Rights=(c) Bob & Co',
+		'-XMP-aux:OwnerName=Bob Private',
+		'-XMP-exif:GPSLatitude=40.7',
+		'-XMP-exif:GPSLatitudeRef=N',
+	]);
+	const answer = await uploadFile(server, png, { output_format: 'jpg' });
+	expect(answer.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: null });
+	const tags = await exiftool((await download(answer.body.imageUrl)).bytes);
+	expect(tags).toMatchObject({ 'XMP-dc:Creator': 'Bob Maker', 'XMP-dc:Rights': '(c) Bob & Co' });
+	expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+});
