@@ -17,6 +17,7 @@ import { EmbeddedKeyStore } from '../keys/embedded-key-store';
 import type { KeyStore } from '../keys/key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
+import { openSqliteDatabase } from '../sqlite/database';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import { EmbeddedFileMetadata } from '../storage/embedded-file-metadata';
 import type { FileMetadataStore } from '../storage/file-metadata';
@@ -69,6 +70,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		removeStorageLeftovers = () => removeOrphans(LEFTOVERS_AFTER_MS);
 	}
 	const usageLedger = await JsonlUsageLedger.open({ dataDir: config.dataDir, log });
+	const database = openSqliteDatabase(config.dataDir, { log });
 	return {
 		storage,
 		fileMetadata,
@@ -77,6 +79,9 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
 		keyStore: await EmbeddedKeyStore.open(config.dataDir),
 		removeStorageLeftovers,
+		close: async () => {
+			database.close();
+		},
 	};
 }
 
