@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { BUSY_TIMEOUT_MS } from './database';
+import { BUSY_TIMEOUT_MS, createPrivately } from './database';
 
 export interface BackupResult {
 	/** The copy's schema version (PRAGMA user_version), the same as the source's. */
@@ -34,6 +34,8 @@ export function backupSqliteDatabase(source: string, target: string, { replace }
 	if (!replace && existsSync(target)) throw new BackupRefused('to', `${target} exists; add --force to replace it`);
 	const temp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`);
 	try {
+		// VACUUM INTO takes an empty file: made first, the copy is never readable by others.
+		createPrivately(temp);
 		copyInto(source, temp);
 		const checked = check(temp);
 		syncFile(temp);
