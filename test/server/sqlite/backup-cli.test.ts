@@ -4,33 +4,15 @@
  * service started on a data dir restored from it serves the files and counts the usage recorded
  * before the backup. Bad requests name their flag and leave nothing behind.
  */
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { SERVER_CLI, startServer, type RunningServer } from '../../helpers/server';
+import { runCli, startServer, type RunningServer } from '../../helpers/server';
 import { call, download, postJson, uploadFile } from '../support/http';
 import { makeImage } from '../support/media';
 
-const run = promisify(execFile);
-
-interface Outcome {
-	code: number;
-	stdout: string;
-	stderr: string;
-}
-
-async function backup(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
-	try {
-		const { stdout, stderr } = await run(process.execPath, [SERVER_CLI, 'backup', ...args], { env: { ...process.env, ...env } });
-		return { code: 0, stdout, stderr };
-	} catch (error) {
-		const failed = error as { code: number; stdout: string; stderr: string };
-		return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-	}
-}
+const backup = (args: string[], env: Record<string, string> = {}) => runCli(['backup', ...args], env);
 
 const directories: string[] = [];
 const servers: RunningServer[] = [];
