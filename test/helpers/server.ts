@@ -73,7 +73,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 	return {
 		origin,
 		baseUrl: `${origin}/v1`,
-		apiKey: apiKey ?? (/key[^:]*:\s*(\S+)/i.exec(output)?.[1] ?? ''),
+		apiKey: apiKey ?? (/^API key: (\S+)/m.exec(output)?.[1] ?? ''),
 		dataDir,
 		process: child,
 		output: () => output,
