@@ -4,7 +4,8 @@
  * service started on a data dir restored from it serves the files and counts the usage recorded
  * before the backup. Bad requests name their flag and leave nothing behind.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -110,6 +111,36 @@ it('copies the database while the service takes uploads and generations; a servi
 	}
 	expect(await usageOf(again)).toBeGreaterThanOrEqual(imagesBefore);
 }, 120_000);
+
+it('takes every committed row of a writer killed with SIGKILL, those still only in its write-ahead log too', async () => {
+	const dataDir = directory('killed');
+	// A writer that commits rows one by one and never checkpoints: they live only in imagegen.db-wal.
+	const writer = spawn(process.execPath, ['-e', `
+		const Database = require('better-sqlite3');
+		const database = new Database(${JSON.stringify(join(dataDir, 'imagegen.db'))});
+		database.pragma('journal_mode = WAL');
+		database.pragma('wal_autocheckpoint = 0');
+		database.exec('CREATE TABLE rows (n INTEGER)');
+		const insert = database.prepare('INSERT INTO rows VALUES (?)');
+		for (let n = 1; n <= 500; n++) insert.run(n);
+		process.stdout.write('committed\\n');
+		setInterval(() => undefined, 1000);
+	`], { cwd: join(__dirname, '..', '..', '..', 'server'), stdio: ['ignore', 'pipe', 'inherit'] });
+	await new Promise((resolve) => writer.stdout!.once('data', resolve));
+	const exited = new Promise((resolve) => writer.once('exit', resolve));
+	writer.kill('SIGKILL');
+	await exited;
+	expect(statSync(join(dataDir, 'imagegen.db-wal')).size).toBeGreaterThan(statSync(join(dataDir, 'imagegen.db')).size);
+
+	const copy = join(directory('killed-copy'), 'copy.db');
+	expect((await backup(['--data-dir', dataDir, '--to', copy])).code).toBe(0);
+	const database = new Database(copy, { readonly: true, fileMustExist: true });
+	try {
+		expect(database.prepare('SELECT count(*) AS rows, sum(n) AS total FROM rows').get()).toEqual({ rows: 500, total: (500 * 501) / 2 });
+	} finally {
+		database.close();
+	}
+});
 
 describe('refusals name their flag and leave nothing behind', () => {
 	let dataDir: string;
