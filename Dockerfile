@@ -20,10 +20,15 @@ RUN npx tsc -p server/tsconfig.json \
 	&& mv /tmp/imagegen-server-*.tgz /tmp/imagegen-server.tgz
 
 # Stage 2: the published package and its production dependencies, nothing else.
+# Install scripts run here: better-sqlite3 fetches its prebuilt addon for this Node and platform.
+# The slim image has no compiler to fall back on, so the addon is loaded once now: an image
+# without it fails to build instead of failing at its first start.
 FROM node:24-slim
 ENV NODE_ENV=production
 COPY --from=build /tmp/imagegen-server.tgz /tmp/imagegen-server.tgz
 RUN npm install --global --omit=dev --no-audit --no-fund /tmp/imagegen-server.tgz \
+	&& cd "$(npm root --global)/imagegen-server" \
+	&& node -e "new (require('better-sqlite3'))(':memory:').close()" \
 	&& rm /tmp/imagegen-server.tgz \
 	&& npm cache clean --force \
 	&& mkdir /data \

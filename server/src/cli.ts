@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * imagegen-server: parses flags and environment, makes sure there is an API key, starts the
- * service and prints where it listens. `imagegen-server keys …` manages keys instead (keys/keys-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
+ * service and prints where it listens. `imagegen-server keys …` manages keys instead (keys/keys-cli.ts),
+ * `imagegen-server backup …` copies the data dir's database (sqlite/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
 // First: sizes libuv's thread pool before anything uses it.
 import './thread-pool';
@@ -17,6 +18,14 @@ async function main(): Promise<void> {
 	if (process.argv[2] === 'keys') {
 		const { runKeysCommand } = await import('./keys/keys-cli');
 		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, {
+			out: (text) => process.stdout.write(text),
+			err: (text) => process.stderr.write(text),
+		});
+		return;
+	}
+	if (process.argv[2] === 'backup') {
+		const { runBackupCommand } = await import('./sqlite/backup-cli');
+		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, {
 			out: (text) => process.stdout.write(text),
 			err: (text) => process.stderr.write(text),
 		});

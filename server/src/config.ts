@@ -144,6 +144,7 @@ export function helpText(): string {
 	return [
 		'Usage: imagegen-server [options]',
 		'       imagegen-server keys create|list|revoke|rotate …  (manage API keys; see keys --help)',
+		'       imagegen-server backup --to <file> [--data-dir <dir>]  (copy the database; see backup --help)',
 		'',
 		'Image generation and 24-hour file hosting over HTTP (base path /v1).',
 		'',

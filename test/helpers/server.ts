@@ -2,10 +2,11 @@
  * Starts the built imagegen-server the way a user would (its CLI, as a child process) on a free
  * loopback port with its own temporary data dir, and stops it again.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 
 /** The repository root, found from wherever this file runs (tests, or compiled into bench/dist). */
 function repositoryRoot(from: string): string {
@@ -72,7 +73,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 	return {
 		origin,
 		baseUrl: `${origin}/v1`,
-		apiKey: apiKey ?? (/key[^:]*:\s*(\S+)/i.exec(output)?.[1] ?? ''),
+		apiKey: apiKey ?? (/^API key: (\S+)/m.exec(output)?.[1] ?? ''),
 		dataDir,
 		process: child,
 		output: () => output,
@@ -85,4 +86,21 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 			if (removeData) rmSync(dataDir, { recursive: true, force: true });
 		},
 	};
+}
+
+export interface CliOutcome {
+	code: number;
+	stdout: string;
+	stderr: string;
+}
+
+/** Runs one command of the built CLI (`keys …`, `backup …`) to its end; a failure is an outcome, not a throw. */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliOutcome> {
+	try {
+		const { stdout, stderr } = await promisify(execFile)(process.execPath, [SERVER_CLI, ...args], { env: { ...process.env, ...env } });
+		return { code: 0, stdout, stderr };
+	} catch (error) {
+		const failed = error as { code: number; stdout: string; stderr: string };
+		return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+	}
 }

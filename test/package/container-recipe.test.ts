@@ -104,6 +104,16 @@ describe('Dockerfile', () => {
 		expect(listed.filter((entry) => !copied.has(`server/${entry}`))).toEqual([]);
 	});
 
+	test("the final stage installs with scripts on and loads better-sqlite3's addon before the image is done", async () => {
+		const install = finalStage.find((instruction) => instruction.keyword === 'RUN' && instruction.argument.includes('npm install --global'));
+		expect(install?.argument).not.toMatch(/--ignore-scripts/);
+		const probe = /&& node -e "([^"]+)"/.exec(install!.argument)?.[1];
+		expect(probe).toContain("require('better-sqlite3')");
+		// The probe itself works where the addon is in place, and fails where the package is missing.
+		await expect(run(process.execPath, ['-e', probe!], { cwd: join(ROOT, 'server') })).resolves.toBeDefined();
+		await expect(run(process.execPath, ['-e', probe!.replace('better-sqlite3', 'better-sqlite3-missing')], { cwd: join(ROOT, 'server') })).rejects.toThrow();
+	});
+
 	test('the service runs as a non-root user with its data on the /data volume', () => {
 		const user = last('USER')?.argument;
 		expect(user).toBeDefined();

@@ -1,16 +1,21 @@
 /**
  * The published `imagegen-server`: `npm pack` of the server workspace, installed into an empty
  * folder outside this repository the way a user would (`npm install ./imagegen-server-x.y.z.tgz`,
- * dependencies from the registry or npm's cache), started with `npx imagegen-server` and used over
- * loopback: health, one generation, one upload, and reads of both hosted files.
+ * dependencies from the registry or npm's cache, the SQLite addon prebuilt from its release host,
+ * served on loopback), started with `npx imagegen-server` and used over
+ * loopback: health, one generation, one upload, reads of both hosted files, and a backup of its
+ * database (the native addon loads where npm installed it).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { npm, userEnvironment } from './support/npm';
+import { servePrebuiltSqliteAddon, type PrebuiltAddonHost } from './support/prebuilt-addon-host';
 
+const run = promisify(execFile);
 const ROOT = realpathSync(join(__dirname, '..', '..'));
 const API_KEY = 'tarball-smoke-key-0123456789';
 const INSTALL_TIMEOUT_MS = 10 * 60_000;
@@ -23,6 +28,7 @@ let installed: string;
 let server: ChildProcess | undefined;
 let output = '';
 let origin: string;
+let addonHost: PrebuiltAddonHost;
 
 beforeAll(async () => {
 	work = realpathSync(mkdtempSync(join(tmpdir(), 'imagegen-server-pack-')));
@@ -34,8 +40,14 @@ beforeAll(async () => {
 		.map((file) => file.replace(/^package\//, ''));
 	installed = join(work, 'user');
 	mkdirSync(installed);
-	// --prefer-offline: what `npm ci` already fetched comes from npm's cache.
-	await npm(['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], installed, INSTALL_TIMEOUT_MS);
+	// --prefer-offline: what `npm ci` already fetched comes from npm's cache; the database addon
+	// comes prebuilt, as for a user, from its release host (here on loopback).
+	addonHost = await servePrebuiltSqliteAddon(ROOT);
+	try {
+		await npm(['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], installed, INSTALL_TIMEOUT_MS, addonHost.env);
+	} finally {
+		await addonHost.close();
+	}
 }, INSTALL_TIMEOUT_MS + 180_000);
 
 afterAll(async () => {
@@ -163,5 +175,13 @@ describe('installed into an empty folder and started with npx', () => {
 		const hosted = await fetch(upload.imageUrl);
 		expect(hosted.status).toBe(200);
 		expect(Buffer.from(await hosted.arrayBuffer()).equals(bytes)).toBe(true);
+	});
+
+	test("the database's native addon loads in the user's install: fetched prebuilt, and a backup is taken beside the running service", async () => {
+		expect(addonHost.requests).toEqual([addonHost.addonPath]);
+		const copy = join(work, 'backup.db');
+		const { stdout } = await run('npx', ['--no-install', 'imagegen-server', 'backup', '--data-dir', join(work, 'data'), '--to', copy], { cwd: installed, env: userEnvironment(), timeout: 60_000 });
+		expect(stdout).toContain('integrity ok');
+		expect(readFileSync(copy).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
 	});
 });

@@ -4,7 +4,7 @@
  * charges). Several processes may open it at once (the service, the keys CLI, a second service
  * during a restart): SQLite's file locks serialise their writes, WAL lets reads go on meanwhile.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { migrateSqlite, type SqliteMigrationLog } from './migrate';
@@ -31,6 +31,7 @@ export function databasePath(dataDir: string): string {
 
 export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions = {}): SqliteDatabase {
 	mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+	createPrivately(databasePath(dataDir));
 	const database = new Database(databasePath(dataDir), { timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
 	try {
 		// Only takes effect on a new file (before the first table): freed pages can then be given back
@@ -47,4 +48,12 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 		database.close();
 		throw error;
 	}
+}
+
+/**
+ * Key hashes, spend and kept answers are for the service's user only, whatever the umask. SQLite
+ * gives its -wal and -shm files the mode of the database file, so creating that one is enough.
+ */
+export function createPrivately(file: string): void {
+	closeSync(openSync(file, 'a', 0o600));
 }

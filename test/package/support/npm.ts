@@ -21,9 +21,9 @@ export interface NpmResult {
 	stderr: string;
 }
 
-export async function npm(args: string[], cwd: string, timeoutMs: number): Promise<NpmResult> {
+export async function npm(args: string[], cwd: string, timeoutMs: number, env: Record<string, string> = {}): Promise<NpmResult> {
 	try {
-		return await run('npm', args, { cwd, env: userEnvironment(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+		return await run('npm', args, { cwd, env: userEnvironment(env), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
 	} catch (error) {
 		const failed = error as Error & { stdout?: string; stderr?: string };
 		throw new Error(`npm ${args.join(' ')} failed in ${cwd}: ${failed.message}\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);

@@ -2,32 +2,14 @@
  * `imagegen-server keys …` run as the built CLI, on both engines, before and while a service runs
  * on the same configuration.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { promisify } from 'node:util';
-import { SERVER_CLI, startServer, type RunningServer } from '../../helpers/server';
+import { runCli, startServer, type RunningServer } from '../../helpers/server';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
-const run = promisify(execFile);
-
-interface Outcome {
-	code: number;
-	stdout: string;
-	stderr: string;
-}
-
-async function keys(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
-	try {
-		const { stdout, stderr } = await run(process.execPath, [SERVER_CLI, 'keys', ...args], { env: { ...process.env, ...env } });
-		return { code: 0, stdout, stderr };
-	} catch (error) {
-		const failed = error as { code: number; stdout: string; stderr: string };
-		return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-	}
-}
+const keys = (args: string[], env: Record<string, string> = {}) => runCli(['keys', ...args], env);
 
 const models = (server: RunningServer, secret: string) => fetch(`${server.baseUrl}/models`, { headers: { authorization: `Bearer ${secret}` } });
 
