@@ -4,7 +4,7 @@ import { OPTIONS } from './options';
 
 /** `--port <n>`, or `--allow-private-urls` for a switch. */
 export function usage(row: OptionRow): string {
-	return row.type.placeholder === undefined ? `--${row.flag}` : `--${row.flag} ${row.type.placeholder}`;
+	return row.type.placeholder === undefined ? `--${row.flag}` : `--${row.flag} ${row.placeholder ?? row.type.placeholder}`;
 }
 
 export function helpText(): string {

@@ -19,6 +19,8 @@ export interface OptionRow<Flag extends string = string, Value = unknown, Field 
 	readonly flag: Flag;
 	readonly env: string;
 	readonly type: ValueType<Value>;
+	/** What --help and the docs show after the flag, when it says more than the type's (e.g. `<url>`). */
+	readonly placeholder?: string;
 	/** The value when neither the flag nor the variable is given. */
 	readonly default: Value;
 	/** Shown instead of the default value when that says too little, e.g. "(generated, kept in <data-dir>/api-key)". */

@@ -16,11 +16,12 @@ const ONLY_WITH_S3 = { flag: 'storage', value: 's3' } as const;
 
 export const OPTIONS = [
 	option({ flag: 'port', env: 'IMAGEGEN_PORT', type: wholeNumber(0, 65535), default: 8080, help: 'TCP port to listen on (0 = any free port)', into: to('port') }),
-	option({ flag: 'host', env: 'IMAGEGEN_HOST', type: text, default: '127.0.0.1', help: 'Address to bind (0.0.0.0 for every interface)', into: to('host') }),
-	option({ flag: 'data-dir', env: 'IMAGEGEN_DATA_DIR', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API key live', into: (dir) => ({ dataDir: resolve(dir) }) }),
+	option({ flag: 'host', env: 'IMAGEGEN_HOST', placeholder: '<address>', type: text, default: '127.0.0.1', help: 'Address to bind (0.0.0.0 for every interface)', into: to('host') }),
+	option({ flag: 'data-dir', env: 'IMAGEGEN_DATA_DIR', placeholder: '<path>', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API key live', into: (dir) => ({ dataDir: resolve(dir) }) }),
 	option({
 		flag: 'public-url',
 		env: 'IMAGEGEN_PUBLIC_URL',
+		placeholder: '<url>',
 		type: checkedText((url, name) => (isBaseUrl(url) ? undefined : `${name} must be an http(s) URL without query or fragment; got '${url}'`)),
 		default: undefined,
 		defaultText: 'http://<host>:<port>',
@@ -30,6 +31,7 @@ export const OPTIONS = [
 	option({
 		flag: 'api-keys',
 		env: 'IMAGEGEN_API_KEYS',
+		placeholder: '<k1,k2>',
 		type: parsedBy(parseApiKeys),
 		default: [],
 		defaultText: '(generated, kept in <data-dir>/api-key)',
@@ -46,6 +48,7 @@ export const OPTIONS = [
 	option({
 		flag: 'providers',
 		env: 'IMAGEGEN_PROVIDERS',
+		placeholder: '<spec>',
 		type: parsedBy(parseProviderSelection),
 		default: {} as ProviderSelection,
 		defaultText: '(sandbox for every model)',
@@ -55,17 +58,19 @@ export const OPTIONS = [
 	option({
 		flag: 'prices',
 		env: 'IMAGEGEN_PRICES',
+		placeholder: '<spec>',
 		type: parsedBy(parsePriceOverrides),
 		default: {} as PriceOverrides,
 		defaultText: '(catalog prices)',
 		help: 'Price per image overrides in USD, e.g. textimage-v2=0.08',
 		into: (overrides, given) => ({ prices: given, priceOverrides: overrides }),
 	}),
-	option({ flag: 'log-level', env: 'IMAGEGEN_LOG_LEVEL', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
-	option({ flag: 'storage', env: 'IMAGEGEN_STORAGE', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
+	option({ flag: 'log-level', env: 'IMAGEGEN_LOG_LEVEL', placeholder: '<level>', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
+	option({ flag: 'storage', env: 'IMAGEGEN_STORAGE', placeholder: '<driver>', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
 	option({
 		flag: 's3-bucket',
 		env: 'IMAGEGEN_S3_BUCKET',
+		placeholder: '<name>',
 		// Bucket naming rules shared by AWS, R2, MinIO and Ceph (3–63 characters, lower case, digits, dots, hyphens).
 		type: checkedText((bucket, name) => (/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) ? undefined : `${name} must be a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens; got '${bucket}'`)),
 		default: undefined,
@@ -76,6 +81,7 @@ export const OPTIONS = [
 	option({
 		flag: 's3-endpoint',
 		env: 'IMAGEGEN_S3_ENDPOINT',
+		placeholder: '<url>',
 		type: checkedText((endpoint, name) => (isHttpUrl(endpoint) ? undefined : `${name} must be an http(s) URL; got '${endpoint}'`)),
 		default: undefined,
 		defaultText: '(AWS)',
@@ -85,6 +91,7 @@ export const OPTIONS = [
 	option({
 		flag: 's3-region',
 		env: 'IMAGEGEN_S3_REGION',
+		placeholder: '<region>',
 		type: checkedText((region, name) => (/^[a-z0-9-]{2,40}$/i.test(region) ? undefined : `${name} must be a region name such as us-east-1; got '${region}'`)),
 		default: 'us-east-1',
 		help: 'Region of the bucket',
@@ -94,6 +101,7 @@ export const OPTIONS = [
 	option({
 		flag: 's3-prefix',
 		env: 'IMAGEGEN_S3_PREFIX',
+		placeholder: '<prefix>',
 		type: checkedText((prefix, name) =>
 			prefix.startsWith('/') || /[\x00-\x1f\\]/.test(prefix) || prefix.length > 200 ? `${name} must be a key prefix without a leading slash or control characters; got '${prefix}'` : undefined,
 		),
@@ -105,13 +113,14 @@ export const OPTIONS = [
 	option({
 		flag: 'database-url',
 		env: 'IMAGEGEN_DATABASE_URL',
+		placeholder: '<url>',
 		type: checkedText((url, name) => (/^postgres(ql)?:\/\/./.test(url) ? undefined : `${name} must be a postgres:// or postgresql:// URL`)),
 		default: undefined,
 		defaultText: '(the embedded database in the data dir)',
 		help: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)',
 		into: to('databaseUrl'),
 	}),
-	option({ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', type: oneOf(FILE_DELIVERIES), default: 'proxy', help: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)', into: to('fileDelivery') }),
+	option({ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', placeholder: '<mode>', type: oneOf(FILE_DELIVERIES), default: 'proxy', help: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)', into: to('fileDelivery') }),
 	option({ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', type: positiveNumber, default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits', into: (seconds) => ({ drainTimeoutMs: milliseconds(seconds) }) }),
 	option({ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', type: positiveNumber, default: 60, help: 'How long a client may send nothing while its request is incomplete; then 408 and the connection is closed', into: (seconds) => ({ idleTimeoutMs: milliseconds(seconds) }) }),
 	option({ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', type: positiveNumber, default: 15, help: 'Longest a PostgreSQL statement (or a transaction left idle) may run before the request fails with 503', into: (seconds) => ({ databaseTimeoutMs: milliseconds(seconds) }) }),
@@ -127,6 +136,7 @@ export const OPTIONS = [
 	option({
 		flag: 'admin-key',
 		env: 'IMAGEGEN_ADMIN_KEY',
+		placeholder: '<secret>',
 		// Never echo the value: it is a secret, and this message reaches logs.
 		type: checkedText((key, name) => (key.length >= 16 && /^[\x21-\x7e]+$/.test(key) ? undefined : `${name} must be at least 16 printable characters without spaces`)),
 		default: undefined,
