@@ -16,6 +16,15 @@ test('each flag and variable belongs to one row, the variable named after the fl
 	for (const row of ROWS) expect(row.env).toBe(`IMAGEGEN_${row.flag.toUpperCase().replace(/-/g, '_')}`);
 });
 
+test('a row read only with another option names an earlier row, and one of its values', () => {
+	for (const [index, row] of ROWS.entries()) {
+		if (!row.onlyWith) continue;
+		const earlier = ROWS.slice(0, index).find((candidate) => candidate.flag === row.onlyWith!.flag);
+		expect([row.flag, earlier?.flag]).toEqual([row.flag, row.onlyWith.flag]);
+		expect(earlier!.type.parse(row.onlyWith.value, `--${earlier!.flag}`)).toBe(row.onlyWith.value);
+	}
+});
+
 test.each(ROWS.filter((row) => row.defaultText === undefined).map((row) => [row.flag, row] as const))(
 	'the default shown for --%s is the one used when it is not given',
 	(flag, row) => {
