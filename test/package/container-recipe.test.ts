@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { OPTIONS, parseConfig } from '../../server/src/config';
+import { OPTIONS, defaultText, parseConfig } from '../../server/src/config';
 import { startServer } from '../helpers/server';
 
 const run = promisify(execFile);
@@ -75,7 +75,7 @@ const ignorePatterns = read('.dockerignore')
 	.split('\n')
 	.map((line) => line.trim())
 	.filter((line) => line && !line.startsWith('#'));
-const defaultPort = OPTIONS.find((option) => option.flag === 'port')!.defaultText;
+const defaultPort = defaultText(OPTIONS.find((option) => option.flag === 'port')!);
 
 describe('Dockerfile', () => {
 	test('multi-stage on Node 24 slim', () => {

@@ -5,11 +5,9 @@
  * generation there, because the previous host may already have made (and billed) the image.
  */
 import type { ModelLimits } from '../../../core/models';
+import { CHAIN_SEPARATOR } from '../config/provider-selection';
 import type { GenerationProvider } from './provider';
 import { NothingMadeError } from './providers/provider-http';
-
-/** Separates the hosts of a chain in `--providers` and in a chain's name. */
-export const CHAIN_SEPARATOR = '|';
 
 export function providerChain(members: readonly GenerationProvider[]): GenerationProvider {
 	if (members.length === 0) throw new Error('a provider chain needs at least one provider');

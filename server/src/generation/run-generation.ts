@@ -13,7 +13,7 @@ import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageWork } from '../media/image-work';
 import type { ApiKeyPolicy } from '../auth';
-import type { PriceOverrides } from '../prices';
+import type { PriceOverrides } from '../config/prices';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Client } from 'pg';
-import { parseProviderSelection } from '../../../server/src/generation/providers';
+import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { postJson } from '../support/http';

@@ -2,7 +2,7 @@
  * Price overrides (`--prices p-image=0.004,textimage-v2=0.08`): the catalog's prices are the
  * default, an operator who pays a different provider rate can state their own.
  */
-import { MODEL_IDS, isModelId, type ModelId } from '../../core/models';
+import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 
 export type PriceOverrides = Partial<Record<ModelId, number>>;
 

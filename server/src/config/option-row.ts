@@ -1,0 +1,51 @@
+/**
+ * One row per option: flag, environment variable, type, default, help, and where the value goes in
+ * ServiceConfig. Parsing, --help and docs/configuration.md are all read from the rows, so adding a
+ * flag is adding a row (and its ServiceConfig field).
+ */
+import type { ServiceConfig } from './service-config';
+import type { ValueType } from './value-types';
+
+/** The option is read only when an earlier option has this value; given otherwise, it is refused. */
+export interface OnlyWith {
+	readonly flag: string;
+	readonly value: string;
+	/** Must then be given (e.g. the bucket of `--storage s3`). */
+	readonly required?: boolean;
+}
+
+export interface OptionRow<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> {
+	/** Without the leading `--`. */
+	readonly flag: Flag;
+	readonly env: string;
+	readonly type: ValueType<Value>;
+	/** What --help and the docs show after the flag, when it says more than the type's (e.g. `<url>`). */
+	readonly placeholder?: string;
+	/** The value when neither the flag nor the variable is given. */
+	readonly default: Value;
+	/** Shown instead of the default value when that says too little, e.g. "(generated, kept in <data-dir>/api-key)". */
+	readonly defaultText?: string;
+	readonly help: string;
+	readonly onlyWith?: OnlyWith;
+	/**
+	 * The ServiceConfig fields this value sets (`text` is the option's trimmed text when given). Rows
+	 * without it are assembled by parse-config.ts, because their fields combine (storage).
+	 */
+	into?(value: Value, text: string | undefined): Pick<ServiceConfig, Field>;
+}
+
+/** A row with its types kept, so that the parsed values and the fields set are known to the compiler. */
+export function option<const Flag extends string, Value, Field extends keyof ServiceConfig = never>(row: OptionRow<Flag, Value, Field>): OptionRow<Flag, Value, Field> {
+	return row;
+}
+
+/** `into` for a value that is the field as is. */
+export function to<Field extends keyof ServiceConfig>(field: Field): (value: ServiceConfig[Field]) => Pick<ServiceConfig, Field> {
+	return (value) => ({ [field]: value }) as Pick<ServiceConfig, Field>;
+}
+
+/** How the default reads in --help and the docs. */
+export function defaultText(row: OptionRow): string {
+	if (row.defaultText !== undefined) return row.defaultText;
+	return row.default === undefined ? '(none)' : String(row.default);
+}

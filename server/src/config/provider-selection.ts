@@ -1,0 +1,37 @@
+/**
+ * The `--providers` value, parsed without loading any provider: `p-image=replicate,textimage-v2=ideogram`
+ * (unlisted models stay on `sandbox`); `p-image=pruna|replicate` is a fallback chain. The names
+ * live here so that reading the configuration (`keys list`, `--help`) never loads the provider
+ * registry; generation/providers.ts maps each name to its factory and the compiler keeps both in step.
+ */
+import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
+
+export const PROVIDER_NAMES = ['sandbox', 'upstream', 'replicate', 'pruna', 'ideogram'] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+
+/** Separates the hosts of a chain in `--providers` and in a chain's name. */
+export const CHAIN_SEPARATOR = '|';
+
+/** Which provider each listed model uses (by name, or names joined by `|` for a chain); unlisted models use `sandbox`. */
+export type ProviderSelection = Partial<Record<ModelId, string>>;
+
+const isProviderName = (name: string): name is ProviderName => (PROVIDER_NAMES as readonly string[]).includes(name);
+
+/** Parses `--providers`; throws an Error that names the wrong entry and lists what is accepted. */
+export function parseProviderSelection(text: string): ProviderSelection {
+	const selection: ProviderSelection = {};
+	for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
+		const match = /^([^=\s]+)\s*=\s*([^=]+)$/.exec(entry);
+		if (!match) throw new Error(`'${entry}' is not of the form <model>=<provider> or <model>=<provider>|<provider>…`);
+		const [, model, chain] = match as unknown as [string, string, string];
+		if (!isModelId(model)) throw new Error(`unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
+		if (selection[model] !== undefined) throw new Error(`${model} is listed twice`);
+		const names = chain.split(CHAIN_SEPARATOR).map((name) => name.trim());
+		for (const name of names) {
+			if (!isProviderName(name)) throw new Error(`unknown provider '${name}' for ${model} (known: ${PROVIDER_NAMES.join(', ')})`);
+		}
+		if (new Set(names).size !== names.length) throw new Error(`${model} lists a provider twice in '${chain.trim()}'`);
+		selection[model] = names.join(CHAIN_SEPARATOR);
+	}
+	return selection;
+}

@@ -1,0 +1,72 @@
+/** The configuration the service runs with, as parseConfig assembles it from the option rows. */
+import type { StorageDriverName } from '../storage/object-storage';
+import type { PriceOverrides } from './prices';
+import type { ProviderSelection } from './provider-selection';
+import type { TrustProxy } from './trust-proxy';
+
+export interface ServiceConfig {
+	host: string;
+	port: number;
+	dataDir: string;
+	/** Base of every hosted-file URL; undefined → http://<host>:<bound port>. */
+	publicUrl?: string;
+	/** Empty → the CLI creates (or reuses) a key in the data dir. */
+	apiKeys: string[];
+	retentionSeconds: number;
+	allowPrivateUrls: boolean;
+	maxUploadBytes: number;
+	maxJsonBytes: number;
+	rateLimitPerMinute: number;
+	generationTimeoutMs: number;
+	/** Raw `--providers` value; `providerSelection` is its parsed form. */
+	providers?: string;
+	providerSelection: ProviderSelection;
+	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
+	prices?: string;
+	priceOverrides: PriceOverrides;
+	logLevel: LogLevel;
+	/** Time limit for fetching one URL input. */
+	fetchTimeoutMs: number;
+	storage: StorageConfig;
+	/** PostgreSQL for metadata, usage and rate limits; undefined → the embedded database in the data dir. */
+	databaseUrl?: string;
+	fileDelivery: FileDelivery;
+	/** How long a SIGTERM waits for in-flight requests before giving up. */
+	drainTimeoutMs: number;
+	/** How long a connection may stay silent while the server waits for the client's request. */
+	idleTimeoutMs: number;
+	/** Longest a PostgreSQL statement (or an idle transaction) may take before it fails with a 503. */
+	databaseTimeoutMs: number;
+	/** Largest picture (width × height, from the header) decoded for a conversion, a fit, an edit input or a provider output. */
+	maxImagePixels: number;
+	/** The management credential (admin API, /metrics); undefined → those routes do not exist. */
+	adminKey?: string;
+	/** Wrong keys one client address may send per minute before it gets 429s (0 = no limit). */
+	authFailuresPerMinute: number;
+	/** The proxies in front whose X-Forwarded-For is believed (addresses, CIDRs); false: none. */
+	trustProxy: TrustProxy;
+	provenance: ProvenanceConfig;
+}
+
+/** How generated images are marked (DESIGN.md, "Provenance"). */
+export interface ProvenanceConfig {
+	enabled: boolean;
+	includePrompt: boolean;
+	/** PEM files of the operator's signing certificate (chain) and key; both or neither. */
+	certPath?: string;
+	keyPath?: string;
+}
+
+export const PROVENANCE_MODES = ['on', 'off'] as const;
+
+export const STORAGE_DRIVERS: readonly StorageDriverName[] = ['disk', 's3'];
+
+export const FILE_DELIVERIES = ['proxy', 'redirect'] as const;
+export type FileDelivery = (typeof FILE_DELIVERIES)[number];
+
+export type StorageConfig =
+	| { driver: 'disk' }
+	| { driver: 's3'; bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; prefix: string };
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
