@@ -3,6 +3,7 @@
  * composes them): a full disk (writes to /dev/full fail with ENOSPC) gives a 507 and no leftovers,
  * crash leftovers are swept, expiry is checked on read, a failed write leaves nothing behind.
  */
+import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { ImageGenError } from '../../core/errors';
 import { MEDIA_DETAILS } from '../../core/media';
 import { parseConfig, type ServiceConfig } from '../../server/src/config';
 import { openBackends, type Backends } from '../../server/src/plugins/backends';
+import { openSqliteDatabase } from '../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../server/src/storage/hosted-files';
 import { makeMp4 } from './support/media';
@@ -114,6 +116,23 @@ describe('embedded file storage', () => {
 		const second = await embeddedFiles();
 		expect(readdirSync(directory).sort()).toEqual([live.name, '.tmp-FFFFFFFFFFFFFFFFFFFFFFFF.webm'].sort());
 		expect(await second.get(live.name)).toMatchObject({ id: live.id, ownerKeyId: OWNER, size: live.size });
+	});
+
+	it('at start, what a write killed mid-way left goes at once, with its reservation', async () => {
+		await embeddedFiles();
+		const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+		const database = openSqliteDatabase(dataDir);
+		try {
+			database
+				.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)')
+				.run('GGGGGGGGGGGGGGGGGGGGGGGG', 'GGGGGGGGGGGGGGGGGGGGGGGG.mp4', OWNER, Date.now() + 3_600_000, dead);
+			writeFileSync(join(directory, '.tmp-GGGGGGGGGGGGGGGGGGGGGGGG.mp4'), 'half');
+			await embeddedFiles();
+			expect(readdirSync(directory)).toEqual([]);
+			expect(database.prepare('SELECT count(*) AS n FROM files').get()).toEqual({ n: 0 });
+		} finally {
+			database.close();
+		}
 	});
 
 	it('a source that fails mid-write leaves neither bytes nor metadata, and the error is the source’s', async () => {

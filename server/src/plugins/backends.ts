@@ -20,6 +20,7 @@ import type { RateLimiter } from '../limits/rate-limiter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
+import { isProcessAlive } from '../storage/process-alive';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
 import { openSqliteDatabase } from '../sqlite/database';
 import { reportLegacyFiles } from '../sqlite/legacy-files';
@@ -55,12 +56,14 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 		await reportLegacyFiles(config.dataDir, log);
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqliteFileMetadata(database);
+		if (storage instanceof DiskObjectStorage) await storage.init();
+		// Writes killed mid-way (SIGKILL, power loss) leave a reservation naming their process:
+		// what they wrote goes now, not at the reservation's expiry.
+		await fileMetadata.releaseAbandonedWrites(isProcessAlive, (key) => storage.removeIncomplete(key));
 		if (storage instanceof DiskObjectStorage) {
-			await storage.init();
 			// Every write is reserved in the database before its first byte and forgotten after its
 			// last, so bytes the database knows nothing of belong to no writer, here or in another
-			// process on this data dir: they go now, whatever their age. A dead writer's own bytes
-			// go with its reservation, which the sweeper takes once it expires.
+			// process on this data dir: they go now, whatever their age.
 			await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
 		}
 		const usageLedger = await JsonlUsageLedger.open({ dataDir: config.dataDir, log });

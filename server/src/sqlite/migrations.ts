@@ -10,7 +10,8 @@ export interface SqliteMigration {
 }
 
 // A row is a reservation (published = 0) from before the first byte is written, and a served file
-// once published. A sweeper claims expired rows by stamping them (sweep_token, sweep_until) so
+// once published; writer_pid names the process writing a reservation's bytes, so a start can tell
+// a write killed mid-way from one still running in another process. A sweeper claims expired rows by stamping them (sweep_token, sweep_until) so
 // that another process's sweeper passes them by, and deletes them once their bytes are gone.
 const FILES = `
 	CREATE TABLE files (
@@ -19,6 +20,7 @@ const FILES = `
 		owner_key_id TEXT NOT NULL,
 		expires_at INTEGER NOT NULL,
 		published INTEGER NOT NULL DEFAULT 0,
+		writer_pid INTEGER,
 		name TEXT,
 		kind TEXT,
 		mime_type TEXT,

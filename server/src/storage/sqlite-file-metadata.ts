@@ -34,6 +34,12 @@ interface FileRow {
 	expires_at: number;
 }
 
+interface ReservationRow {
+	id: string;
+	storage_key: string;
+	writer_pid: number | null;
+}
+
 interface ExpiredRow {
 	id: string;
 	storage_key: string;
@@ -57,7 +63,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		this.now = options.now ?? Date.now;
 		this.sweepLeaseMs = options.sweepLeaseMs ?? SWEEP_LEASE_MS;
 		this.statements = {
-			reserve: database.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at) VALUES (?, ?, ?, ?)'),
+			reserve: database.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)'),
 			// A reservation a sweeper has taken is being deleted with its bytes: too late to publish.
 			publish: database.prepare(
 				`UPDATE files SET published = 1, name = @name, kind = @kind, mime_type = @mimeType, extension = @extension, size = @size, etag = @etag,
@@ -85,6 +91,8 @@ export class SqliteFileMetadata implements FileMetadataStore {
 			),
 			forgetTaken: database.prepare('DELETE FROM files WHERE id = ? AND sweep_token = ?'),
 			giveBack: database.prepare('UPDATE files SET sweep_token = NULL, sweep_until = NULL WHERE id = ? AND sweep_token = ?'),
+			reservations: database.prepare<[], ReservationRow>('SELECT id, storage_key, writer_pid FROM files WHERE published = 0 AND sweep_token IS NULL'),
+			forgetReservation: database.prepare('DELETE FROM files WHERE id = ? AND published = 0'),
 			hasKey: database.prepare<[string, string], { found: number }>('SELECT 1 AS found FROM files WHERE id = ? AND storage_key = ?'),
 			ping: database.prepare('SELECT 1'),
 		};
@@ -92,7 +100,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async reserve(reservation: FileReservation): Promise<void> {
 		const expiresAt = reservation.lifetimeMs === undefined ? reservation.expiresAt.getTime() : this.now() + reservation.lifetimeMs;
-		this.statements.reserve.run(reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt);
+		this.statements.reserve.run(reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt, process.pid);
 	}
 
 	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
@@ -156,6 +164,20 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		} finally {
 			if (disposed > 0) await releaseFreePages(this.database);
 		}
+	}
+
+	/**
+	 * Reservations whose writing process is gone (killed mid-write): `removeBytes` deletes what the
+	 * write left, then the reservation is forgotten, without waiting for its expiry. Answers how many.
+	 */
+	async releaseAbandonedWrites(writerAlive: (pid: number) => boolean, removeBytes: (storageKey: string) => Promise<void>): Promise<number> {
+		let released = 0;
+		for (const row of this.statements.reservations.all()) {
+			if (row.writer_pid === null || writerAlive(row.writer_pid)) continue;
+			await removeBytes(row.storage_key);
+			released += this.statements.forgetReservation.run(row.id).changes;
+		}
+		return released;
 	}
 
 	/** Whether a reservation or a file holds `storageKey`; ours are `<id>.<ext>`. */
