@@ -1,8 +1,8 @@
 // History benchmark: a service that has run for months must still start fast and small. Writes an
-// idempotency history (answers with base64 images, in the journal format older versions wrote, a
-// torn last line included) and a usage ledger spread over many days (retried appends repeated, a
-// torn last line), straight to files; then starts the real CLI on each, twice (the first start
-// moves bodies out / rolls days up, the second reads the result), and measures start time and peak
+// idempotency history (answers with base64 images, into the data dir's database) and a usage
+// ledger spread over many days (retried appends repeated, a torn last line), straight to files;
+// then starts the real CLI on each, twice (the first start rolls days up, the second reads the
+// result), and measures start time and peak
 // RSS against the same server on an empty data dir, measured in the same run. Every start is
 // checked: sampled replays byte for byte (SHA-256 of the bytes), usage totals exact per key, day
 // and model. Everything lives in a temp dir that is removed afterwards.
@@ -22,6 +22,7 @@ const require = createRequire(import.meta.url);
 const dist = join(ROOT, 'server', 'dist', 'server', 'src');
 const { fingerprintJson } = require(join(dist, 'idempotency', 'idempotency.js'));
 const { apiKeyIdOf } = require(join(dist, 'auth.js'));
+const { openSqliteDatabase } = require(join(dist, 'sqlite', 'database.js'));
 
 const KEYS = ['history-key-a-0123456789', 'history-key-b-0123456789', 'history-key-c-0123456789'];
 const ROUTE = '/v1/images/generations';
@@ -44,31 +45,44 @@ const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 
 /**
  * `answerMb` of idempotent answers: one in ten a generation answered inline (≈ 1 MB of base64),
- * the rest hosted URLs, as older versions journalled them (bodies inside the lines).
+ * the rest hosted URLs, written straight into the data dir's database as the service keeps them.
  */
 export async function writeIdempotencyHistory(dataDir, { answerMb }) {
-	const out = lineWriter(join(dataDir, 'idempotency.jsonl'));
-	const expiresAt = new Date(Date.now() + 23 * 3_600_000).toISOString();
+	const database = openSqliteDatabase(dataDir);
+	// Only this writer's connection: the history is made up anyway, and a crash would only redo it.
+	database.pragma('synchronous = OFF');
+	const insert = database.prepare(
+		'INSERT INTO idempotency_keys (api_key_id, key, fingerprint, completed, lease_until, expires_at, status, content_type, body) VALUES (?, ?, ?, 1, 0, ?, 200, ?, ?)',
+	);
+	const insertMany = database.transaction((rows) => {
+		for (const row of rows) insert.run(...row);
+	});
+	const expiresAt = Date.now() + 23 * 3_600_000;
+	const expiresIso = new Date(expiresAt).toISOString();
 	const image = Buffer.alloc(768 * 1024, 7).toString('base64');
 	const samples = [];
 	let bytes = 0;
 	let answers = 0;
+	let batch = [];
 	for (let index = 0; bytes < answerMb * 1024 * 1024; index++) {
 		const apiKey = KEYS[index % KEYS.length];
 		const request = { model: 'p-image', prompt: `history ${index}`, seed: index };
 		const inline = index % 10 === 0;
 		const body = inline
 			? `{"created":${1_700_000_000 + index},"data":[{"b64_json":"${index}${image}","seed":${index}}]}`
-			: `{"created":${1_700_000_000 + index},"data":[{"url":"http://127.0.0.1:1/files/${String(index).padStart(22, 'A')}.png","expires_at":"${expiresAt}","seed":${index}}],"note":"é ✓ \\u2028"}`;
-		const line = { apiKeyId: apiKeyIdOf(apiKey), key: `history-${index}`, fingerprint: fingerprintJson('POST', ROUTE, request), expiresAt, answer: { status: 200, contentType: JSON_TYPE, body } };
-		await out.write(`${JSON.stringify(line)}\n`);
+			: `{"created":${1_700_000_000 + index},"data":[{"url":"http://127.0.0.1:1/files/${String(index).padStart(22, 'A')}.png","expires_at":"${expiresIso}","seed":${index}}],"note":"é ✓ \\u2028"}`;
+		const key = `history-${index}`;
+		batch.push([apiKeyIdOf(apiKey), key, fingerprintJson('POST', ROUTE, request), expiresAt, JSON_TYPE, Buffer.from(body, 'utf8')]);
+		if (batch.length >= 2_000) {
+			insertMany(batch);
+			batch = [];
+		}
 		bytes += body.length;
 		answers++;
-		if (index % 97 === 0 || index < 3) samples.push({ apiKey, key: line.key, request, sha256: sha256(Buffer.from(body, 'utf8')), size: Buffer.byteLength(body) });
+		if (index % 97 === 0 || index < 3) samples.push({ apiKey, key, request, sha256: sha256(Buffer.from(body, 'utf8')), size: Buffer.byteLength(body) });
 	}
-	// A crash mid-append.
-	await out.write('{"apiKeyId":"x","key":"torn","fingerprint":"ab');
-	await out.end();
+	insertMany(batch);
+	database.close();
 	return { answers, bodyMb: round(bytes / 1024 / 1024, 1), samples: samples.slice(-40).concat(samples.slice(0, 3)) };
 }
 

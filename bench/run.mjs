@@ -100,7 +100,7 @@ if (only.includes('history')) {
 	const h = (results.history = await historyBench());
 	const within = (run) => run.startMs < 120_000 && run.peakRssMb < 400;
 	for (const [label, run, ok] of [
-		[`idempotency ${h.idempotency.bodyMb} MB, journal of an older version (first start moves bodies out)`, h.idempotency.first, h.idempotency.first.replaysMatched === h.idempotency.first.replaysChecked],
+		[`idempotency ${h.idempotency.bodyMb} MB in the database, first start`, h.idempotency.first, h.idempotency.first.replaysMatched === h.idempotency.first.replaysChecked],
 		[`idempotency ${h.idempotency.bodyMb} MB, restart`, h.idempotency.again, h.idempotency.again.replaysMatched === h.idempotency.again.replaysChecked],
 		[`ledger ${h.ledger.lines} lines / ${h.ledger.days} days (first start rolls up)`, h.ledger.first, h.ledger.first.exact],
 		[`ledger ${h.ledger.lines} lines, restart`, h.ledger.again, h.ledger.again.exact],

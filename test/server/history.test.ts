@@ -1,9 +1,9 @@
 /**
  * Months of history must not stop the service from starting: the quick variant of
- * bench/history.mjs starts the real CLI, with its heap capped below the size of the history, on an
- * idempotency journal written by older versions (bodies inside, a torn last line) and on a usage
- * ledger over 60 days (repeated lines, a torn last line). Reading either whole, or keeping the
- * answers or every request id in memory, runs out of heap; streaming with bodies on disk does not.
+ * bench/history.mjs starts the real CLI, with its heap capped below the size of the history, on
+ * idempotency answers in the data dir's database and on a usage ledger over 60 days (repeated
+ * lines, a torn last line). Keeping the answers or every request id in memory runs out of heap;
+ * bodies read from the database only for a replay do not.
  * Every start is checked: sampled replays byte for byte, usage totals exact per key, day and model.
  */
 import { execFile } from 'node:child_process';
