@@ -7,32 +7,16 @@
  * process on one data dir shares it.
  */
 import { randomBytes } from 'node:crypto';
-import type { MediaKind } from '../../../core/media';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
+import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from './file-rows';
 
 /**
  * How long a sweeper holds the batch it took while it deletes the bytes. Past this, the batch is
  * taken to belong to a dead process and another sweeper takes it over.
  */
 export const SWEEP_LEASE_MS = 10 * 60_000;
-
-const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at';
-
-interface FileRow {
-	id: string;
-	name: string;
-	storage_key: string;
-	kind: MediaKind;
-	mime_type: string;
-	extension: string;
-	size: number;
-	etag: string;
-	owner_key_id: string;
-	created_at: number;
-	expires_at: number;
-}
 
 interface ReservationRow {
 	id: string;
@@ -71,11 +55,11 @@ export class SqliteFileMetadata implements FileMetadataStore {
 				WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`,
 			),
 			release: database.prepare('DELETE FROM files WHERE id = ?'),
-			get: database.prepare<[string, number], FileRow>(`SELECT ${RECORD_COLUMNS} FROM files WHERE id = ? AND published = 1 AND expires_at > ?`),
+			get: database.prepare<[string, number], FileRow>(`SELECT ${FILE_RECORD_COLUMNS} FROM files WHERE id = ? AND published = 1 AND expires_at > ?`),
 			remove: database.prepare<{ id: string; ownerKeyId: string; now: number }, FileRow>(
 				`UPDATE files SET expires_at = @now
 				WHERE id = @id AND owner_key_id = @ownerKeyId AND published = 1 AND expires_at > @now
-				RETURNING ${RECORD_COLUMNS}`,
+				RETURNING ${FILE_RECORD_COLUMNS}`,
 			),
 			// One statement: two processes' sweepers cannot both take a row, and a batch whose
 			// sweeper died is taken over once its lease has passed.
@@ -129,12 +113,12 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
 		const row = this.statements.get.get(id, this.instant(now));
-		return row ? toRecord(row) : null;
+		return row ? toFileRecord(row) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
 		const row = this.statements.remove.get({ id, ownerKeyId, now: this.instant(now) });
-		return row ? toRecord(row) : null;
+		return row ? toFileRecord(row) : null;
 	}
 
 	/**
@@ -199,20 +183,4 @@ export class SqliteFileMetadata implements FileMetadataStore {
 	private instant(now: Date | undefined): number {
 		return now ? now.getTime() : this.now();
 	}
-}
-
-function toRecord(row: FileRow): FileRecord {
-	return {
-		id: row.id,
-		name: row.name,
-		storageKey: row.storage_key,
-		kind: row.kind,
-		mimeType: row.mime_type,
-		extension: row.extension,
-		size: row.size,
-		etag: row.etag,
-		ownerKeyId: row.owner_key_id,
-		createdAt: new Date(row.created_at),
-		expiresAt: new Date(row.expires_at),
-	};
 }
