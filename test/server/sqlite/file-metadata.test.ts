@@ -2,28 +2,19 @@
  * What the SQLite file metadata adds to the contract: a batch taken by a sweeper that died is
  * taken over once its lease has passed, and the pages of swept rows go back to the file system.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import type { SqliteDatabase } from '../../../server/src/sqlite/database';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata, SWEEP_LEASE_MS } from '../../../server/src/storage/sqlite-file-metadata';
+import { useSqliteDataDir } from './support/data-dir';
 
 const T0 = new Date('2030-01-01T00:00:00Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
 
-let dataDir: string;
-const opened: SqliteDatabase[] = [];
+const dataDir = useSqliteDataDir('imagegen-sqlite-files-');
 function open(): { database: SqliteDatabase; store: SqliteFileMetadata } {
-	const database = openSqliteDatabase(dataDir);
-	opened.push(database);
+	const database = dataDir.openDatabase();
 	return { database, store: new SqliteFileMetadata(database) };
 }
-beforeEach(() => (dataDir = mkdtempSync(join(tmpdir(), 'imagegen-sqlite-files-'))));
-afterEach(() => {
-	for (const database of opened.splice(0)) database.close();
-	rmSync(dataDir, { recursive: true, force: true });
-});
 
 async function storeFiles(store: SqliteFileMetadata, prefix: string, count: number, expiresAt: Date): Promise<void> {
 	for (let index = 0; index < count; index += 1) {

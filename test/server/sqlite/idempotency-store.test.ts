@@ -4,12 +4,11 @@
  * back, and claims that stay atomic when several processes race on one data dir.
  */
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteIdempotencyStore, SWEEP_BATCH } from '../../../server/src/idempotency/sqlite-idempotency-store';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import { useSqliteDataDir } from './support/data-dir';
 
 jest.setTimeout(60_000);
 
@@ -17,18 +16,11 @@ const T0 = new Date('2030-01-01T00:00:00Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
 const HOUR = 3_600_000;
 
-let dataDir: string;
-const opened: SqliteDatabase[] = [];
+const dataDir = useSqliteDataDir('imagegen-sqlite-idempotency-');
 function open(): { database: SqliteDatabase; store: SqliteIdempotencyStore } {
-	const database = openSqliteDatabase(dataDir);
-	opened.push(database);
+	const database = dataDir.openDatabase();
 	return { database, store: new SqliteIdempotencyStore(database) };
 }
-beforeEach(() => (dataDir = mkdtempSync(join(tmpdir(), 'imagegen-sqlite-idempotency-'))));
-afterEach(() => {
-	for (const database of opened.splice(0)) database.close();
-	rmSync(dataDir, { recursive: true, force: true });
-});
 
 const claimOf = (key: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim => ({
 	apiKeyId: 'owner',
@@ -108,7 +100,7 @@ it('grants one claim of a key raced by several processes on one data dir', async
 			{ length: racers },
 			() =>
 				new Promise<string[]>((resolve, reject) => {
-					const child = fork(worker, [dataDir, 'raced-key', '25', startAt], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+					const child = fork(worker, [dataDir.path(), 'raced-key', '25', startAt], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
 					child.once('message', (message) => resolve(message as string[]));
 					child.once('error', reject);
 					child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`claim racer exited with ${code}`))));
