@@ -7,6 +7,7 @@
  *
  * Clock: the `now` passed in, else this machine's (shared by every process on one data dir).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
@@ -124,7 +125,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 			const { changes } = this.statements.sweep.run({ now: now.getTime(), limit: SWEEP_BATCH });
 			removed += changes;
 			if (changes < SWEEP_BATCH) break;
-			await new Promise((resolve) => setImmediate(resolve));
+			await nextTurn();
 		}
 		if (removed > 0) await releaseFreePages(this.database);
 		return removed;

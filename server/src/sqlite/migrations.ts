@@ -32,6 +32,7 @@ const FILES = `
 		sweep_until INTEGER
 	) WITHOUT ROWID;
 	CREATE INDEX files_by_expiry ON files (expires_at);
+	CREATE INDEX files_reserved ON files (writer_pid) WHERE published = 0;
 `;
 
 // The answer body is a BLOB in the row, read only for a replay. The ids of the files an answer

@@ -7,6 +7,7 @@
  * process on one data dir shares it.
  */
 import { randomBytes } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
@@ -39,6 +40,10 @@ export class SqliteFileMetadata implements FileMetadataStore {
 	private readonly now: () => number;
 	private readonly sweepLeaseMs: number;
 	private readonly statements;
+	/** Forgets a disposed batch: the rows still stamped with its token. */
+	private readonly forgetTaken: (rows: readonly ExpiredRow[], token: string) => void;
+	/** Leaves a batch whose dispose failed to the next sweep. */
+	private readonly giveBack: (rows: readonly ExpiredRow[], token: string) => void;
 
 	constructor(
 		private readonly database: SqliteDatabase,
@@ -73,13 +78,19 @@ export class SqliteFileMetadata implements FileMetadataStore {
 				)
 				RETURNING id, storage_key, published`,
 			),
-			forgetTaken: database.prepare('DELETE FROM files WHERE id = ? AND sweep_token = ?'),
-			giveBack: database.prepare('UPDATE files SET sweep_token = NULL, sweep_until = NULL WHERE id = ? AND sweep_token = ?'),
+			forgetTaken: database.prepare<[string, string]>('DELETE FROM files WHERE id = ? AND sweep_token = ?'),
+			giveBack: database.prepare<[string, string]>('UPDATE files SET sweep_token = NULL, sweep_until = NULL WHERE id = ? AND sweep_token = ?'),
 			reservations: database.prepare<[], ReservationRow>('SELECT id, storage_key, writer_pid FROM files WHERE published = 0 AND sweep_token IS NULL'),
 			forgetReservation: database.prepare('DELETE FROM files WHERE id = ? AND published = 0'),
 			hasKey: database.prepare<[string, string], { found: number }>('SELECT 1 AS found FROM files WHERE id = ? AND storage_key = ?'),
 			ping: database.prepare('SELECT 1'),
 		};
+		const eachTaken = (statement: Statement<[string, string]>) =>
+			database.transaction((rows: readonly ExpiredRow[], token: string) => {
+				for (const row of rows) statement.run(row.id, token);
+			}).immediate;
+		this.forgetTaken = eachTaken(this.statements.forgetTaken);
+		this.giveBack = eachTaken(this.statements.giveBack);
 	}
 
 	async reserve(reservation: FileReservation): Promise<void> {
@@ -138,10 +149,10 @@ export class SqliteFileMetadata implements FileMetadataStore {
 				try {
 					await dispose(rows.map((row) => ({ id: row.id, storageKey: row.storage_key, published: row.published === 1 })));
 				} catch (error) {
-					this.forEachTaken(rows, token, this.statements.giveBack);
+					this.giveBack(rows, token);
 					throw error;
 				}
-				this.forEachTaken(rows, token, this.statements.forgetTaken);
+				this.forgetTaken(rows, token);
 				disposed += rows.length;
 				if (rows.length < options.batchSize) return disposed;
 			}
@@ -172,12 +183,6 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async ping(): Promise<void> {
 		this.statements.ping.get();
-	}
-
-	private forEachTaken(rows: readonly ExpiredRow[], token: string, statement: { run(id: string, token: string): unknown }): void {
-		this.database.transaction(() => {
-			for (const row of rows) statement.run(row.id, token);
-		}).immediate();
 	}
 
 	private instant(now: Date | undefined): number {
