@@ -8,7 +8,8 @@
 /** The tables and columns the inserts below write. */
 export const HISTORY_TABLES = {
 	idempotency_keys: ['api_key_id', 'key', 'fingerprint', 'completed', 'lease_until', 'expires_at', 'status', 'content_type', 'body'],
-	usage_entries: ['request_id', 'api_key_id', 'day', 'model', 'images', 'cost_usd', 'at'],
+	usage_lines: ['request_id', 'at', 'api_key_id', 'model', 'images', 'cost_pico', 'provider'],
+	usage_days: ['api_key_id', 'day', 'model', 'images', 'cost_pico'],
 };
 
 /** What the database lacks for the bench (e.g. "table usage_entries"); empty when it has all. */
@@ -49,9 +50,29 @@ export function insertIdempotencyRecords(database, records) {
 	return insertAll(database, 'idempotency_keys', mapIterable(records, (record) => [record.apiKeyId, record.key, record.fingerprint, 1, 0, record.expiresAtMs, record.status, record.contentType, record.body]));
 }
 
-/** `lines`: an iterable of `{ requestId, apiKeyId, atMs, model, images, costUsd }`. */
+/**
+ * `lines`: an iterable of `{ requestId, apiKeyId, atMs, model, images, costUsd }`. Each line also
+ * adds to its key's day total, as the ledger does in the same transaction as the line.
+ */
 export function insertUsageLines(database, lines) {
-	return insertAll(database, 'usage_entries', mapIterable(lines, (line) => [line.requestId, line.apiKeyId, new Date(line.atMs).toISOString().slice(0, 10), line.model, line.images, line.costUsd, line.atMs]));
+	const days = new Map();
+	const count = insertAll(
+		database,
+		'usage_lines',
+		mapIterable(lines, (line) => {
+			// Pico-dollars, as the ledger stores them (usage/sqlite-usage-ledger.ts).
+			const costPico = BigInt(Math.round(line.costUsd * 1e12));
+			const day = new Date(line.atMs).toISOString().slice(0, 10);
+			const total = `${line.apiKeyId}\u0000${day}\u0000${line.model}`;
+			const sum = days.get(total) ?? { apiKeyId: line.apiKeyId, day, model: line.model, images: 0, costPico: 0n };
+			sum.images += line.images;
+			sum.costPico += costPico;
+			days.set(total, sum);
+			return [line.requestId, line.atMs, line.apiKeyId, line.model, line.images, costPico, 'sandbox'];
+		}),
+	);
+	insertAll(database, 'usage_days', mapIterable(days.values(), (sum) => [sum.apiKeyId, sum.day, sum.model, sum.images, sum.costPico]));
+	return count;
 }
 
 function* mapIterable(items, map) {

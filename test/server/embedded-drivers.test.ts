@@ -1,9 +1,10 @@
-/** The embedded drivers (disk object storage, JSON file metadata) against the driver contracts. */
+/** The embedded drivers (disk object storage, SQLite file metadata) against the driver contracts. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openSqliteDatabase, type SqliteDatabase } from '../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
+import { SqliteFileMetadata } from '../../server/src/storage/sqlite-file-metadata';
 import { describeFileMetadataContract } from './support/file-metadata-contract';
 import { describeObjectStorageContract } from './support/object-storage-contract';
 
@@ -23,14 +24,18 @@ describeObjectStorageContract('disk', async () => {
 	return storage;
 });
 
-describeFileMetadataContract(
-	'embedded',
-	async () => {
-		const directory = scratch();
-		// One process owns a data dir: every open() answers the same store, as the contract allows.
-		const metadata = new EmbeddedFileMetadata({ directory });
-		await metadata.init();
-		return { open: async () => metadata, close: async () => undefined };
-	},
-	{ parallelSweepers: false, sweepsAbandonedWrites: false },
-);
+describeFileMetadataContract('SQLite', async () => {
+	const dataDir = scratch();
+	// Every open() is a connection of its own on the data dir's database, as another process's is.
+	const databases: SqliteDatabase[] = [];
+	return {
+		open: async () => {
+			const database = openSqliteDatabase(dataDir);
+			databases.push(database);
+			return new SqliteFileMetadata(database);
+		},
+		close: async () => {
+			for (const database of databases) database.close();
+		},
+	};
+});

@@ -9,29 +9,36 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import sharp from 'sharp';
 import { MEDIA_DETAILS } from '../../core/media';
+import { openSqliteDatabase, type SqliteDatabase } from '../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
 import { HostedFiles } from '../../server/src/storage/hosted-files';
+import { SqliteFileMetadata } from '../../server/src/storage/sqlite-file-metadata';
 import { startSweeper } from '../../server/src/storage/sweeper';
 import { makeImage, makeMp4 } from './support/media';
 
 const OWNER = 'owner-key-id-0001';
 const OTHER = 'other-key-id-0002';
 const START = Date.parse('2030-01-01T00:00:00Z');
+let dataDir: string;
 let directory: string;
+let database: SqliteDatabase;
 let now: number;
 let files: HostedFiles;
 
 beforeEach(async () => {
-	directory = mkdtempSync(join(tmpdir(), 'imagegen-lifetime-'));
+	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-lifetime-'));
+	directory = join(dataDir, 'files');
 	now = START;
 	const storage = new DiskObjectStorage({ directory });
 	await storage.init();
-	const metadata = new EmbeddedFileMetadata({ directory, now: () => now });
-	await metadata.init();
+	database = openSqliteDatabase(dataDir);
+	const metadata = new SqliteFileMetadata(database, { now: () => now });
 	files = new HostedFiles({ storage, metadata, retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1', now: () => now });
 });
-afterEach(() => rmSync(directory, { recursive: true, force: true }));
+afterEach(() => {
+	database.close();
+	rmSync(dataDir, { recursive: true, force: true });
+});
 
 const stageVideo = () => files.stageBuffer(makeMp4(500), MEDIA_DETAILS.mp4, OWNER);
 

@@ -11,9 +11,10 @@ import sharp from 'sharp';
 import { ImageGenError } from '../../core/errors';
 import { MEDIA_DETAILS } from '../../core/media';
 import { ImageWork } from '../../server/src/media/image-work';
+import { openSqliteDatabase } from '../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
 import { HostedFiles } from '../../server/src/storage/hosted-files';
+import { SqliteFileMetadata } from '../../server/src/storage/sqlite-file-metadata';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const rejection = async (promise: Promise<unknown>) => promise.then(() => new Error('resolved'), (error: unknown) => error);
@@ -93,14 +94,16 @@ test('a running job learns that its client left through its signal', async () =>
 });
 
 async function withHostedFiles(maxPixels: number, use: (files: HostedFiles) => Promise<void>): Promise<void> {
-	const directory = mkdtempSync(join(tmpdir(), 'imagegen-work-'));
-	const storage = new DiskObjectStorage({ directory });
-	const metadata = new EmbeddedFileMetadata({ directory });
+	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-work-'));
+	const storage = new DiskObjectStorage({ directory: join(dataDir, 'files') });
+	const database = openSqliteDatabase(dataDir);
+	const metadata = new SqliteFileMetadata(database);
 	try {
-		await Promise.all([storage.init(), metadata.init()]);
+		await storage.init();
 		await use(new HostedFiles({ storage, metadata, retentionSeconds: 60, publicBaseUrl: () => 'http://127.0.0.1', imageWork: new ImageWork({ maxPixels }) }));
 	} finally {
-		rmSync(directory, { recursive: true, force: true });
+		database.close();
+		rmSync(dataDir, { recursive: true, force: true });
 	}
 }
 

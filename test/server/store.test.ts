@@ -1,18 +1,19 @@
 /**
- * The embedded engines in process (disk object storage + JSON metadata, composed as the service
+ * The embedded engines in process (disk object storage + SQLite metadata, composed as the service
  * composes them): a full disk (writes to /dev/full fail with ENOSPC) gives a 507 and no leftovers,
  * crash leftovers are swept, expiry is checked on read, a failed write leaves nothing behind.
  */
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ImageGenError } from '../../core/errors';
 import { MEDIA_DETAILS } from '../../core/media';
 import { parseConfig, type ServiceConfig } from '../../server/src/config';
-import { openBackends } from '../../server/src/plugins/backends';
+import { openBackends, type Backends } from '../../server/src/plugins/backends';
+import { openSqliteDatabase } from '../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { EmbeddedFileMetadata } from '../../server/src/storage/embedded-file-metadata';
 import { HostedFiles } from '../../server/src/storage/hosted-files';
 import { makeMp4 } from './support/media';
 
@@ -20,25 +21,33 @@ const OWNER = 'owner-key-id-0001';
 const quiet = { error: () => undefined, info: () => undefined };
 let dataDir: string;
 let directory: string;
+const opened: Backends[] = [];
 beforeEach(() => {
 	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-store-'));
 	directory = join(dataDir, 'files');
 });
-afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+afterEach(async () => {
+	for (const backends of opened.splice(0)) {
+		await backends.usageLedger.close();
+		await backends.keyStore.close?.();
+		await backends.close?.();
+	}
+	rmSync(dataDir, { recursive: true, force: true });
+});
 
 function configFor(): ServiceConfig {
 	return parseConfig(['--data-dir', dataDir, '--retention-seconds', '60'], {}) as ServiceConfig;
 }
 
-/** As the service builds it: the start-up cleanup has run, leftovers are swept with expired files. */
-async function embeddedFiles(now: () => number = Date.now): Promise<HostedFiles> {
+/** As the service builds it: the start-up cleanup has run. */
+async function embeddedFiles(now?: () => number): Promise<HostedFiles> {
 	const backends = await openBackends(configFor(), quiet);
+	opened.push(backends);
 	return new HostedFiles({
 		storage: backends.storage,
 		metadata: backends.fileMetadata,
 		retentionSeconds: 60,
 		publicBaseUrl: () => 'http://127.0.0.1:1',
-		removeLeftovers: backends.removeStorageLeftovers,
 		now,
 	});
 }
@@ -52,7 +61,7 @@ describe('embedded file storage', () => {
 
 		const full = new HostedFiles({
 			storage: new DiskObjectStorage({ directory, openWriteStream: () => createWriteStream('/dev/full') }),
-			metadata: new EmbeddedFileMetadata({ directory }),
+			metadata: healthy.metadata,
 			retentionSeconds: 60,
 			publicBaseUrl: () => 'http://127.0.0.1:1',
 		});
@@ -72,33 +81,58 @@ describe('embedded file storage', () => {
 		expect(await files.get(file.name)).not.toBeNull();
 		now += 1;
 		expect(await files.get(file.name)).toBeNull();
-		expect(readdirSync(directory)).toHaveLength(2);
+		expect(readdirSync(directory)).toHaveLength(1);
 		expect(await files.sweep()).toBe(1);
 		expect(readdirSync(directory)).toEqual([]);
 	});
 
-	it('sweeps stale temp files and bytes whose metadata never arrived, but not fresh ones', async () => {
-		const files = await embeddedFiles();
+	it('a writer that died leaves a reservation: the sweep removes what it wrote once the reservation expires', async () => {
+		let now = Date.parse('2030-01-01T00:00:00Z');
+		const files = await embeddedFiles(() => now);
 		const live = await files.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
-		const old = new Date(Date.now() - 20 * 60_000);
-		for (const name of ['.tmp-old', 'AAAAAAAAAAAAAAAAAAAAAAAA.mp4', '.tmp-fresh', 'BBBBBBBBBBBBBBBBBBBBBBBB.png']) {
-			writeFileSync(join(directory, name), 'x');
+		// What a process killed mid-write leaves: its reservation, and a temp file or bytes.
+		for (const name of ['CCCCCCCCCCCCCCCCCCCCCCCC.mp4', 'DDDDDDDDDDDDDDDDDDDDDDDD.png']) {
+			await files.metadata.reserve({ id: name.split('.')[0]!, storageKey: name, ownerKeyId: OWNER, expiresAt: new Date(now + 60_000) });
 		}
-		utimesSync(join(directory, '.tmp-old'), old, old);
-		utimesSync(join(directory, 'AAAAAAAAAAAAAAAAAAAAAAAA.mp4'), old, old);
-		expect(await files.sweep()).toBe(2);
-		expect(readdirSync(directory).sort()).toEqual(['.tmp-fresh', 'BBBBBBBBBBBBBBBBBBBBBBBB.png', live.name, `${live.id}.json`].sort());
+		writeFileSync(join(directory, '.tmp-CCCCCCCCCCCCCCCCCCCCCCCC.mp4'), 'half');
+		writeFileSync(join(directory, 'DDDDDDDDDDDDDDDDDDDDDDDD.png'), 'whole, never published');
+		expect(await files.sweep()).toBe(0);
+		expect(readdirSync(directory)).toHaveLength(3);
+
+		now += 60_000;
+		expect(await files.sweep()).toBe(3);
+		expect(readdirSync(directory)).toEqual([]);
+		expect(live.expiresAt.getTime()).toBe(now);
 	});
 
-	it('at start, everything a dead process left is removed at once, whatever its age', async () => {
+	it('at start, bytes and temp files the database knows nothing of are removed at once, whatever their age; reserved ones stay', async () => {
 		const first = await embeddedFiles();
 		const live = await first.putBuffer(makeMp4(100), MEDIA_DETAILS.mp4, OWNER);
-		for (const name of ['.tmp-CCCCCCCCCCCCCCCCCCCCCCCC.mp4', 'DDDDDDDDDDDDDDDDDDDDDDDD.png', 'EEEEEEEEEEEEEEEEEEEEEEEE.json']) {
+		// A write still running in another process on this data dir: reserved before its first byte.
+		await first.metadata.reserve({ id: 'FFFFFFFFFFFFFFFFFFFFFFFF', storageKey: 'FFFFFFFFFFFFFFFFFFFFFFFF.webm', ownerKeyId: OWNER, expiresAt: new Date(Date.now() + 60_000) });
+		for (const name of ['.tmp-CCCCCCCCCCCCCCCCCCCCCCCC.mp4', 'DDDDDDDDDDDDDDDDDDDDDDDD.png', 'EEEEEEEEEEEEEEEEEEEEEEEE.json', '.tmp-FFFFFFFFFFFFFFFFFFFFFFFF.webm']) {
 			writeFileSync(join(directory, name), '{"half');
 		}
 		const second = await embeddedFiles();
-		expect(readdirSync(directory).sort()).toEqual([live.name, `${live.id}.json`].sort());
+		expect(readdirSync(directory).sort()).toEqual([live.name, '.tmp-FFFFFFFFFFFFFFFFFFFFFFFF.webm'].sort());
 		expect(await second.get(live.name)).toMatchObject({ id: live.id, ownerKeyId: OWNER, size: live.size });
+	});
+
+	it('at start, what a write killed mid-way left goes at once, with its reservation', async () => {
+		await embeddedFiles();
+		const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+		const database = openSqliteDatabase(dataDir);
+		try {
+			database
+				.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)')
+				.run('GGGGGGGGGGGGGGGGGGGGGGGG', 'GGGGGGGGGGGGGGGGGGGGGGGG.mp4', OWNER, Date.now() + 3_600_000, dead);
+			writeFileSync(join(directory, '.tmp-GGGGGGGGGGGGGGGGGGGGGGGG.mp4'), 'half');
+			await embeddedFiles();
+			expect(readdirSync(directory)).toEqual([]);
+			expect(database.prepare('SELECT count(*) AS n FROM files').get()).toEqual({ n: 0 });
+		} finally {
+			database.close();
+		}
 	});
 
 	it('a source that fails mid-write leaves neither bytes nor metadata, and the error is the source’s', async () => {

@@ -9,28 +9,9 @@
  * drift; `now` exists for callers (tests) that must fix the instant themselves.
  */
 import type { Pool } from 'pg';
-import type { MediaKind } from '../../../core/media';
 import { withConnection } from './connection';
-import type { Provenance } from '../../../core/api';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from '../storage/file-metadata';
-
-const RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at, provenance';
-
-interface FileRow {
-	id: string;
-	name: string;
-	storage_key: string;
-	kind: MediaKind;
-	mime_type: string;
-	extension: string;
-	/** bigint arrives as text. */
-	size: string;
-	etag: string;
-	owner_key_id: string;
-	created_at: Date;
-	expires_at: Date;
-	provenance: Provenance | null;
-}
+import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from '../storage/file-rows';
 
 export class PgFileMetadataStore implements FileMetadataStore {
 	constructor(private readonly pool: Pool) {}
@@ -86,20 +67,20 @@ export class PgFileMetadataStore implements FileMetadataStore {
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
 		const { rows } = await this.pool.query<FileRow>(
-			`SELECT ${RECORD_COLUMNS} FROM files WHERE id = $1 AND published AND expires_at > COALESCE($2::timestamptz, now())`,
+			`SELECT ${FILE_RECORD_COLUMNS} FROM files WHERE id = $1 AND published AND expires_at > COALESCE($2::timestamptz, now())`,
 			[id, now ?? null],
 		);
-		return rows[0] ? toRecord(rows[0]) : null;
+		return rows[0] ? toFileRecord(rows[0]) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
 		const { rows } = await this.pool.query<FileRow>(
 			`UPDATE files SET expires_at = COALESCE($3::timestamptz, now())
 			WHERE id = $1 AND owner_key_id = $2 AND published AND expires_at > COALESCE($3::timestamptz, now())
-			RETURNING ${RECORD_COLUMNS}`,
+			RETURNING ${FILE_RECORD_COLUMNS}`,
 			[id, ownerKeyId, now ?? null],
 		);
-		return rows[0] ? toRecord(rows[0]) : null;
+		return rows[0] ? toFileRecord(rows[0]) : null;
 	}
 
 	/**
@@ -138,21 +119,4 @@ export class PgFileMetadataStore implements FileMetadataStore {
 			{ transaction: true },
 		);
 	}
-}
-
-function toRecord(row: FileRow): FileRecord {
-	return {
-		id: row.id,
-		name: row.name,
-		storageKey: row.storage_key,
-		kind: row.kind,
-		mimeType: row.mime_type,
-		extension: row.extension,
-		size: Number(row.size),
-		etag: row.etag,
-		ownerKeyId: row.owner_key_id,
-		createdAt: row.created_at,
-		expiresAt: row.expires_at,
-		...(row.provenance ? { provenance: row.provenance } : {}),
-	};
 }

@@ -222,8 +222,9 @@ async function generateOnce(
 	stopped: () => ImageGenError,
 	attempted: (attempt: ProviderAttempt) => void,
 ): Promise<ProviderImage[]> {
+	let fail: () => void = () => undefined;
 	const aborted = new Promise<never>((_, reject) => {
-		const fail = () => reject(stopped());
+		fail = () => reject(stopped());
 		if (signal.aborted) fail();
 		else signal.addEventListener('abort', fail, { once: true });
 	});
@@ -242,6 +243,10 @@ async function generateOnce(
 			code: 'upstream_failed',
 			cause: error,
 		});
+	} finally {
+		// The signal lives as long as the time-out: a listener left on it would keep this
+		// generation's images (through the race it settled) in memory until then.
+		signal.removeEventListener('abort', fail);
 	}
 }
 

@@ -1,7 +1,7 @@
 /**
  * Remembered answers for `Idempotency-Key` (scoped to the API key, kept as long as the retention).
- * Embedded (in memory + a JSON-lines journal in the data dir) for one process, PostgreSQL for a
- * fleet, so a retry that lands on another replica replays the same answer.
+ * In the data dir's SQLite database on one machine, PostgreSQL for a fleet, so a retry that lands
+ * on another replica (or another process on the data dir) replays the same answer.
  */
 export interface StoredAnswer {
 	status: number;

@@ -12,16 +12,18 @@ import { join } from 'node:path';
 import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
-import { MemoryIdempotencyStore } from '../idempotency/memory-idempotency-store';
+import { SqliteIdempotencyStore } from '../idempotency/sqlite-idempotency-store';
 import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { openSqliteDatabase } from '../sqlite/database';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
-import { EmbeddedFileMetadata } from '../storage/embedded-file-metadata';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
+import { isProcessAlive } from '../storage/process-alive';
+import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
+import { reportLegacyFiles } from '../sqlite/legacy-files';
 import { SqliteUsageLedger, type LedgerLogger } from '../usage/sqlite-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
@@ -34,8 +36,6 @@ export interface Engines {
 	idempotencyStore: IdempotencyStore;
 	/** Managed keys and their spend. */
 	keyStore: KeyStore;
-	/** Extra cleanup per sweep for engines that can leave orphans behind (the embedded disk store). */
-	removeStorageLeftovers?: () => Promise<number>;
 }
 
 declare module 'fastify' {
@@ -48,39 +48,40 @@ export interface Backends extends Engines {
 	close?: () => Promise<void>;
 }
 
-/** Temp files and bytes without metadata older than this are leftovers of a crash or an abort. */
-const LEFTOVERS_AFTER_MS = 15 * 60_000;
-
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
 export async function openBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
-	const filesDirectory = join(config.dataDir, 'files');
-	const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: filesDirectory });
-	const fileMetadata = new EmbeddedFileMetadata({ directory: filesDirectory, staleAfterMs: LEFTOVERS_AFTER_MS });
-	await fileMetadata.init();
-	let removeStorageLeftovers: (() => Promise<number>) | undefined;
-	if (storage instanceof DiskObjectStorage) {
-		await storage.init();
-		const removeOrphans = async (olderThanMs: number) =>
-			(await fileMetadata.removeUnreadable(olderThanMs)) +
-			(await storage.removeOrphans(await fileMetadata.claimedKeys(), { olderThanMs, now: Date.now(), skip: EmbeddedFileMetadata.isMetadataFile }));
-		// One process serves a data dir, so whatever is half-written when it starts was left by a
-		// process that died mid-write (SIGKILL, power loss): it goes now, not after LEFTOVERS_AFTER_MS.
-		await removeOrphans(-1);
-		removeStorageLeftovers = () => removeOrphans(LEFTOVERS_AFTER_MS);
-	}
 	const database = openSqliteDatabase(config.dataDir, { log });
-	const usageLedger = new SqliteUsageLedger(database, { log });
-	return {
-		storage,
-		fileMetadata,
-		usageLedger,
-		rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
-		idempotencyStore: await MemoryIdempotencyStore.open(config.dataDir),
-		keyStore: new SqliteKeyStore(database),
-		removeStorageLeftovers,
-		close: async () => void database.close(),
-	};
+	try {
+		await reportLegacyFiles(config.dataDir, log);
+		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
+		const fileMetadata = new SqliteFileMetadata(database);
+		if (storage instanceof DiskObjectStorage) await storage.init();
+		// Writes killed mid-way (SIGKILL, power loss) leave a reservation naming their process:
+		// what they wrote goes now, not at the reservation's expiry.
+		await fileMetadata.releaseAbandonedWrites(isProcessAlive, (key) => storage.removeIncomplete(key));
+		if (storage instanceof DiskObjectStorage) {
+			// Every write is reserved in the database before its first byte and forgotten after its
+			// last, so bytes the database knows nothing of belong to no writer, here or in another
+			// process on this data dir: they go now, whatever their age.
+			await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
+		}
+		const usageLedger = new SqliteUsageLedger(database, { log });
+		return {
+			storage,
+			fileMetadata,
+			usageLedger,
+			rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
+			idempotencyStore: new SqliteIdempotencyStore(database),
+			keyStore: new SqliteKeyStore(database),
+			close: async () => {
+				database.close();
+			},
+		};
+	} catch (error) {
+		database.close();
+		throw error;
+	}
 }
 
 /** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
@@ -135,7 +136,6 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		fastify.decorate('keyStore', backends.keyStore);
-		if (backends.removeStorageLeftovers) fastify.decorate('removeStorageLeftovers', backends.removeStorageLeftovers);
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
 			await backends.usageLedger.close();

@@ -26,7 +26,6 @@ export default fp<HostedFilesPluginOptions>(
 			metadata: fastify.fileMetadata,
 			retentionSeconds: fastify.config.retentionSeconds,
 			publicBaseUrl: options.publicBaseUrl,
-			removeLeftovers: fastify.removeStorageLeftovers,
 			imageWork: new ImageWork({ maxPixels: fastify.config.maxImagePixels }),
 			marker: fastify.config.provenance.enabled ? fastify.provenance.marker : undefined,
 		});

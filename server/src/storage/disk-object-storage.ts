@@ -73,14 +73,12 @@ export class DiskObjectStorage implements ObjectStorage {
 
 	/**
 	 * Deletes temp files and objects that `keep` does not claim, once older than `olderThanMs`
-	 * (-1: all of them, for the start-up cleanup of a process that owns the directory). Names that
-	 * `skip` matches (metadata files sharing the directory) are left alone. Answers the count.
+	 * (-1: all of them). Answers the count.
 	 */
-	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number; skip?: (name: string) => boolean }): Promise<number> {
+	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number }): Promise<number> {
 		const entries = await readdir(this.directory).catch(() => [] as string[]);
 		let removed = 0;
 		for (const entry of entries) {
-			if (options.skip?.(entry)) continue;
 			const key = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length) : entry;
 			if (keep(key)) continue;
 			const path = join(this.directory, entry);

@@ -1,7 +1,7 @@
 /**
- * What a hosted file is, who stored it and when it expires. Embedded (JSON files next to the
- * bytes) for one process, PostgreSQL for a fleet. Expiry is judged on every read, so an expired
- * file is gone at once on every replica whether or not a sweeper has run.
+ * What a hosted file is, who stored it and when it expires. In the data dir's SQLite database on
+ * one machine, PostgreSQL for a fleet. Expiry is judged on every read, so an expired file is gone
+ * at once on every replica whether or not a sweeper has run.
  */
 import type { Provenance } from '../../../core/api';
 import type { MediaKind } from '../../../core/media';

@@ -65,8 +65,6 @@ export interface HostedFilesOptions {
 	retentionSeconds: number;
 	/** Base of public URLs; a function because the port is known only after listening. */
 	publicBaseUrl: () => string;
-	/** Extra cleanup each sweep (the embedded store's crash leftovers); answers how many it removed. */
-	removeLeftovers?: () => Promise<number>;
 	now?: () => number;
 	/** The bounded queue every conversion and fit runs through (and its pixel limit). */
 	imageWork?: ImageWork;
@@ -324,7 +322,7 @@ export class HostedFiles {
 
 	/** Deletes expired files and what dead writers left; answers how many entries went. */
 	async sweep(): Promise<number> {
-		const disposed = await this.metadata.sweepExpired(
+		return this.metadata.sweepExpired(
 			async (batch) => {
 				const published = batch.filter((entry) => entry.published).map((entry) => entry.storageKey);
 				if (published.length > 0) await this.storage.delete(published);
@@ -334,7 +332,6 @@ export class HostedFiles {
 			},
 			{ now: this.fixedNow(), batchSize: SWEEP_BATCH },
 		);
-		return disposed + ((await this.options.removeLeftovers?.()) ?? 0);
 	}
 
 	/**

@@ -22,7 +22,8 @@ export interface CountingUpstream {
 	close(): Promise<void>;
 }
 
-export async function startCountingUpstream(delayMs = 0): Promise<CountingUpstream> {
+/** `picture`: the PNG every call answers with, instead of a small one of its own colour. */
+export async function startCountingUpstream(delayMs = 0, options: { picture?: Buffer } = {}): Promise<CountingUpstream> {
 	let failures = 0;
 	let seedColour = 0;
 	const server: Server = createServer((request, response) => {
@@ -44,10 +45,8 @@ export async function startCountingUpstream(delayMs = 0): Promise<CountingUpstre
 			// A different picture per call: a replay that generated again would show.
 			const colour = (seedColour += 37) % 256;
 			setTimeout(() => {
-				void sharp({ create: { width: 32, height: 32, channels: 3, background: { r: colour, g: 80, b: 160 } } })
-					.png()
-					.toBuffer()
-					.then((png) => {
+				const picture = options.picture ? Promise.resolve(options.picture) : sharp({ create: { width: 32, height: 32, channels: 3, background: { r: colour, g: 80, b: 160 } } }).png().toBuffer();
+				void picture.then((png) => {
 						const data = Array.from({ length: upstream.imagesPerAnswer }, () => ({ b64_json: png.toString('base64'), seed: 1 }));
 						const answer = { created: 0, model: 'p-image', output_format: 'png', data, usage: { images: data.length, cost_usd: 0.0035 * data.length } };
 						response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));

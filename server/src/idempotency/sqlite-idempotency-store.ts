@@ -1,0 +1,144 @@
+/**
+ * Idempotency keys in the data dir's SQLite database, shared by every process on the data dir.
+ * A claim is decided in one IMMEDIATE transaction (it holds the write lock from its first read),
+ * so two processes never both claim a key. The answer's body is a BLOB read only for a replay,
+ * after the decision, so neither the heap nor the write lock carries it; the ids of the files an
+ * answer points at are rows of `idempotency_files`, found by file id when a file is deleted.
+ *
+ * Clock: the `now` passed in, else this machine's (shared by every process on one data dir).
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { SqliteDatabase } from '../sqlite/database';
+import { releaseFreePages } from '../sqlite/free-pages';
+import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
+
+/** Rows deleted per transaction by a sweep: the write lock is never held for long. */
+export const SWEEP_BATCH = 500;
+
+interface HeldRow {
+	id: number;
+	fingerprint: string;
+	completed: number;
+	lease_until: number;
+	expires_at: number;
+}
+
+interface AnswerRow {
+	id: number;
+	status: number;
+	content_type: string;
+	body: Buffer;
+}
+
+/** A replay races at most a sweep or a forgotten file per attempt; this many in a row is a bug. */
+const CLAIM_ATTEMPTS = 5;
+
+export class SqliteIdempotencyStore implements IdempotencyStore {
+	private readonly statements;
+	private readonly decide: (claim: IdempotencyClaim, now: number) => ClaimOutcome['state'];
+	private readonly completeAnswer: (apiKeyId: string, key: string, answer: StoredAnswer) => void;
+	private readonly readAnswer: (claim: IdempotencyClaim) => StoredAnswer | undefined;
+
+	constructor(private readonly database: SqliteDatabase) {
+		this.statements = {
+			held: database.prepare<[string, string], HeldRow>(
+				'SELECT id, fingerprint, completed, lease_until, expires_at FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
+			),
+			forgetRow: database.prepare('DELETE FROM idempotency_keys WHERE id = ?'),
+			insert: database.prepare('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, lease_until, expires_at) VALUES (?, ?, ?, ?, ?)'),
+			answer: database.prepare<[string, string, string], AnswerRow>(
+				'SELECT id, status, content_type, body FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND fingerprint = ? AND completed = 1',
+			),
+			fileIds: database.prepare<[number], { file_id: string }>('SELECT file_id FROM idempotency_files WHERE answer_id = ? ORDER BY position'),
+			complete: database.prepare<[number, string, Buffer, string, string], { id: number }>(
+				'UPDATE idempotency_keys SET completed = 1, status = ?, content_type = ?, body = ? WHERE api_key_id = ? AND key = ? AND completed = 0 RETURNING id',
+			),
+			addFile: database.prepare('INSERT INTO idempotency_files (answer_id, position, file_id) VALUES (?, ?, ?)'),
+			release: database.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND completed = 0'),
+			forgetFile: database.prepare(
+				`DELETE FROM idempotency_keys
+				WHERE api_key_id = ? AND completed = 1 AND id IN (SELECT answer_id FROM idempotency_files WHERE file_id = ?)`,
+			),
+			sweep: database.prepare(
+				`DELETE FROM idempotency_keys WHERE id IN (
+					SELECT id FROM idempotency_keys
+					WHERE expires_at <= @now AND (completed = 1 OR lease_until <= @now)
+					LIMIT @limit
+				)`,
+			),
+		};
+		this.decide = database.transaction((claim: IdempotencyClaim, now: number): ClaimOutcome['state'] => {
+			const held = this.statements.held.get(claim.apiKeyId, claim.key);
+			if (held && !isTakeable(held, claim.fingerprint, now)) {
+				if (held.fingerprint !== claim.fingerprint) return 'mismatch';
+				return held.completed === 1 ? 'replay' : 'in_progress';
+			}
+			// Expired, or abandoned by a dead process: its answer and file ids go with it.
+			if (held) this.statements.forgetRow.run(held.id);
+			this.statements.insert.run(claim.apiKeyId, claim.key, claim.fingerprint, claim.leaseUntil.getTime(), claim.expiresAt.getTime());
+			return 'claimed';
+		}).immediate;
+		this.completeAnswer = database.transaction((apiKeyId: string, key: string, answer: StoredAnswer) => {
+			// First answer wins: a slow run that lost its lease must not replace what was replayed.
+			const row = this.statements.complete.get(answer.status, answer.contentType, Buffer.from(answer.body, 'utf8'), apiKeyId, key);
+			if (!row) return;
+			(answer.fileIds ?? []).forEach((fileId, position) => this.statements.addFile.run(row.id, position, fileId));
+		}).immediate;
+		// One snapshot: the body and its file ids belong to the same answer.
+		this.readAnswer = database.transaction((claim: IdempotencyClaim): StoredAnswer | undefined => {
+			const row = this.statements.answer.get(claim.apiKeyId, claim.key, claim.fingerprint);
+			if (!row) return undefined;
+			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body: row.body.toString('utf8') };
+			const fileIds = this.statements.fileIds.all(row.id).map((file) => file.file_id);
+			if (fileIds.length > 0) answer.fileIds = fileIds;
+			return answer;
+		}).deferred;
+	}
+
+	async claim(claim: IdempotencyClaim, now: Date = new Date()): Promise<ClaimOutcome> {
+		for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
+			const state = this.decide(claim, now.getTime());
+			if (state !== 'replay') return { state };
+			const answer = this.readAnswer(claim);
+			if (answer) return { state: 'replay', answer };
+			// Swept or forgotten between the decision and the read: decide again.
+		}
+		throw new Error(`idempotency key could not be claimed after ${CLAIM_ATTEMPTS} attempts`);
+	}
+
+	async complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void> {
+		this.completeAnswer(apiKeyId, key, answer);
+	}
+
+	async release(apiKeyId: string, key: string): Promise<void> {
+		this.statements.release.run(apiKeyId, key);
+	}
+
+	async forgetFile(apiKeyId: string, fileId: string): Promise<number> {
+		return this.statements.forgetFile.run(apiKeyId, fileId).changes;
+	}
+
+	/** In batches, each its own short transaction, then gives the freed pages back. */
+	async sweep(now: Date = new Date()): Promise<number> {
+		let removed = 0;
+		for (;;) {
+			const { changes } = this.statements.sweep.run({ now: now.getTime(), limit: SWEEP_BATCH });
+			removed += changes;
+			if (changes < SWEEP_BATCH) break;
+			await nextTurn();
+		}
+		if (removed > 0) await releaseFreePages(this.database);
+		return removed;
+	}
+}
+
+/**
+ * Whether a claim may take the row over: it expired, or it is a running claim whose process
+ * stopped renewing its lease. An abandoned claim is taken over only by the same request (same
+ * fingerprint): another body under the key stays a mismatch, and the late `complete` of a run
+ * that lost its lease can then only store an answer to that very request.
+ */
+function isTakeable(held: HeldRow, fingerprint: string, now: number): boolean {
+	if (held.expires_at <= now) return true;
+	return held.completed === 0 && held.lease_until <= now && held.fingerprint === fingerprint;
+}

@@ -1,0 +1,43 @@
+/**
+ * A hosted file as both databases store it: the same columns, read back into a FileRecord. The
+ * drivers differ only in how values arrive (PostgreSQL: bigint as text, timestamps as Dates;
+ * SQLite: numbers, times in unix milliseconds).
+ */
+import type { Provenance } from '../../../core/api';
+import type { MediaKind } from '../../../core/media';
+import type { FileRecord } from './file-metadata';
+
+export const FILE_RECORD_COLUMNS = 'id, name, storage_key, kind, mime_type, extension, size, etag, owner_key_id, created_at, expires_at, provenance';
+
+export interface FileRow {
+	id: string;
+	name: string;
+	storage_key: string;
+	kind: MediaKind;
+	mime_type: string;
+	extension: string;
+	size: number | string;
+	etag: string;
+	owner_key_id: string;
+	created_at: Date | number;
+	expires_at: Date | number;
+	/** PostgreSQL's jsonb arrives parsed, SQLite's text as JSON; NULL for a file stored before it was recorded. */
+	provenance: Provenance | string | null;
+}
+
+export function toFileRecord(row: FileRow): FileRecord {
+	return {
+		id: row.id,
+		name: row.name,
+		storageKey: row.storage_key,
+		kind: row.kind,
+		mimeType: row.mime_type,
+		extension: row.extension,
+		size: Number(row.size),
+		etag: row.etag,
+		ownerKeyId: row.owner_key_id,
+		createdAt: new Date(row.created_at),
+		expiresAt: new Date(row.expires_at),
+		...(row.provenance ? { provenance: typeof row.provenance === 'string' ? (JSON.parse(row.provenance) as Provenance) : row.provenance } : {}),
+	};
+}
