@@ -28,7 +28,7 @@ export interface PresignOptions {
 	/**
 	 * Cache-Control the bucket answers with (S3's `response-cache-control`). Presigning can carry
 	 * only the response-* overrides S3 knows: noindex and CORS headers come from the bucket's own
-	 * configuration (README, "Redirect delivery").
+	 * configuration (docs/operations.md, "Redirect delivery").
 	 */
 	cacheControl?: string;
 }
