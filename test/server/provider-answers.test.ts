@@ -4,11 +4,10 @@
  * charged, and a host that cannot be reached is named by its provider, never by its address,
  * over REST and MCP (the log keeps the details).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startServer, type RunningServer } from '../helpers/server';
+import { closedPort } from './support/closed-port';
 import { startCountingUpstream, UPSTREAM_KEY, type CountingUpstream } from './support/counting-upstream';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
@@ -17,15 +16,6 @@ const INTERNAL_DETAIL = /127\.0\.0\.1|localhost|::1|ECONNREFUSED|:\d{2,5}\b/;
 let upstream: CountingUpstream;
 let generous: RunningServer;
 let unreachable: RunningServer;
-
-/** A loopback port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-	const server = http.createServer();
-	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-	const { port } = server.address() as AddressInfo;
-	await new Promise((resolve) => server.close(resolve));
-	return port;
-}
 
 const generate = async (server: RunningServer, key: string, prompt: string) => {
 	const response = await fetch(`${server.baseUrl}/images/generations`, {

@@ -344,17 +344,18 @@ describe('each host’s documented limits, applied before any call to it', () =>
 });
 
 describe('the run tells our time limit from a client that went away, also while downloading', () => {
-	const runner = (timeoutMs: number) =>
+	const runner = (timeoutMs: number, services: Partial<GenerationServices> = {}) =>
 		createGenerationRunner({
 			providers: buildProviderTable(parseProviderSelection('p-image=replicate'), { ...FAST, REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }),
 			prices: {},
 			timeoutMs,
 			inputs: { fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote, maxInputImageBytes: 10 * 1_048_576 },
 			log: console,
-			// Neither is reached: both runs end before anything is stored or charged.
+			// Neither is reached: every run here ends before anything is stored or charged.
 			hostedFiles: undefined,
 			usageLedger: undefined,
 			budgets: { admit: async () => null },
+			...services,
 		} as unknown as GenerationServices);
 	const dripping = () => fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r960', status: 'succeeded', output: [`${fake.origin}/drip/r960.png`], urls: {} } });
 
@@ -374,17 +375,7 @@ describe('the run tells our time limit from a client that went away, also while 
 		let free!: () => void;
 		const busy = imageWork.run(() => new Promise<void>((resolve) => (free = resolve)));
 		const prompt = { name: 'prompt', generate: async () => [{ bytes: wide }] };
-		const run = createGenerationRunner({
-			providers: { 'p-image': prompt, 'p-image-edit': prompt, 'textimage-v2': prompt },
-			prices: {},
-			timeoutMs: 300,
-			imageWork,
-			inputs: { fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote, maxInputImageBytes: 10 * 1_048_576 },
-			log: console,
-			hostedFiles: undefined,
-			usageLedger: undefined,
-			budgets: { admit: async () => null },
-		} as unknown as GenerationServices)(parseGenerationRequest({ model: 'p-image', prompt: 'x', response_format: 'b64_json' }), {
+		const run = runner(300, { providers: { 'p-image': prompt, 'p-image-edit': prompt, 'textimage-v2': prompt }, imageWork })(parseGenerationRequest({ model: 'p-image', prompt: 'x', response_format: 'b64_json' }), {
 			apiKeyId: 'k',
 			apiKey: flatKeyPolicy('k'),
 			clientGone: new AbortController().signal,

@@ -4,14 +4,13 @@
  * provably made nothing, never after an accepted job or a time-out, and the host that served is
  * what the usage ledger and the metrics name.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Client } from 'pg';
 import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import { startServer, type RunningServer } from '../../helpers/server';
+import { closedPort } from '../support/closed-port';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { postJson } from '../support/http';
 import { startTestPostgres } from '../support/postgres';
@@ -27,15 +26,6 @@ let fake: FakeHosts;
 let chained: RunningServer;
 let prunaDown: RunningServer;
 let refusedPort: number;
-
-/** A loopback port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-	const server = http.createServer();
-	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-	const { port } = server.address() as AddressInfo;
-	await new Promise((resolve) => server.close(resolve));
-	return port;
-}
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
