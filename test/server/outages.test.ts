@@ -7,7 +7,7 @@
  */
 import { Client } from 'pg';
 import { openDatabase } from '../../server/src/db/postgres';
-import { PgUsageLedger } from '../../server/src/db/pg-usage-ledger';
+import { PgUsageLedger } from '../../server/src/usage/pg-usage-ledger';
 import { startServer, type RunningServer } from '../helpers/server';
 import { call, download, eventually, postJson, uploadFile, type ApiAnswer } from './support/http';
 import { makeImage } from './support/media';

@@ -1,5 +1,5 @@
 /**
- * Where managed keys and their spend live: PostgreSQL for a fleet (db/pg-key-store.ts), the data
+ * Where managed keys and their spend live: PostgreSQL for a fleet (pg-key-store.ts), the data
  * dir's SQLite database otherwise (sqlite-key-store.ts). Both pass test/server/support/key-store-contract.ts.
  *
  * Spend is kept as charges: a generation reserves its price before it runs (admitted only while

@@ -9,7 +9,7 @@
 import { ImageGenError } from '../../../core/errors';
 import { ConfigError, parseConfig, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
-import { PgKeyStore } from '../db/pg-key-store';
+import { PgKeyStore } from './pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
 import { openSqliteDatabase } from '../sqlite/database';
 import { SqliteKeyStore } from './sqlite-key-store';

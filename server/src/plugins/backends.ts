@@ -96,7 +96,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('../db/database-engines');
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);

@@ -3,7 +3,7 @@
  * on one database, plus what only a database can do wrong: a sweeper's connection dying mid-batch.
  */
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
-import { PgFileMetadataStore } from '../../../server/src/db/pg-file-metadata';
+import { PgFileMetadataStore } from '../../../server/src/storage/pg-file-metadata';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { describeFileMetadataContract } from '../support/file-metadata-contract';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';

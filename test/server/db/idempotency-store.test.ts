@@ -2,7 +2,7 @@
  * Idempotency keys in PostgreSQL: claims are atomic across replicas (each store has its own pool),
  * answers replay byte for byte, and a claim abandoned by a dead replica can be taken over.
  */
-import { PgIdempotencyStore } from '../../../server/src/db/pg-idempotency-store';
+import { PgIdempotencyStore } from '../../../server/src/idempotency/pg-idempotency-store';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';

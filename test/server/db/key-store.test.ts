@@ -1,5 +1,5 @@
 /** Managed keys in PostgreSQL: the KeyStore contract, with each open() a pool of its own (another replica). */
-import { PgKeyStore } from '../../../server/src/db/pg-key-store';
+import { PgKeyStore } from '../../../server/src/keys/pg-key-store';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import { describeKeyStoreContract } from '../support/key-store-contract';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';

@@ -2,7 +2,7 @@
  * One rate limit for the fleet: three PgRateLimiters (three replicas, each with its own pool) on
  * one database admit together at most the configured requests per minute per key.
  */
-import { PgRateLimiter } from '../../../server/src/db/pg-rate-limiter';
+import { PgRateLimiter } from '../../../server/src/limits/pg-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { useDatabasePerTest } from '../support/postgres';
 

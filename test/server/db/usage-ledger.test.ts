@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/db/pg-usage-ledger';
+import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/usage/pg-usage-ledger';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';

@@ -8,10 +8,10 @@
  */
 import type { Pool } from 'pg';
 import type { ModelId } from '../../../core/models';
-import type { Admission, KeyPatch, KeyStore, Reservation } from '../keys/key-store';
-import { Batcher } from './batcher';
-import { toMicros } from '../keys/managed-key';
-import type { BudgetPeriod, ManagedKey } from '../keys/managed-key';
+import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
+import { Batcher } from '../db/batcher';
+import { toMicros } from './managed-key';
+import type { BudgetPeriod, ManagedKey } from './managed-key';
 
 const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
 	revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period`;

@@ -5,7 +5,7 @@
  * of replicas are applied one after another and together admit at most the limit.
  */
 import type { Pool } from 'pg';
-import type { RateDecision, RateLimiter } from '../limits/rate-limiter';
+import type { RateDecision, RateLimiter } from './rate-limiter';
 
 export interface PgRateLimiterOptions {
 	/**

@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { UsageEntry } from '../usage/usage-ledger';
+import type { UsageEntry } from './usage-ledger';
 
 const PREFIX = 'usage-pending-';
 const SUFFIX = '.jsonl';

@@ -9,9 +9,9 @@
  * drift; `now` exists for callers (tests) that must fix the instant themselves.
  */
 import type { Pool } from 'pg';
-import { withConnection } from './connection';
-import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from '../storage/file-metadata';
-import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from '../storage/file-rows';
+import { withConnection } from '../db/connection';
+import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
+import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from './file-rows';
 
 export class PgFileMetadataStore implements FileMetadataStore {
 	constructor(private readonly pool: Pool) {}

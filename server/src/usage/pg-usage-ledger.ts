@@ -8,7 +8,7 @@
  * back loses none: the next start writes them.
  */
 import type { Pool } from 'pg';
-import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from '../usage/usage-ledger';
+import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
 import { PendingUsageFile } from './pending-usage-file';
 
 export interface LedgerErrorLog {

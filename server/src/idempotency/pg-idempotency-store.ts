@@ -7,7 +7,7 @@
  * Clock: the `now` passed in, else the database's (shared by every replica), as for file metadata.
  */
 import type { Pool } from 'pg';
-import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from '../idempotency/idempotency-store';
+import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
 
 interface HeldRow {
 	fingerprint: string;

@@ -1,0 +1,10 @@
+/**
+ * Every PostgreSQL engine in one module, so that the service loads `pg` and them with one dynamic
+ * import when `--database-url` is given, and never otherwise (backends.ts).
+ */
+export { openDatabase } from '../db/postgres';
+export { PgFileMetadataStore } from '../storage/pg-file-metadata';
+export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
+export { PgRateLimiter } from '../limits/pg-rate-limiter';
+export { PgUsageLedger } from '../usage/pg-usage-ledger';
+export { PgKeyStore } from '../keys/pg-key-store';
