@@ -95,7 +95,12 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const hold = await budgets.admit(caller.apiKey, price);
 		const data: GeneratedImage[] = [];
 		let servedBy: string;
-		const signal = AbortSignal.any([caller.clientGone, AbortSignal.timeout(timeoutMs)]);
+		// A time limit that is cleared when the generation ends: AbortSignal.timeout's would live on for
+		// the whole limit, and with it every listener its fetches and waits left on the combined
+		// signal, and what those listeners reach (the images of a finished generation).
+		const limit = new AbortController();
+		const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+		const signal = AbortSignal.any([caller.clientGone, limit.signal]);
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
 			seen.provider = chainMembers(provider)[0]!;
@@ -125,6 +130,8 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			// queue, a re-encode, the write): that is a time-out or a cancellation, never a 500.
 			if (!(error instanceof ImageGenError) && signal.aborted) throw stopped();
 			throw error;
+		} finally {
+			clearTimeout(timer);
 		}
 		const costUsd = roundUsd(price * data.length);
 		await settleHold(hold, costUsd, services.log);

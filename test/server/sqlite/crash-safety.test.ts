@@ -60,13 +60,16 @@ function startLoad(server: RunningServer, state: Acknowledged, stop: { now: bool
 			const key: KeySeen = { acknowledged: created.body.name, revoked: false, revokeInFlight: false };
 			state.keys.set(created.body.id, key);
 			key.inFlight = `renamed ${serial++}`;
+			// A request that got no answer (the process died under it) may or may not have been applied.
 			const renamed = await callAs(server, 'PATCH', `/v1/admin/keys/${created.body.id}`, ADMIN_KEY, { name: key.inFlight }).catch(() => null);
-			if (renamed?.status === 200) key.acknowledged = key.inFlight;
+			if (renamed === null) continue;
+			if (renamed.status === 200) key.acknowledged = key.inFlight;
 			key.inFlight = undefined;
 			if (serial % 2 === 0) {
 				key.revokeInFlight = true;
 				const revoked = await callAs(server, 'DELETE', `/v1/admin/keys/${created.body.id}`, ADMIN_KEY).catch(() => null);
-				if (revoked?.status === 204) key.revoked = true;
+				if (revoked === null) continue;
+				if (revoked.status === 204) key.revoked = true;
 				key.revokeInFlight = false;
 			}
 		}
