@@ -1,4 +1,7 @@
 /**
+ * Run by hand (`npx jest --rootDir . --testRegex 'idempotency-memory\.check\.ts$'`), not by
+ * `npm test`: a resident-memory bound is a measurement, and on these shared machines it has read
+ * 2 MiB and 51 MB for the same code on Node 20. It belongs in bench/ beside a baseline.
  * Answers kept for replay stay out of the heap: 150 idempotent `b64_json` generations (each answer
  * over a MB of base64, from a model host answering with a photo-like picture) and their replays
  * leave the built service's resident memory where it was.
