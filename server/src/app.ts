@@ -9,8 +9,8 @@ import multipart from '@fastify/multipart';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config';
 import { ImageGenError } from '../../core/errors';
-import { answerClientError, installConnectionHandling } from './connections';
-import { installErrorHandling, installNotFoundHandler, sendApiError } from './error-handler';
+import { answerClientError, installConnectionHandling } from './http/connections';
+import { installErrorHandling, installNotFoundHandler, sendApiError } from './http/error-handler';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
@@ -113,7 +113,7 @@ function createFastify(config: ServiceConfig): FastifyInstance {
 		forceCloseConnections: 'idle',
 		logController: new LogController({ disableRequestLogging: true }),
 		// Idle, not total: a 512 MB upload on a slow link may take long, but a client that sends
-		// nothing while its request is incomplete is dropped (connections.ts keeps the server's own
+		// nothing while its request is incomplete is dropped (http/connections.ts keeps the server's own
 		// silence, such as a running generation, out of it).
 		connectionTimeout: config.idleTimeoutMs,
 		clientErrorHandler: answerClientError,

@@ -1,22 +1,22 @@
 #!/usr/bin/env node
 /**
  * imagegen-server: parses flags and environment, makes sure there is an API key, starts the
- * service and prints where it listens. `imagegen-server keys …` manages keys instead (keys/keys-cli.ts),
- * `imagegen-server backup …` copies the data dir's database (sqlite/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
+ * service and prints where it listens. `imagegen-server keys …` manages keys instead (cli/keys-cli.ts),
+ * `imagegen-server backup …` copies the data dir's database (cli/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
 // First: sizes libuv's thread pool before anything uses it.
-import './thread-pool';
+import './runtime/thread-pool';
 // Second: keeps start-up from growing V8's young generation for good.
-import { releaseYoungGeneration } from './young-generation-at-start';
+import { releaseYoungGeneration } from './runtime/young-generation-at-start';
 import { mkdir } from 'node:fs/promises';
-import { loadOrCreateApiKey } from './api-key-file';
+import { loadOrCreateApiKey } from './cli/api-key-file';
 import { createService } from './app';
 import { ConfigError, helpText, parseConfig, type ServiceConfig } from './config';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
 	if (process.argv[2] === 'keys') {
-		const { runKeysCommand } = await import('./keys/keys-cli');
+		const { runKeysCommand } = await import('./cli/keys-cli');
 		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, {
 			out: (text) => process.stdout.write(text),
 			err: (text) => process.stderr.write(text),
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
 		return;
 	}
 	if (process.argv[2] === 'backup') {
-		const { runBackupCommand } = await import('./sqlite/backup-cli');
+		const { runBackupCommand } = await import('./cli/backup-cli');
 		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, {
 			out: (text) => process.stdout.write(text),
 			err: (text) => process.stderr.write(text),

@@ -4,7 +4,7 @@
  * imagegen-server. Checked: the exact request we send, that the bytes behind our URL are the
  * host's image, failures in our error shape, bounded retries, the time limit and cancellation.
  */
-import { flatKeyPolicy } from '../../server/src/auth';
+import { flatKeyPolicy } from '../../server/src/keys/authenticate';
 import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
 import { parseGenerationRequest } from '../../core/schemas';

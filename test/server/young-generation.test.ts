@@ -1,5 +1,5 @@
 /**
- * V8's young generation holds no memory the service does not need (server/src/young-generation.ts):
+ * V8's young generation holds no memory the service does not need (server/src/runtime/young-generation.ts):
  * start-up leaves it at its starting size, and the chunks of a streamed request body are freed while
  * the upload runs instead of piling up until V8 next needs a collection. Measured on the built
  * service by a probe preloaded into it (support/memory-peaks.cjs).
@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { COLLECT_EVERY_BYTES, streamedBytes } from '../../server/src/young-generation';
+import { COLLECT_EVERY_BYTES, streamedBytes } from '../../server/src/runtime/young-generation';
 import { startServer } from '../helpers/server';
 import { eventually } from './support/http';
 import { startTestPostgres, type TestPostgres } from './support/postgres';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
 import type { ModelId } from '../../../core/models';
 import { roundUsd } from '../../../core/units';
-import type { ApiKeyPolicy } from '../auth';
+import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { KeyStore } from '../keys/key-store';
 import { periodEnd, periodStart, type KeyBudget } from '../keys/managed-key';
 

@@ -12,7 +12,7 @@ import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageWork } from '../media/image-work';
-import type { ApiKeyPolicy } from '../auth';
+import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { PriceOverrides } from '../config/prices';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';

@@ -4,7 +4,7 @@
  */
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
-import type { CreateKeyRequest, UpdateKeyRequest } from '../routes/admin/schemas';
+import type { CreateKeyRequest, UpdateKeyRequest } from './key-schemas';
 import type { KeyPatch, KeyStore } from './key-store';
 import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type ManagedKey } from './managed-key';
 

@@ -9,7 +9,7 @@
  * service's rate limiter: in memory, or in PostgreSQL for the whole fleet.
  */
 import { ImageGenError } from '../../../core/errors';
-import type { Authenticator, Principal } from '../auth';
+import type { Authenticator, Principal } from '../keys/authenticate';
 import type { RateLimiter } from './rate-limiter';
 
 /** Beside API key ids (16 hex characters, `key_…`) in the same table, never equal to one. */

@@ -9,8 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import type { ModelId } from '../../../core/models';
 import { parseGenerationRequest } from '../../../core/schemas';
-import type { ApiKeyPolicy } from '../auth';
-import { toApiError } from '../error-handler';
+import type { ApiKeyPolicy } from '../keys/authenticate';
+import { toApiError } from '../http/error-handler';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteOwnedFile, ownedFile } from '../storage/owned-files';
 import {

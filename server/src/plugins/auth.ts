@@ -7,7 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
-import { createAuthenticator, isWrongKey, type Authenticator } from '../auth';
+import { createAuthenticator, isWrongKey, type Authenticator } from '../keys/authenticate';
 import { AuthFailureThrottle } from '../limits/auth-failure-throttle';
 import { KeyAdmin } from '../keys/key-admin';
 import { ManagedKeyCache } from '../keys/key-cache';

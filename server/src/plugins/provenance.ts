@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
 import { CoseSigner } from '../provenance/cose-signer';
 import { C2paProvenanceMarker, UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import { loadSigningCredentials } from '../provenance/signing-credentials';
-import { serviceVersion } from '../service-version';
+import { serviceVersion } from '../runtime/service-version';
 
 declare module 'fastify' {
 	interface FastifyInstance {

@@ -7,9 +7,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { parseGenerationRequest } from '../../../core/schemas';
-import { keyPolicyOf } from '../auth';
+import { keyPolicyOf } from '../keys/authenticate';
 import { fingerprintJson } from '../idempotency/idempotency';
-import { clientGoneSignal } from '../client-gone';
+import { clientGoneSignal } from '../http/client-gone';
 
 const ROUTE = '/v1/images/generations';
 

@@ -15,10 +15,10 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
-import { keyPolicyOf } from '../auth';
-import { sendApiError } from '../error-handler';
+import { keyPolicyOf } from '../keys/authenticate';
+import { sendApiError } from '../http/error-handler';
 import { callTool, toolsFor, type ToolCaller } from '../mcp/tools';
-import { clientGoneSignal } from '../client-gone';
+import { clientGoneSignal } from '../http/client-gone';
 
 export const MCP_PATH = '/mcp';
 

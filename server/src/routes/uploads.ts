@@ -15,8 +15,8 @@ import { isUploadOptionField, parseUploadOption, parseUploadOptions } from '../.
 import { FingerprintHasher, fingerprintJson, type IdempotentAnswer } from '../idempotency/idempotency';
 import type { StagedFile } from '../storage/hosted-files';
 import { isFitting, refuseImageOptionsForVideo, type UploadPlan } from '../uploads/uploads';
-import { isEngineError } from '../engine-unavailable';
-import { clientGoneSignal } from '../client-gone';
+import { isEngineError } from '../http/engine-unavailable';
+import { clientGoneSignal } from '../http/client-gone';
 
 const ROUTE = '/v1/uploads';
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
-import { isRealDateTime } from '../calendar';
+import { isRealDateTime } from '../http/calendar';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 

@@ -5,7 +5,7 @@
  */
 import { ERROR_TYPES } from '../../../core/errors';
 import { MODEL_IDS } from '../../../core/models';
-import { createKeySchema, rotateKeySchema, updateKeySchema, usageQuerySchema } from '../routes/admin/schemas';
+import { createKeySchema, rotateKeySchema, updateKeySchema, usageQuerySchema } from '../keys/key-schemas';
 import { generationJsonSchema, toJsonSchema, uploadOptionsJsonSchema, type JsonSchema } from './json-schema';
 
 export interface OpenApiOptions {

@@ -18,7 +18,7 @@ export interface FileRecord {
 	extension: string;
 	size: number;
 	etag: string;
-	/** Non-secret id of the API key that stored it (see auth.ts); only it may see or delete it. */
+	/** Non-secret id of the API key that stored it (see keys/authenticate.ts); only it may see or delete it. */
 	ownerKeyId: string;
 	createdAt: Date;
 	expiresAt: Date;

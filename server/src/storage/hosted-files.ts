@@ -26,7 +26,7 @@ import type { ProvenanceMarker } from '../provenance/provenance-marker';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
 import type { ByteRange, ObjectStorage } from './object-storage';
-import { isEngineUnreachable, serviceUnavailable } from '../engine-unavailable';
+import { isEngineUnreachable, serviceUnavailable } from '../http/engine-unavailable';
 import { hostedFileHeaders } from './cache-headers';
 
 export type { FileRecord } from './file-metadata';

@@ -9,7 +9,7 @@ import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
 import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
-import { streamedBytes } from '../young-generation';
+import { streamedBytes } from '../runtime/young-generation';
 import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 
 export class InspectingStream extends Transform {

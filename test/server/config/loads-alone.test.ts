@@ -28,7 +28,7 @@ test('loading the configuration (and parsing --providers) loads no generation mo
 });
 
 test('the keys command does not load the provider registry', () => {
-	const loaded = loadedBy(join('keys', 'keys-cli'));
+	const loaded = loadedBy(join('cli', 'keys-cli'));
 	expect(loaded).toContain(join('config', 'index.js'));
 	expect(loaded.filter((file) => file.startsWith(join('generation', 'providers')))).toEqual([]);
 });

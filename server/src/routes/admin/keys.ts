@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { ImageGenError } from '../../../../core/errors';
-import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema, updateKeySchema } from './schemas';
+import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema, updateKeySchema } from '../../keys/key-schemas';
 
 const notFound = (id: string) => new ImageGenError(404, `No key '${id}': it never existed or was revoked`, { param: 'id', code: 'key_not_found' });
 

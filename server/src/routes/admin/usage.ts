@@ -4,8 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { roundUsd } from '../../../../core/units';
-import { apiKeyIdOf } from '../../auth';
-import { parseAdmin, usageQuerySchema } from './schemas';
+import { apiKeyIdOf } from '../../keys/authenticate';
+import { parseAdmin, usageQuerySchema } from '../../keys/key-schemas';
 
 export default async function adminUsageRoutes(admin: FastifyInstance): Promise<void> {
 	const ledger = admin.usageLedger;

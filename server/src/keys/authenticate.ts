@@ -9,10 +9,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { ImageGenError } from '../../core/errors';
-import type { ModelId } from '../../core/models';
-import type { ManagedKeyCache } from './keys/key-cache';
-import type { KeyBudget, ManagedKey } from './keys/managed-key';
+import { ImageGenError } from '../../../core/errors';
+import type { ModelId } from '../../../core/models';
+import type { ManagedKeyCache } from './key-cache';
+import type { KeyBudget, ManagedKey } from './managed-key';
 
 /** What a key may do; flat keys may do everything. Generation enforces it (generation/key-policy.ts). */
 export interface ApiKeyPolicy {

@@ -7,8 +7,8 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ConfigError, parseConfig } from '../config';
-import { BackupRefused, backupSqliteDatabase } from './backup';
-import { databasePath } from './database';
+import { BackupRefused, backupSqliteDatabase } from '../sqlite/backup';
+import { databasePath } from '../sqlite/database';
 
 export const BACKUP_HELP = `Usage: imagegen-server backup --to <file> [--data-dir <dir>] [--force]
 

@@ -4,8 +4,8 @@
  * (logged, never with a stack trace in the body).
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ImageGenError } from '../../core/errors';
-import { formatBytes } from '../../core/units';
+import { ImageGenError } from '../../../core/errors';
+import { formatBytes } from '../../../core/units';
 import { isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
 
 export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUploadBytes: number }): ImageGenError {

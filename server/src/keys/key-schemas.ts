@@ -3,12 +3,12 @@
  * zod validates, `parseAdmin` turns the first problem into a 400 that names the field.
  */
 import { z } from 'zod/v3';
-import { invalidField, type ImageGenError } from '../../../../core/errors';
-import { MODEL_IDS } from '../../../../core/models';
-import { formatPath } from '../../../../core/schemas';
-import { BUDGET_PERIODS, KEY_ID } from '../../keys/managed-key';
-import { hasUnsafeCharacter } from '../../keys/unsafe-text';
-import { isRealDateTime } from '../../calendar';
+import { invalidField, type ImageGenError } from '../../../core/errors';
+import { MODEL_IDS } from '../../../core/models';
+import { formatPath } from '../../../core/schemas';
+import { BUDGET_PERIODS, KEY_ID } from './managed-key';
+import { hasUnsafeCharacter } from './unsafe-text';
+import { isRealDateTime } from '../http/calendar';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 /** An ISO 8601 instant with its time zone (Z or ±hh:mm): a bare local time would be ambiguous. */

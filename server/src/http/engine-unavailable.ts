@@ -5,7 +5,7 @@
  * to the log. Judged by the shape drivers give such failures: socket error codes, PostgreSQL's
  * connection-class SQLSTATEs, SQLite's busy and locked codes, pg's own connection messages, the AWS SDK's time-outs and 5xx.
  */
-import { ImageGenError } from '../../core/errors';
+import { ImageGenError } from '../../../core/errors';
 
 /** Engines that were down come back within seconds in the common case (restart, fail-over). */
 export const ENGINE_RETRY_AFTER_SECONDS = 2;

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { ImageGenError } from '../../core/errors';
+import { ImageGenError } from '../../../core/errors';
 
 /** A refused request whose unread body is at most this large is read and dropped, keeping the connection. */
 const DRAIN_LIMIT_BYTES = 1024 * 1024;

@@ -9,13 +9,13 @@
 import { ImageGenError } from '../../../core/errors';
 import { ConfigError, parseConfig, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
-import { PgKeyStore } from './pg-key-store';
-import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../routes/admin/schemas';
+import { PgKeyStore } from '../keys/pg-key-store';
+import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
 import { openSqliteDatabase } from '../sqlite/database';
-import { SqliteKeyStore } from './sqlite-key-store';
-import { StoreClock } from './store-clock';
-import { KeyAdmin, type KeyObject } from './key-admin';
-import { escapeUnsafeCharacters } from './unsafe-text';
+import { SqliteKeyStore } from '../keys/sqlite-key-store';
+import { StoreClock } from '../keys/store-clock';
+import { KeyAdmin, type KeyObject } from '../keys/key-admin';
+import { escapeUnsafeCharacters } from '../keys/unsafe-text';
 
 /** Flags of the keys commands; everything else is the service's configuration. */
 const KEY_FLAGS = {
