@@ -1,5 +1,4 @@
 /** The configuration the service runs with, as parseConfig assembles it from the option rows. */
-import type { StorageDriverName } from '../storage/object-storage';
 import type { PriceOverrides } from './prices';
 import type { ProviderSelection } from './provider-selection';
 import type { TrustProxy } from './trust-proxy';
@@ -59,7 +58,8 @@ export interface ProvenanceConfig {
 
 export const PROVENANCE_MODES = ['on', 'off'] as const;
 
-export const STORAGE_DRIVERS: readonly StorageDriverName[] = ['disk', 's3'];
+export const STORAGE_DRIVERS = ['disk', 's3'] as const;
+export type StorageDriverName = (typeof STORAGE_DRIVERS)[number];
 
 export const FILE_DELIVERIES = ['proxy', 'redirect'] as const;
 export type FileDelivery = (typeof FILE_DELIVERIES)[number];

@@ -11,7 +11,7 @@ import type { ModelId } from '../../../core/models';
 import { roundUsd } from '../../../core/units';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { KeyStore } from '../keys/key-store';
-import { periodEnd, periodStart, type KeyBudget } from '../keys/managed-key';
+import { BUDGET_EXCEEDED, periodEnd, periodStart, type KeyBudget } from '../keys/managed-key';
 
 export function checkModelAllowed(key: ApiKeyPolicy, model: ModelId): void {
 	if (key.models === null || key.models.includes(model)) return;
@@ -57,9 +57,6 @@ export function createBudgetGate(store: KeyStore, options: { leaseMs: number; no
 		},
 	};
 }
-
-/** The error code of a budget refusal (402), also the outcome the metrics count it by. */
-export const BUDGET_EXCEEDED = 'budget_exceeded';
 
 const PERIOD_NAMES = { day: 'daily (UTC)', month: 'monthly (UTC)', total: 'total' } as const;
 

@@ -13,6 +13,9 @@ export interface KeyBudget {
 	period: BudgetPeriod;
 }
 
+/** The error code of a budget refusal (402), also the outcome the metrics count it by. */
+export const BUDGET_EXCEEDED = 'budget_exceeded';
+
 /** The settings an operator can change on a key (PATCH, create). */
 export interface KeySettings {
 	name: string;

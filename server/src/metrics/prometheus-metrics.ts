@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { GenerationObservation, ServiceMetrics, SweepObservation, UploadObservation } from './service-metrics';
-import { BUDGET_EXCEEDED } from '../generation/key-policy';
+import { BUDGET_EXCEEDED } from '../keys/managed-key';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -4,8 +4,10 @@
  * can be combined freely (disk + embedded metadata for one laptop, s3 + PostgreSQL for a fleet).
  */
 import type { Readable } from 'node:stream';
+import type { StorageDriverName } from '../config/service-config';
 
-export type StorageDriverName = 'disk' | 's3';
+// The names are the option's values; the drivers answer to them.
+export type { StorageDriverName };
 
 export interface ObjectWriteOptions {
 	contentType: string;
