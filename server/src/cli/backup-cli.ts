@@ -6,9 +6,10 @@
  */
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { ConfigError, parseConfig } from '../config';
+import { parseConfig } from '../config';
 import { BackupRefused, backupSqliteDatabase } from '../sqlite/backup';
 import { databasePath } from '../sqlite/database';
+import { reportUsageError, UsageError, USAGE_EXIT_CODE, type CommandOutput } from './usage-error';
 
 export const BACKUP_HELP = `Usage: imagegen-server backup --to <file> [--data-dir <dir>] [--force]
 
@@ -23,29 +24,18 @@ Options:
   --force                 Replace <file> if it exists
 `;
 
-interface Output {
-	out(text: string): void;
-	err(text: string): void;
-}
-
 interface BackupRequest {
 	dataDir: string;
 	to: string;
 	force: boolean;
 }
 
-class UsageError extends Error {}
-
-export function runBackupCommand(argv: readonly string[], env: NodeJS.ProcessEnv, output: Output): number {
+export function runBackupCommand(argv: readonly string[], env: NodeJS.ProcessEnv, output: CommandOutput): number {
 	let request: BackupRequest | 'help';
 	try {
 		request = parseRequest(argv, env);
 	} catch (error) {
-		if (error instanceof UsageError || error instanceof ConfigError) {
-			output.err(`imagegen-server backup: ${error.message}\n`);
-			return 2;
-		}
-		throw error;
+		return reportUsageError('backup', error, output);
 	}
 	if (request === 'help') {
 		output.out(BACKUP_HELP);
@@ -59,7 +49,7 @@ export function runBackupCommand(argv: readonly string[], env: NodeJS.ProcessEnv
 	} catch (error) {
 		if (error instanceof BackupRefused) {
 			output.err(`imagegen-server backup: --${error.field}: ${error.message}${hintFor(error, env)}\n`);
-			return error.field === 'to' ? 2 : 1;
+			return error.field === 'to' ? USAGE_EXIT_CODE : 1;
 		}
 		output.err(`imagegen-server backup: ${(error as Error).message}\n`);
 		return 1;

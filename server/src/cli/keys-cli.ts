@@ -7,7 +7,7 @@
  * 2 bad usage.
  */
 import { ImageGenError } from '../../../core/errors';
-import { ConfigError, parseConfig, type ServiceConfig } from '../config';
+import { parseConfig, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
 import { PgKeyStore } from '../keys/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
@@ -16,6 +16,7 @@ import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { StoreClock } from '../keys/store-clock';
 import { KeyAdmin, type KeyObject } from '../keys/key-admin';
 import { escapeUnsafeCharacters } from '../keys/unsafe-text';
+import { reportUsageError, UsageError, USAGE_EXIT_CODE, type CommandOutput } from './usage-error';
 
 /** Flags of the keys commands; everything else is the service's configuration. */
 const KEY_FLAGS = {
@@ -49,23 +50,12 @@ Options:
   --data-dir, --database-url (and IMAGEGEN_DATA_DIR, IMAGEGEN_DATABASE_URL) as for the service
 `;
 
-class UsageError extends Error {}
-
-interface Output {
-	out(text: string): void;
-	err(text: string): void;
-}
-
-export async function runKeysCommand(argv: readonly string[], env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+export async function runKeysCommand(argv: readonly string[], env: NodeJS.ProcessEnv, output: CommandOutput): Promise<number> {
 	let parsed: ParsedCommand;
 	try {
 		parsed = parseCommand(argv, env);
 	} catch (error) {
-		if (error instanceof UsageError || error instanceof ConfigError) {
-			output.err(`imagegen-server keys: ${error.message}\n`);
-			return 2;
-		}
-		throw error;
+		return reportUsageError('keys', error, output);
 	}
 	if (parsed.command === 'help') {
 		output.out(KEYS_HELP);
@@ -84,7 +74,7 @@ export async function runKeysCommand(argv: readonly string[], env: NodeJS.Proces
 		if (error instanceof ImageGenError && error.status === 400) {
 			const flag = (error.param && FIELD_TO_FLAG[error.param.replace(/\[\d+\]$/, '')]) ?? error.param;
 			output.err(`imagegen-server keys: ${flag ? `${flag}: ` : ''}${error.message}\n`);
-			return 2;
+			return USAGE_EXIT_CODE;
 		}
 		output.err(`imagegen-server keys: ${(error as Error).message}\n`);
 		return 1;
@@ -164,7 +154,7 @@ async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; c
 	return { admin: new KeyAdmin(new SqliteKeyStore(database)), close: async () => void database.close() };
 }
 
-async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): Promise<number> {
+async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: CommandOutput): Promise<number> {
 	const print = (value: unknown, human: string) => output.out(`${parsed.json ? printableJson(value) : human}\n`);
 	switch (parsed.command) {
 		case 'create': {
@@ -202,11 +192,11 @@ async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: Output): 
 			return 0;
 		}
 		default:
-			return 2;
+			return USAGE_EXIT_CODE;
 	}
 }
 
-function notFound(id: string, output: Output): number {
+function notFound(id: string, output: CommandOutput): number {
 	output.err(`imagegen-server keys: no key '${id}' (it never existed or was revoked)\n`);
 	return 1;
 }
