@@ -9,15 +9,14 @@ import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import sharp from '../media/sharp';
-import type { Sharp } from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import { fitImage, type FitImageOptions } from '../media/fit-image';
-import { checkPixels, declaredSizeOfFile, imageTooLarge, isPixelLimitError } from '../media/image-header';
+import { checkPixels, declaredSizeOfFile } from '../media/image-header';
+import { conversionError, convertToBuffer, streamConversion } from '../media/convert-image';
 import { ImageWork, type ImageJob } from '../media/image-work';
 import type { Provenance } from '../../../core/api';
 import { scanProvenance } from '../provenance/provenance-scan';
@@ -161,7 +160,7 @@ export class HostedFiles {
 				// Unmarked, the converted bytes stream straight into storage; marked, they are signed first.
 				if (!marker) return this.writeConverted(path, format, field, staged.ownerKeyId, job);
 				const media = MEDIA_DETAILS[format];
-				const { data, info } = await converting(converterFor(path, format, job).toBuffer({ resolveWithObject: true }), field, format, job);
+				const { data, info } = await convertToBuffer(path, format, field, job);
 				const marked = await markConversion(marker, { path, media: staged.media, provenance: staged.provenance }, { bytes: data, media, width: info.width, height: info.height });
 				return { ...(await this.stageBuffer(marked.bytes, media, staged.ownerKeyId)), provenance: marked.provenance };
 			});
@@ -334,27 +333,16 @@ export class HostedFiles {
 		);
 	}
 
-	/**
-	 * file → sharp → storage, streamed. A failure of sharp itself means the image is damaged (400
-	 * naming the field; too many pixels: `image_too_large`); the storage's errors pass as they are.
-	 */
+	/** file → sharp → storage, streamed (media/convert-image.ts); the storage's errors pass as they are. */
 	private async writeConverted(input: string, format: UploadOutputFormat, field: string, ownerKeyId: string, job: ImageJob): Promise<StagedFile> {
-		const converter = converterFor(input, format, job);
-		// Between sharp and the storage, so a storage failure never reads as sharp's and vice versa.
-		const output = new PassThrough();
-		let decodeError: unknown;
-		converter.once('error', (error) => {
-			decodeError = error;
-			output.destroy(error);
-		});
-		converter.pipe(output);
+		const conversion = streamConversion(input, format, job);
 		try {
-			return await this.writeStaged(output, MEDIA_DETAILS[format], ownerKeyId);
+			return await this.writeStaged(conversion.output, MEDIA_DETAILS[format], ownerKeyId);
 		} catch (error) {
-			if (error === decodeError) throw conversionError(error, field, format, job);
+			if (conversion.decodeFailed(error)) throw conversionError(error, field, format, job);
 			throw storageError(error);
 		} finally {
-			converter.destroy();
+			conversion.stop();
 		}
 	}
 
@@ -394,27 +382,4 @@ export class HostedFiles {
 			throw error;
 		}
 	}
-}
-
-/** The re-encode of `output_format`: upright, animation kept for WebP, transparency on white for JPEG. */
-function converterFor(input: string, format: UploadOutputFormat, job: ImageJob): Sharp {
-	const animated = format === 'webp';
-	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
-	if (!animated) converter = converter.rotate();
-	if (format === 'jpeg') return converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
-	if (format === 'png') return converter.png();
-	return converter.webp({ quality: 90 });
-}
-
-async function converting<T>(work: Promise<T>, field: string, format: UploadOutputFormat, job: ImageJob): Promise<T> {
-	try {
-		return await work;
-	} catch (error) {
-		throw conversionError(error, field, format, job);
-	}
-}
-
-function conversionError(error: unknown, field: string, format: UploadOutputFormat, job: ImageJob): Error {
-	if (isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
-	return invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
 }

@@ -1,0 +1,56 @@
+/**
+ * The re-encode of an upload's `output_format`: upright, animation kept for WebP, transparency on
+ * white for JPEG. A failure of sharp itself means the image is damaged: a 400 naming the field
+ * (too many pixels: `image_too_large`), never the storage's error and never a 500.
+ */
+import { PassThrough, type Readable } from 'node:stream';
+import type { Sharp } from 'sharp';
+import sharp from './sharp';
+import { invalidField } from '../../../core/errors';
+import type { UploadOutputFormat } from '../../../core/schemas';
+import { imageTooLarge, isPixelLimitError } from './image-header';
+import type { ImageJob } from './image-work';
+
+/** A conversion streaming out of sharp; `decodeFailed` tells its own errors from the reader's. */
+export interface ImageConversion {
+	output: Readable;
+	decodeFailed(error: unknown): boolean;
+	stop(): void;
+}
+
+/** The image file `input` converted to `format`, as a stream (for storage that takes one). */
+export function streamConversion(input: string, format: UploadOutputFormat, job: ImageJob): ImageConversion {
+	const converter = converterFor(input, format, job);
+	// Between sharp and the reader, so a reader's failure never reads as sharp's and vice versa.
+	const output = new PassThrough();
+	let decodeError: unknown;
+	converter.once('error', (error) => {
+		decodeError = error;
+		output.destroy(error);
+	});
+	converter.pipe(output);
+	return { output, decodeFailed: (error) => error !== undefined && error === decodeError, stop: () => converter.destroy() };
+}
+
+/** The image file `input` converted to `format`, in memory (for bytes that are signed before storing). */
+export async function convertToBuffer(input: string, format: UploadOutputFormat, field: string, job: ImageJob): Promise<{ data: Buffer; info: { width: number; height: number } }> {
+	try {
+		return await converterFor(input, format, job).toBuffer({ resolveWithObject: true });
+	} catch (error) {
+		throw conversionError(error, field, format, job);
+	}
+}
+
+export function conversionError(error: unknown, field: string, format: UploadOutputFormat, job: ImageJob): Error {
+	if (isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+	return invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
+}
+
+function converterFor(input: string, format: UploadOutputFormat, job: ImageJob): Sharp {
+	const animated = format === 'webp';
+	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+	if (!animated) converter = converter.rotate();
+	if (format === 'jpeg') return converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
+	if (format === 'png') return converter.png();
+	return converter.webp({ quality: 90 });
+}
