@@ -32,11 +32,31 @@ export interface MultipartUploadServices {
 
 /** Receives a multipart upload and finishes it (or replays its first answer); nothing stays stored when it fails. */
 export async function answerMultipartUpload(request: FastifyRequest, reply: FastifyReply, key: string | undefined, services: MultipartUploadServices): Promise<IdempotentAnswer> {
-	const { route, store, idempotency, maxUploadBytes, retentionSeconds } = services;
-	const { finish } = services.uploads;
-	const limits = { retentionSeconds };
-	const hasher = key === undefined ? undefined : new FingerprintHasher(request.method, route);
+	const { store, idempotency } = services;
+	const hasher = key === undefined ? undefined : new FingerprintHasher(request.method, services.route);
 	const clientGone = clientGoneSignal(reply);
+	const { file, plan } = await receiveForm(request, services, hasher, clientGone);
+	let finishing = false;
+	try {
+		return await idempotency.answer(request, {
+			key,
+			fingerprint: () => hasher!.digest(),
+			run: () => {
+				finishing = true;
+				return services.uploads.finish(file, 'file', plan, clientGone);
+			},
+		});
+	} finally {
+		// A replay, a reused key or a repeat still running: the bytes received are not needed,
+		// and are gone before the client hears so.
+		if (!finishing) await store.discard(file);
+	}
+}
+
+/** The form's parts in their order: the file staged as it streams in, each text field checked as it arrives. */
+async function receiveForm(request: FastifyRequest, services: MultipartUploadServices, hasher: FingerprintHasher | undefined, signal: AbortSignal): Promise<{ file: StagedFile; plan: UploadPlan }> {
+	const { store, maxUploadBytes } = services;
+	const limits = { retentionSeconds: services.retentionSeconds };
 	let staged: StagedFile | null = null;
 	const fields = new Map<string, string>();
 	/** Set when output_format came before the file, so the file was converted as it streamed in. */
@@ -59,7 +79,7 @@ export async function answerMultipartUpload(request: FastifyRequest, reply: Fast
 					drainOnError: true,
 					accept: (media) => refuseImageOptionsForVideo(media, plan),
 					convertTo,
-					signal: clientGone,
+					signal,
 				});
 				// stage() has piped the part by now (it does so before its first await), so this
 				// second reader sees the very same chunks.
@@ -69,27 +89,11 @@ export async function answerMultipartUpload(request: FastifyRequest, reply: Fast
 				}
 				staged = await staging;
 				convertedTo = convertTo;
-			} else if (part.fieldname === 'output_format' || isUploadOptionField(part.fieldname)) {
-				const name = part.fieldname;
-				if (fields.has(name)) throw invalidField(name, `'${name}' was sent twice`, 'duplicate_field');
-				const value = String(part.value);
-				// Checked as it arrives, so a bad option never waits for the file.
-				if (name === 'output_format') parseUploadOutputFormat(value);
-				else parseUploadOption(name, value, limits);
-				fields.set(name, value);
-				hasher?.field(name, value);
-			} else if (part.fieldname === 'image' || part.fieldname === 'video') {
-				throw invalidField(
-					part.fieldname,
-					`'${part.fieldname}' is a JSON field; in a multipart form send the file in the part 'file'`,
-					'unknown_field',
-				);
 			} else {
-				throw invalidField(
-					part.fieldname,
-					`Unknown field '${part.fieldname}': send 'file' and optionally 'output_format', 'expires_in', 'max_side', 'max_bytes'`,
-					'unknown_field',
-				);
+				const value = String(part.value);
+				checkTextField(part.fieldname, value, fields, limits);
+				fields.set(part.fieldname, value);
+				hasher?.field(part.fieldname, value);
 			}
 		}
 	} catch (error) {
@@ -99,26 +103,23 @@ export async function answerMultipartUpload(request: FastifyRequest, reply: Fast
 	if (!staged) {
 		throw invalidField('file', "The multipart form has no part 'file' holding the image or video", 'missing_field');
 	}
-	const received = staged;
 	const plan = planOf(fields, limits);
 	if (convertedTo) delete plan.outputFormat;
-	let finishing = false;
-	let answer: IdempotentAnswer;
-	try {
-		answer = await idempotency.answer(request, {
-			key,
-			fingerprint: () => hasher!.digest(),
-			run: () => {
-				finishing = true;
-				return finish(received, 'file', plan, clientGone);
-			},
-		});
-	} finally {
-		// A replay, a reused key or a repeat still running: the bytes received are not needed,
-		// and are gone before the client hears so.
-		if (!finishing) await store.discard(received);
+	return { file: staged, plan };
+}
+
+/** A text part, checked as it arrives so a bad option never waits for the file. */
+function checkTextField(name: string, value: string, fields: ReadonlyMap<string, string>, limits: { retentionSeconds: number }): void {
+	if (name === 'output_format' || isUploadOptionField(name)) {
+		if (fields.has(name)) throw invalidField(name, `'${name}' was sent twice`, 'duplicate_field');
+		if (name === 'output_format') parseUploadOutputFormat(value);
+		else parseUploadOption(name, value, limits);
+		return;
 	}
-	return answer;
+	if (name === 'image' || name === 'video') {
+		throw invalidField(name, `'${name}' is a JSON field; in a multipart form send the file in the part 'file'`, 'unknown_field');
+	}
+	throw invalidField(name, `Unknown field '${name}': send 'file' and optionally 'output_format', 'expires_in', 'max_side', 'max_bytes'`, 'unknown_field');
 }
 
 /** `output_format` and the upload options of a multipart form, from its text fields so far. */
