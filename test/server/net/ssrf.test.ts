@@ -3,10 +3,10 @@
  * by default, fetched with --allow-private-urls. Every target is a server of ours on 127.0.0.1;
  * no packet leaves the machine.
  */
-import { startServer, type RunningServer } from '../helpers/server';
-import { expectApiError, postJson } from './support/http';
-import { startMediaHost, type MediaHost } from './support/media-host';
-import { makeImage } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { expectApiError, postJson } from '../support/http';
+import { startMediaHost, type MediaHost } from '../support/media-host';
+import { makeImage } from '../support/media';
 
 let strict: RunningServer;
 let permissive: RunningServer;

@@ -5,8 +5,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ImageGenError } from '../../core/errors';
-import { createSafeFetcher, type HostResolver } from '../../server/src/net/safe-fetch';
+import { ImageGenError } from '../../../core/errors';
+import { createSafeFetcher, type HostResolver } from '../../../server/src/net/safe-fetch';
 
 type Handler = (request: http.IncomingMessage, response: http.ServerResponse) => void;
 

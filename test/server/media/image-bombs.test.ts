@@ -8,11 +8,11 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../helpers/server';
-import { startFakeHosts, type FakeHosts } from './support/fake-hosts';
-import { download, postJson, uploadFile } from './support/http';
-import { gifDeclaring, jpegDeclaring, pngBomb, webpDeclaring } from './support/bombs';
-import { makeImage } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { download, postJson, uploadFile } from '../support/http';
+import { gifDeclaring, jpegDeclaring, pngBomb, webpDeclaring } from '../support/bombs';
+import { makeImage } from '../support/media';
 
 let server: RunningServer;
 let bomb: Buffer;

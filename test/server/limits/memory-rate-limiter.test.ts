@@ -1,5 +1,5 @@
 /** The in-memory token buckets: peek without taking, and forgetting only buckets that have refilled. */
-import { MemoryRateLimiter } from '../../server/src/limits/memory-rate-limiter';
+import { MemoryRateLimiter } from '../../../server/src/limits/memory-rate-limiter';
 
 describe('MemoryRateLimiter', () => {
 	it('peek answers what a take would, without taking', async () => {

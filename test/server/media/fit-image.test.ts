@@ -2,9 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { ImageGenError } from '../../core/errors';
-import { sniffMedia } from '../../core/media';
-import { fitImage, scaledToSide } from '../../server/src/media/fit-image';
+import { ImageGenError } from '../../../core/errors';
+import { sniffMedia } from '../../../core/media';
+import { fitImage, scaledToSide } from '../../../server/src/media/fit-image';
 
 /** A photo-like picture: a gradient under grain, so encoders have real detail to spend bytes on. */
 async function makePhoto(width: number, height: number, grain: number, format: 'png' | 'jpeg' = 'png'): Promise<Buffer> {

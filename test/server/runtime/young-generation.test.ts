@@ -8,12 +8,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { COLLECT_EVERY_BYTES, streamedBytes } from '../../server/src/young-generation';
-import { startServer } from '../helpers/server';
-import { eventually } from './support/http';
-import { startTestPostgres, type TestPostgres } from './support/postgres';
-import { streamUpload } from './support/replicas';
-import { S3RVER_CREDENTIALS, startS3rver, type S3TestServer } from './support/s3';
+import { COLLECT_EVERY_BYTES, streamedBytes } from '../../../server/src/young-generation';
+import { startServer } from '../../helpers/server';
+import { eventually } from '../support/http';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { streamUpload } from '../support/replicas';
+import { S3RVER_CREDENTIALS, startS3rver, type S3TestServer } from '../support/s3';
 
 jest.setTimeout(120_000);
 
@@ -34,7 +34,7 @@ async function measured(args: string[], work: (server: Awaited<ReturnType<typeof
 	const server = await startServer({
 		args,
 		env: {
-			NODE_OPTIONS: `${nodeOptions} --require ${join(__dirname, 'support', 'memory-peaks.cjs')}`.trim(),
+			NODE_OPTIONS: `${nodeOptions} --require ${join(__dirname, '..', 'support', 'memory-peaks.cjs')}`.trim(),
 			IMAGEGEN_TEST_MEMORY_REPORT: report,
 			...S3RVER_CREDENTIALS,
 			AWS_REGION: 'us-east-1',

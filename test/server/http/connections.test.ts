@@ -6,10 +6,10 @@
  */
 import { Agent, request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
-import { buildTestApp, type InProcessApp } from './support/app';
-import { startTestPostgres, type TestPostgres } from './support/postgres';
-import { makeImage } from './support/media';
-import { TEST_API_KEY } from '../helpers/server';
+import { buildTestApp, type InProcessApp } from '../support/app';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { makeImage } from '../support/media';
+import { TEST_API_KEY } from '../../helpers/server';
 
 const AUTH = `Bearer ${TEST_API_KEY}`;
 const ANSWER_WITHIN_MS = 15_000;

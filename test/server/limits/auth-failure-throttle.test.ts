@@ -6,8 +6,8 @@
  * X-Forwarded-For only with --trust-proxy. Distinct clients are distinct loopback source addresses.
  */
 import { request as httpRequest } from 'node:http';
-import { buildTestApp, type InProcessApp } from './support/app';
-import { startTestPostgres, type TestPostgres } from './support/postgres';
+import { buildTestApp, type InProcessApp } from '../support/app';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 const FAILURES = ['--auth-failures-per-minute', '3'];

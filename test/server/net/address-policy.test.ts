@@ -1,4 +1,4 @@
-import { classifyAddress, isIpLiteral, unbracket } from '../../server/src/net/address-policy';
+import { classifyAddress, isIpLiteral, unbracket } from '../../../server/src/net/address-policy';
 
 describe('address policy (pure classifier)', () => {
 	const refused: Array<[string, RegExp]> = [
