@@ -2,11 +2,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../server/src/sqlite/database';
-import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { SqliteFileMetadata } from '../../server/src/storage/sqlite-file-metadata';
-import { describeFileMetadataContract } from './support/file-metadata-contract';
-import { describeObjectStorageContract } from './support/object-storage-contract';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
+import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
+import { describeFileMetadataContract } from '../support/file-metadata-contract';
+import { describeObjectStorageContract } from '../support/object-storage-contract';
 
 const directories: string[] = [];
 const scratch = () => {

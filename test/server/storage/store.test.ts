@@ -8,14 +8,14 @@ import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { ImageGenError } from '../../core/errors';
-import { MEDIA_DETAILS } from '../../core/media';
-import { parseConfig, type ServiceConfig } from '../../server/src/config';
-import { openBackends, type Backends } from '../../server/src/plugins/backends';
-import { openSqliteDatabase } from '../../server/src/sqlite/database';
-import { DiskObjectStorage } from '../../server/src/storage/disk-object-storage';
-import { HostedFiles } from '../../server/src/storage/hosted-files';
-import { makeMp4 } from './support/media';
+import { ImageGenError } from '../../../core/errors';
+import { MEDIA_DETAILS } from '../../../core/media';
+import { parseConfig, type ServiceConfig } from '../../../server/src/config';
+import { openBackends, type Backends } from '../../../server/src/plugins/backends';
+import { openSqliteDatabase } from '../../../server/src/sqlite/database';
+import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
+import { HostedFiles } from '../../../server/src/storage/hosted-files';
+import { makeMp4 } from '../support/media';
 
 const OWNER = 'owner-key-id-0001';
 const quiet = { error: () => undefined, info: () => undefined };

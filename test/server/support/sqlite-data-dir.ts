@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../../server/src/sqlite/database';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 
 export interface SqliteDataDir {
 	path(): string;

@@ -5,7 +5,7 @@
 import type { SqliteDatabase } from '../../../server/src/sqlite/database';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata, SWEEP_LEASE_MS } from '../../../server/src/storage/sqlite-file-metadata';
-import { useSqliteDataDir } from './support/data-dir';
+import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const T0 = new Date('2030-01-01T00:00:00Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);

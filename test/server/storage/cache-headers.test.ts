@@ -1,4 +1,4 @@
-import { MAX_CACHE_SECONDS, cacheSeconds, hostedFileHeaders, missingFileHeaders } from '../../server/src/storage/cache-headers';
+import { MAX_CACHE_SECONDS, cacheSeconds, hostedFileHeaders, missingFileHeaders } from '../../../server/src/storage/cache-headers';
 
 const now = new Date('2026-05-01T12:00:00.000Z');
 const file = (secondsLeft: number) => ({

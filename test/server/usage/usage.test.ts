@@ -1,6 +1,6 @@
 /** The usage ledger: per key, per model and day, persisted across restarts, behind GET /v1/usage. */
-import { startServer, type RunningServer } from '../helpers/server';
-import { call, postJson } from './support/http';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { call, postJson } from '../support/http';
 
 const KEY_A = 'usage-key-aaaaaaaaaaaa';
 const KEY_B = 'usage-key-bbbbbbbbbbbb';

@@ -2,9 +2,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../server/src/sqlite/database';
-import { SqliteUsageLedger } from '../../server/src/usage/sqlite-usage-ledger';
-import { describeUsageLedgerContract } from './support/usage-ledger-contract';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
 
 let dataDir: string;
 const databases: SqliteDatabase[] = [];

@@ -1,9 +1,9 @@
 /** Expiry: 404 the moment a file expires, bytes removed by the sweeper, restarts keep live files. */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../helpers/server';
-import { download, eventually, postJson } from './support/http';
-import { makeImage } from './support/media';
+import { startServer } from '../../helpers/server';
+import { download, eventually, postJson } from '../support/http';
+import { makeImage } from '../support/media';
 
 const filesIn = (dataDir: string) => readdirSync(join(dataDir, 'files'));
 
