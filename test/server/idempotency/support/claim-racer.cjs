@@ -1,5 +1,5 @@
 // A process of its own on a data dir: at the agreed instant, claims one idempotency key over and
-// over through the built store, and sends back the outcomes. Run by idempotency-store.test.ts.
+// over through the built store, and sends back the outcomes. Run by sqlite-idempotency-store.test.ts.
 'use strict';
 const { join } = require('node:path');
 

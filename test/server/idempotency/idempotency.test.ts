@@ -1,17 +1,17 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ImageGenError } from '../../core/errors';
+import { ImageGenError } from '../../../core/errors';
 import {
 	FingerprintHasher,
 	canonicalJson,
 	fingerprint,
 	fingerprintJson,
 	parseIdempotencyKey,
-} from '../../server/src/idempotency/idempotency';
-import { SqliteIdempotencyStore } from '../../server/src/idempotency/sqlite-idempotency-store';
-import { openSqliteDatabase, type SqliteDatabase } from '../../server/src/sqlite/database';
-import { describeIdempotencyStoreContract } from './support/idempotency-contract';
+} from '../../../server/src/idempotency/idempotency';
+import { SqliteIdempotencyStore } from '../../../server/src/idempotency/sqlite-idempotency-store';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
 
 describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => {
 	const dataDir = await mkdtemp(join(tmpdir(), 'idempotency-contract-'));

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../helpers/server';
-import { startCountingUpstream, type CountingUpstream } from './support/counting-upstream';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { startCountingUpstream, type CountingUpstream } from '../support/counting-upstream';
 
 jest.setTimeout(300_000);
 
