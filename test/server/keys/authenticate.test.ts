@@ -1,6 +1,6 @@
 /** Bearer auth on every /v1 route, the models catalog, and the per-key rate limit. */
-import { startServer, TEST_API_KEY, type RunningServer } from '../helpers/server';
-import { call, expectApiError, postJson } from './support/http';
+import { startServer, TEST_API_KEY, type RunningServer } from '../../helpers/server';
+import { call, expectApiError, postJson } from '../support/http';
 
 let server: RunningServer;
 const SECOND_KEY = 'second-key-abcdefgh';

@@ -3,9 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, parseConfig } from '../../server/src/config';
-import { SERVER_CLI, startServer } from '../helpers/server';
-import { call } from './support/http';
+import { ConfigError, parseConfig } from '../../../server/src/config';
+import { SERVER_CLI, startServer } from '../../helpers/server';
+import { call } from '../support/http';
 
 describe('parseConfig', () => {
 	it('has the documented defaults', () => {
