@@ -6,10 +6,10 @@
  * connecting, so nothing leaves the machine.
  */
 import fc from 'fast-check';
-import { startServer, type RunningServer } from '../helpers/server';
-import { gifDeclaring, jpegDeclaring, pngBomb, webpDeclaring } from './support/bombs';
-import { makeImage } from './support/media';
-import { startFleet, startInfrastructure } from './support/replicas';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { gifDeclaring, jpegDeclaring, pngBomb, webpDeclaring } from '../support/bombs';
+import { makeImage } from '../support/media';
+import { startFleet, startInfrastructure } from '../support/replicas';
 
 let server: RunningServer;
 let png: string;

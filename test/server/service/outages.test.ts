@@ -6,13 +6,13 @@
  * file was lost. A DELETE never orphans bytes.
  */
 import { Client } from 'pg';
-import { openDatabase } from '../../server/src/db/postgres';
-import { PgUsageLedger } from '../../server/src/usage/pg-usage-ledger';
-import { startServer, type RunningServer } from '../helpers/server';
-import { call, download, eventually, postJson, uploadFile, type ApiAnswer } from './support/http';
-import { makeImage } from './support/media';
-import { startTestPostgres, type TestPostgres } from './support/postgres';
-import { S3RVER_CREDENTIALS, startS3rver, type S3TestServer } from './support/s3';
+import { openDatabase } from '../../../server/src/db/postgres';
+import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { call, download, eventually, postJson, uploadFile, type ApiAnswer } from '../support/http';
+import { makeImage } from '../support/media';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { S3RVER_CREDENTIALS, startS3rver, type S3TestServer } from '../support/s3';
 
 jest.setTimeout(180_000);
 

@@ -1,7 +1,7 @@
 /** The service wired in process: auth scoped to /v1, the rate limit, the catalog, uploads and their files. */
-import { MODEL_IDS } from '../../core/models';
-import { buildTestApp, type InProcessApp } from './support/app';
-import { makeImage, makeMp4 } from './support/media';
+import { MODEL_IDS } from '../../../core/models';
+import { buildTestApp, type InProcessApp } from '../support/app';
+import { makeImage, makeMp4 } from '../support/media';
 
 let subject: InProcessApp;
 beforeAll(async () => {

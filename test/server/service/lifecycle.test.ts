@@ -7,9 +7,9 @@ import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startServer } from '../helpers/server';
-import { call, eventually, postJson } from './support/http';
-import { makeMp4, patterned } from './support/media';
+import { startServer } from '../../helpers/server';
+import { call, eventually, postJson } from '../support/http';
+import { makeMp4, patterned } from '../support/media';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

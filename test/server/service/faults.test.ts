@@ -1,14 +1,14 @@
 /**
  * Faults at the edges of the file host: a process killed mid-upload, and the sweeper deleting
- * files that clients are reading. (A full disk is in store.test.ts, client aborts in
- * limits.test.ts, hanging and failing providers in providers.test.ts.)
+ * files that clients are reading. (A full disk is in storage/store.test.ts, client aborts in
+ * uploads/upload-limits.test.ts, hanging and failing providers in generation/providers.test.ts.)
  */
 import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../helpers/server';
-import { eventually, postJson } from './support/http';
-import { makeImage, makeMp4, patterned } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { eventually, postJson } from '../support/http';
+import { makeImage, makeMp4, patterned } from '../support/media';
 
 const filesIn = (server: RunningServer) => {
 	const directory = join(server.dataDir, 'files');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const BENCH = join(__dirname, '..', '..', 'bench', 'history-startup.mjs');
+const BENCH = join(__dirname, '..', '..', '..', 'bench', 'history-startup.mjs');
 
 test('a long history starts as fast and as small as an empty data dir, replays byte for byte and keeps totals exact, twice', async () => {
 	const { stdout } = await run(process.execPath, [BENCH, '--idempotency-records', '200000', '--usage-lines', '300000', '--days', '60'], { maxBuffer: 1 << 20 });
