@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startS3rver, type S3TestServer } from './support/s3';
-import { startTestPostgres, type TestPostgres } from './support/postgres';
+import { startS3rver, type S3TestServer } from '../support/s3';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
 jest.setTimeout(120_000);
 
-const PROBE = join(__dirname, 'support', 'loaded-packages.cjs');
+const PROBE = join(__dirname, '..', 'support', 'loaded-packages.cjs');
 const isAwsSdk = (name: string) => name.startsWith('@aws-sdk/') || name.startsWith('@smithy/');
 const isPg = (name: string) => name === 'pg' || name.startsWith('pg-');
 

@@ -1,9 +1,9 @@
 import sharp from 'sharp';
-import { EXTENDED_ASPECT_RATIOS, MODELS, STANDARD_ASPECT_RATIOS, dimensionsFor, type AspectRatio, type ModelId } from '../../index';
-import { startServer, type RunningServer } from '../helpers/server';
-import { postJson } from './support/http';
-import { startMediaHost, type MediaHost } from './support/media-host';
-import { makeImage, makeMp4 } from './support/media';
+import { EXTENDED_ASPECT_RATIOS, MODELS, STANDARD_ASPECT_RATIOS, dimensionsFor, type AspectRatio, type ModelId } from '../../../index';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { postJson } from '../support/http';
+import { startMediaHost, type MediaHost } from '../support/media-host';
+import { makeImage, makeMp4 } from '../support/media';
 
 let server: RunningServer;
 let host: MediaHost;

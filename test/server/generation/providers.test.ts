@@ -4,20 +4,20 @@
  * imagegen-server. Checked: the exact request we send, that the bytes behind our URL are the
  * host's image, failures in our error shape, bounded retries, the time limit and cancellation.
  */
-import { flatKeyPolicy } from '../../server/src/auth';
+import { flatKeyPolicy } from '../../../server/src/auth';
 import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
-import { parseGenerationRequest } from '../../core/schemas';
-import { parseProviderSelection } from '../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../server/src/generation/providers';
-import { createGenerationRunner, type GenerationServices } from '../../server/src/generation/run-generation';
-import { ImageWork } from '../../server/src/media/image-work';
-import { createSafeFetcher } from '../../server/src/net/safe-fetch';
-import { SERVER_CLI, startServer, type RunningServer } from '../helpers/server';
-import { startRecordingProxy, type RecordingProxy } from '../nodes/support/recording-proxy';
-import { startFakeHosts, type FakeHosts } from './support/fake-hosts';
-import { eventually, postJson } from './support/http';
-import { makeImage, samePixels } from './support/media';
+import { parseGenerationRequest } from '../../../core/schemas';
+import { parseProviderSelection } from '../../../server/src/config/provider-selection';
+import { buildProviderTable } from '../../../server/src/generation/providers';
+import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
+import { ImageWork } from '../../../server/src/media/image-work';
+import { createSafeFetcher } from '../../../server/src/net/safe-fetch';
+import { SERVER_CLI, startServer, type RunningServer } from '../../helpers/server';
+import { startRecordingProxy, type RecordingProxy } from '../../nodes/support/recording-proxy';
+import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { eventually, postJson } from '../support/http';
+import { makeImage, samePixels } from '../support/media';
 
 let fake: FakeHosts;
 /** Another origin, standing for whatever host an answer might name: it must never see a key. */

@@ -3,10 +3,10 @@
  * videos, conversion, byte-identical round trips, and every way an upload can be wrong.
  */
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../helpers/server';
-import { download, expectApiError, postJson, uploadFile } from './support/http';
-import { startMediaHost, type MediaHost } from './support/media-host';
-import { makeImage, makeMov, makeMp4, makePdf, makeWebm } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { download, expectApiError, postJson, uploadFile } from '../support/http';
+import { startMediaHost, type MediaHost } from '../support/media-host';
+import { makeImage, makeMov, makeMp4, makePdf, makeWebm } from '../support/media';
 
 let server: RunningServer;
 let media: MediaHost;

@@ -6,10 +6,10 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer, type RunningServer } from '../helpers/server';
-import { closedPort } from './support/closed-port';
-import { eventually } from './support/http';
-import { startCountingUpstream, UPSTREAM_KEY, type CountingUpstream } from './support/counting-upstream';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { closedPort } from '../support/closed-port';
+import { eventually } from '../support/http';
+import { startCountingUpstream, UPSTREAM_KEY, type CountingUpstream } from '../support/counting-upstream';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 const INTERNAL_DETAIL = /127\.0\.0\.1|localhost|::1|ECONNREFUSED|:\d{2,5}\b/;

@@ -2,10 +2,10 @@
 import http from 'node:http';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../helpers/server';
-import { eventually, expectApiError, postJson, uploadFile } from './support/http';
-import { startMediaHost, type MediaHost } from './support/media-host';
-import { makeMp4 } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { eventually, expectApiError, postJson, uploadFile } from '../support/http';
+import { startMediaHost, type MediaHost } from '../support/media-host';
+import { makeMp4 } from '../support/media';
 
 let server: RunningServer;
 let media: MediaHost;

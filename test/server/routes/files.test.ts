@@ -1,7 +1,7 @@
 /** GET/HEAD /files/<id>.<ext>: headers, validators, ranges, and what is not a file. */
-import { startServer, type RunningServer } from '../helpers/server';
-import { download, expectApiError, postJson } from './support/http';
-import { makeMp4 } from './support/media';
+import { startServer, type RunningServer } from '../../helpers/server';
+import { download, expectApiError, postJson } from '../support/http';
+import { makeMp4 } from '../support/media';
 
 let server: RunningServer;
 let url: string;
