@@ -1,5 +1,6 @@
 /**
- * Run by hand (`npx jest --rootDir . --testRegex 'idempotency-memory\.check\.ts$'`), not by
+ * Run by hand (`npx jest --selectProjects unit --testMatch
+ * '<rootDir>/test/server/idempotency/idempotency-memory.check.ts'`), not by
  * `npm test`: a resident-memory bound is a measurement, and on these shared machines it has read
  * 2 MiB and 51 MB for the same code on Node 20. It belongs in bench/ beside a baseline.
  * Answers kept for replay stay out of the heap: 150 idempotent `b64_json` generations (each answer
