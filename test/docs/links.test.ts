@@ -14,7 +14,7 @@ const repositoryUrl = (JSON.parse(readFileSync(path.join(root, 'package.json'), 
 	.replace(/\.git$/, '');
 const docsDir = path.join(root, 'docs');
 const docsPages = existsSync(docsDir) ? readdirSync(docsDir).filter((file) => file.endsWith('.md')).map((file) => `docs/${file}`) : [];
-const documents = ['README.md', 'CHANGELOG.md', 'SECURITY.md', 'server/README.md', ...docsPages];
+const documents = ['README.md', 'CHANGELOG.md', 'SECURITY.md', 'server/README.md', 'test/README.md', ...docsPages];
 
 test.each(documents)('every link in %s resolves', (document) => {
 	expect(brokenLinks(path.join(root, document), repositoryUrl, root)).toEqual([]);

@@ -70,7 +70,7 @@ test('a replica killed mid-upload leaves no object and no row once a sweep passe
 
 	// s3rver does not implement ListMultipartUploads, so whether the sweep aborted the incomplete
 	// upload cannot be seen here; the abort itself is checked against the recording stand-in in
-	// test/server/drivers/s3-object-storage.test.ts. What is visible: no row, no object.
+	// test/server/storage/s3-object-storage.test.ts. What is visible: no row, no object.
 	expect(await eventually(async () => (await rowCount()) === 0, RETENTION_SECONDS * 1000 + 5_000)).toBe(true);
 	expect(await objectKeys()).toEqual([]);
 }, 60_000);

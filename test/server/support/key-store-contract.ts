@@ -1,6 +1,6 @@
 /**
  * What every KeyStore must do, written once and run against each engine (the data dir here,
- * PostgreSQL in test/server/db/key-store.test.ts): keys by id and by secret hash, settings,
+ * PostgreSQL in test/server/keys/pg-key-store.test.ts): keys by id and by secret hash, settings,
  * rotation, revocation, and budget admission that is exact under concurrency.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,0 +1,100 @@
+/** The data dir's usage ledger (SQLite) in process: durable records, retries that lose and double nothing, health, exact sums. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
+
+let dataDir: string;
+const databases: SqliteDatabase[] = [];
+const errors: string[] = [];
+const log = { error: (_details: object, message: string) => void errors.push(message), info: () => undefined };
+const open = (busyTimeoutMs?: number) => {
+	const database = openSqliteDatabase(dataDir, { busyTimeoutMs });
+	databases.push(database);
+	return database;
+};
+beforeEach(() => {
+	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-ledger-'));
+	errors.length = 0;
+});
+afterEach(() => {
+	for (const database of databases.splice(0)) if (database.open) database.close();
+	rmSync(dataDir, { recursive: true, force: true });
+});
+
+const entry = (requestId: string, images = 1) => ({ apiKeyId: 'key-a', model: 'p-image', images, costUsd: 0.0035 * images, at: new Date('2030-01-02T03:04:05Z'), requestId });
+
+test('record resolves once the line is committed; another process on the file reads it', async () => {
+	const ledger = new SqliteUsageLedger(open(), { log });
+	await Promise.all([ledger.record(entry('r1')), ledger.record(entry('r2', 2)), ledger.record({ ...entry('r3'), provider: 'replicate' })]);
+	const other = open();
+	expect(other.prepare('SELECT request_id, provider FROM usage_lines ORDER BY request_id').all()).toEqual([
+		{ request_id: 'r1', provider: null },
+		{ request_id: 'r2', provider: null },
+		{ request_id: 'r3', provider: 'replicate' },
+	]);
+	expect(await new SqliteUsageLedger(other, { log }).rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 4, cost_usd: 0.014 }]);
+	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });
+	await ledger.close();
+});
+
+test('a write lock held past the busy timeout: the entry is kept and retried, health is degraded, then it is written once', async () => {
+	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 80 });
+	const holder = open();
+	holder.exec('BEGIN IMMEDIATE');
+	let durable = false;
+	const recorded = ledger.record(entry('r1')).then(() => (durable = true));
+	await new Promise((resolve) => setTimeout(resolve, 300));
+	expect(durable).toBe(false);
+	expect(ledger.health()).toMatchObject({ status: 'degraded', pending: 1 });
+	expect(errors.length).toBeGreaterThanOrEqual(2);
+	holder.exec('COMMIT');
+	await recorded;
+	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 1, cost_usd: 0.0035 }]);
+	await ledger.close();
+});
+
+test('close waits for queued entries, and gives up (logged) when the lock is never released', async () => {
+	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 40 });
+	const holder = open();
+	holder.exec('BEGIN IMMEDIATE');
+	void ledger.record(entry('r1'));
+	const started = Date.now();
+	await ledger.close(300);
+	expect(Date.now() - started).toBeLessThan(2_000);
+	expect(errors).toContain('usage entries could not be written before shutdown');
+	holder.exec('ROLLBACK');
+});
+
+test('sums stay exact past 2^53 pico-dollars, and a report reads the day totals, not the lines', async () => {
+	const ledger = new SqliteUsageLedger(open(), { log });
+	// 40,000 × $0.3 + 499,999 pico-dollars = 12,000,000,000,499,999: a double holds it as …500,000,
+	// which would round up to $12,000.000001; the exact sum rounds down.
+	const many = Array.from({ length: 40_000 }, (_, index) => ({ ...entry(`r${index}`), costUsd: 0.3 }));
+	await Promise.all([...many, { ...entry('odd'), costUsd: 0.000000499999 }].map((each) => ledger.record(each)));
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_001, cost_usd: 12_000 }]);
+	const plan = open()
+		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_pico FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
+		.all() as Array<{ detail: string }>;
+	expect(plan.map((step) => step.detail).join('\n')).toMatch(/SEARCH usage_days USING PRIMARY KEY/);
+	await ledger.close();
+});
+
+describeUsageLedgerContract('SQLite', async () => {
+	const directory = mkdtempSync(join(tmpdir(), 'imagegen-ledger-contract-'));
+	const opened: SqliteDatabase[] = [];
+	return {
+		open: async () => {
+			const database = openSqliteDatabase(directory);
+			opened.push(database);
+			return new SqliteUsageLedger(database, { log });
+		},
+		cleanup: async () => {
+			for (const database of opened) database.close();
+			rmSync(directory, { recursive: true, force: true });
+		},
+	};
+});
