@@ -123,7 +123,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 			expiresAt: expiresAt.getTime(),
 			provenance: file.provenance === undefined ? null : JSON.stringify(file.provenance),
 		};
-		const { changes } = await this.commits.write(() => this.statements.publish.run(row));
+		const { changes } = await this.commits.write(() => this.statements.publish.run(row), { durable: options.durable ?? true });
 		if (changes !== 1) throw new Error(`file id ${file.id} has no open reservation to publish`);
 		return { ...file, createdAt, expiresAt };
 	}

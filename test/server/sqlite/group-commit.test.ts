@@ -96,3 +96,17 @@ it('drain waits for every queued write to be committed and synced before the dat
 	const other = dataDir.openDatabase();
 	expect(other.prepare('SELECT COUNT(*) AS n FROM files').get()).toEqual({ n: 20 });
 });
+
+it('a hosted generation waits for one sync: its reservation and publish are covered by its usage line', async () => {
+	const database = dataDir.openDatabase();
+	const commits = groupCommitOf(database);
+	const syncedSizes: number[] = [];
+	commits.onSync = (fd) => void syncedSizes.push(fstatSync(fd).size);
+	const store = new SqliteFileMetadata(database);
+	const ledger = new SqliteUsageLedger(database, { log });
+	const id = 'generated-0000000000000000';
+	await store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+	await store.publish(record(id), { durable: false });
+	await ledger.record({ apiKeyId: 'owner', model: 'p-image', images: 1, costUsd: 0.0035, requestId: id });
+	expect(syncedSizes).toEqual([fstatSync(commits.walDescriptor()!).size]);
+});
