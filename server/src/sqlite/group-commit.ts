@@ -95,6 +95,10 @@ export class SqliteGroupCommit {
 		this.scheduled = false;
 		const batch = this.queue.splice(0);
 		if (batch.length === 0) return;
+		if (!this.database.open) {
+			for (const queued of batch) queued.reject(new Error('the database connection is not open'));
+			return;
+		}
 		let outcomes: Outcome[];
 		try {
 			if (this.inWalMode) this.database.pragma('synchronous = NORMAL');

@@ -110,3 +110,10 @@ it('a hosted generation waits for one sync: its reservation and publish are cove
 	await ledger.record({ apiKeyId: 'owner', model: 'p-image', images: 1, costUsd: 0.0035, requestId: id });
 	expect(syncedSizes).toEqual([fstatSync(commits.walDescriptor()!).size]);
 });
+
+it('a write handed in after the database closed fails its caller instead of the process', async () => {
+	const database = dataDir.openDatabase();
+	const store = new SqliteFileMetadata(database);
+	database.close();
+	await expect(store.release('gone-000000000000000000000')).rejects.toThrow(/closed|not open/i);
+});
