@@ -120,7 +120,9 @@ export function createGenerationRunner(services: GenerationServices): Generation
 				if (generation.response_format === 'b64_json') {
 					data.push({ b64_json: marked.bytes.toString('base64'), seed, provenance: marked.provenance });
 				} else {
-					const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance);
+					// Not synced on its own: the usage line below is made durable before the answer, and
+					// its sync of the same database covers this row.
+					const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
 					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
 				}
 			}

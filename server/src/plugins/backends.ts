@@ -18,6 +18,7 @@ import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { openSqliteDatabase } from '../sqlite/database';
+import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
@@ -75,6 +76,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
 			close: async () => {
+				await groupCommitOf(database).close();
 				database.close();
 			},
 		};

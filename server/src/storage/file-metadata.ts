@@ -45,6 +45,13 @@ export interface PublishOptions {
 	 * answered carries them. Otherwise the record's times are stored as given.
 	 */
 	lifetimeMs?: number;
+	/**
+	 * False: the answer may come once the row is committed (visible everywhere) but before it is
+	 * synced, because the caller makes a durable write to the same database before it acknowledges
+	 * anything (a generation's usage line), whose sync covers this row. Engines whose every commit
+	 * is synced ignore it.
+	 */
+	durable?: boolean;
 }
 
 /** A batch handed to the sweeper: reservations never published and published files, both expired. */

@@ -222,7 +222,7 @@ export class HostedFiles {
 	 * Makes staged bytes a served file; its lifetime (the retention, or `lifetimeSeconds` when
 	 * shorter) starts now.
 	 */
-	async publish(staged: StagedFile, options: { lifetimeSeconds?: number } = {}): Promise<FileRecord> {
+	async publish(staged: StagedFile, options: { lifetimeSeconds?: number; durable?: boolean } = {}): Promise<FileRecord> {
 		const createdAt = new Date(this.now());
 		const lifetimeMs = Math.min(this.retentionMs, (options.lifetimeSeconds ?? Number.POSITIVE_INFINITY) * 1000);
 		let file: FileRecord = {
@@ -242,7 +242,7 @@ export class HostedFiles {
 		try {
 			// The store's clock starts the lifetime (with PostgreSQL the one clock all replicas share),
 			// unless this instance was given a clock of its own to follow.
-			file = await this.metadata.publish(file, this.options.now ? {} : { lifetimeMs });
+			file = await this.metadata.publish(file, { ...(this.options.now ? {} : { lifetimeMs }), durable: options.durable ?? true });
 		} catch (error) {
 			await this.discard(staged);
 			throw storageError(error);
@@ -255,10 +255,13 @@ export class HostedFiles {
 		await this.metadata.release(staged.id);
 	}
 
-	/** `provenance`: what the bytes carry when the caller knows better than a scan (a manifest it signed). */
-	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance): Promise<FileRecord> {
+	/**
+	 * `provenance`: what the bytes carry when the caller knows better than a scan (a manifest it
+	 * signed). `durable: false`: see PublishOptions.
+	 */
+	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance, options: { durable?: boolean } = {}): Promise<FileRecord> {
 		const staged = await this.stageBuffer(bytes, media, ownerKeyId);
-		return this.publish(provenance ? { ...staged, provenance } : staged);
+		return this.publish(provenance ? { ...staged, provenance } : staged, options);
 	}
 
 	async putStream(source: Readable, options: StageOptions): Promise<FileRecord> {

@@ -4,12 +4,14 @@
  * day total is added to in the same transaction, so a report reads one row per day and model
  * however many generations there were, and the totals can never disagree with the lines.
  *
- * Records that arrive together are written in one transaction (one disk sync for the batch). Usage
+ * Records that arrive together are written in one transaction, grouped with the file metadata's
+ * writes (sqlite/group-commit.ts: one disk sync, off the event loop, for the group). Usage
  * is billing data: when a write fails (the disk is full, another process holds the lock past the
  * busy timeout) the entries stay queued and are retried with backoff, each failure is logged at
  * error level, and `health()` reports degraded until a write succeeds again.
  */
 import type { SqliteDatabase } from '../sqlite/database';
+import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
 import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
 
 export interface LedgerLogger {
@@ -56,6 +58,8 @@ function picoToUsd(pico: bigint): number {
 
 export class SqliteUsageLedger implements UsageLedger {
 	private readonly writeBatch: (lines: readonly Line[]) => void;
+	/** Shared with the file metadata, so a generation's publish and usage line can share a commit. */
+	private readonly commits: SqliteGroupCommit;
 	private readonly selectRows;
 	private queue: Queued[] = [];
 	private flushing: Promise<void> | null = null;
@@ -76,6 +80,7 @@ export class SqliteUsageLedger implements UsageLedger {
 			`INSERT INTO usage_days (api_key_id, day, model, images, cost_pico) VALUES (@api_key_id, @day, @model, @images, @cost_pico)
 			ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_pico = cost_pico + excluded.cost_pico`,
 		);
+		this.commits = groupCommitOf(database);
 		this.writeBatch = database.transaction((lines: readonly Line[]) => {
 			for (const line of lines) if (insertLine.run(line).changes === 1) addToDay.run(line);
 		}).immediate;
@@ -147,7 +152,8 @@ export class SqliteUsageLedger implements UsageLedger {
 		while (this.queue.length > 0 && !this.closed) {
 			const batch = this.queue.slice();
 			try {
-				this.writeBatch(batch.map((queued) => queued.line));
+				const lines = batch.map((queued) => queued.line);
+				await this.commits.write(() => this.writeBatch(lines));
 			} catch (error) {
 				this.failures++;
 				this.lastError = error instanceof Error ? error.message : String(error);

@@ -1,0 +1,119 @@
+/**
+ * Group commit on the data dir's database: the hot path's writes (file reservations, publishes,
+ * usage lines) that arrive together share one transaction, and each is acknowledged only once the
+ * write-ahead log holding it has reached the disk, the sync running off the event loop.
+ */
+import { fstatSync } from 'node:fs';
+import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
+import type { FileRecord } from '../../../server/src/storage/file-metadata';
+import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
+import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { useSqliteDataDir } from './support/data-dir';
+
+const dataDir = useSqliteDataDir('imagegen-sqlite-group-');
+const log = { error: () => undefined, info: () => undefined };
+const EXPIRES = new Date('2099-01-01T00:00:00Z');
+
+function record(id: string): FileRecord {
+	return {
+		id,
+		name: `${id}.png`,
+		storageKey: `${id}.png`,
+		kind: 'image',
+		mimeType: 'image/png',
+		extension: 'png',
+		size: 10,
+		etag: `"${id}"`,
+		ownerKeyId: 'owner',
+		createdAt: new Date('2030-01-01T00:00:00Z'),
+		expiresAt: EXPIRES,
+	};
+}
+
+/** Commits in the write-ahead log since its last reset: each transaction ends in one commit frame. */
+function walFrames(database: SqliteDatabase): number {
+	const [row] = database.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+	return row!.log;
+}
+
+async function storeConcurrently(store: SqliteFileMetadata, ledger: SqliteUsageLedger, count: number): Promise<void> {
+	const ids = Array.from({ length: count }, (_, index) => `file-${String(index).padStart(20, '0')}`);
+	await Promise.all(
+		ids.map(async (id) => {
+			await store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+			await store.publish(record(id));
+			await ledger.record({ apiKeyId: 'owner', model: 'p-image', images: 1, costUsd: 0.0035, requestId: id });
+		}),
+	);
+}
+
+it('64 concurrent generations (reserve, publish, usage line each) share a few transactions instead of 192', async () => {
+	const database = dataDir.openDatabase();
+	database.pragma('wal_autocheckpoint = 0');
+	walFrames(database);
+	await storeConcurrently(new SqliteFileMetadata(database), new SqliteUsageLedger(database, { log }), 64);
+	// Every page a transaction touches is one frame; 192 separate commits would write at least 192.
+	expect(walFrames(database)).toBeLessThan(40);
+	const other = dataDir.openDatabase();
+	expect(other.prepare('SELECT COUNT(*) AS n FROM files WHERE published = 1').get()).toEqual({ n: 64 });
+	expect(other.prepare('SELECT COUNT(*) AS n FROM usage_lines').get()).toEqual({ n: 64 });
+});
+
+it('acknowledges a write only after a sync of the log that began once the write was in it', async () => {
+	const database = dataDir.openDatabase();
+	const commits = groupCommitOf(database);
+	const syncedSizes: number[] = [];
+	commits.onSync = (fd) => void syncedSizes.push(fstatSync(fd).size);
+	const store = new SqliteFileMetadata(database);
+	await store.reserve({ id: 'synced-00000000000000000000', storageKey: 'synced-00000000000000000000.png', ownerKeyId: 'owner', expiresAt: EXPIRES });
+	await store.publish(record('synced-00000000000000000000'));
+	const walSize = fstatSync(commits.walDescriptor()!).size;
+	expect(syncedSizes.length).toBeGreaterThan(0);
+	// The last sync before the answer saw the log with the publish's frames (and the reservation's) in it.
+	expect(syncedSizes.at(-1)).toBe(walSize);
+});
+
+it('a write that fails rolls back alone and fails only its caller; the others in its group commit', async () => {
+	const database = dataDir.openDatabase();
+	const store = new SqliteFileMetadata(database);
+	const reserve = (id: string) => store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+	const outcomes = await Promise.allSettled([reserve('first-0000000000000000000'), reserve('first-0000000000000000000'), reserve('third-0000000000000000000')]);
+	expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+	expect(String((outcomes[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+	expect(database.prepare('SELECT id FROM files ORDER BY id').all()).toEqual([{ id: 'first-0000000000000000000' }, { id: 'third-0000000000000000000' }]);
+});
+
+it('drain waits for every queued write to be committed and synced before the database may close', async () => {
+	const database = dataDir.openDatabase();
+	const store = new SqliteFileMetadata(database);
+	const queued = Array.from({ length: 20 }, (_, index) =>
+		store.reserve({ id: `drain-${String(index).padStart(20, '0')}`, storageKey: `drain-${index}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES }),
+	);
+	await groupCommitOf(database).drain();
+	database.close();
+	await expect(Promise.all(queued)).resolves.toHaveLength(20);
+	const other = dataDir.openDatabase();
+	expect(other.prepare('SELECT COUNT(*) AS n FROM files').get()).toEqual({ n: 20 });
+});
+
+it('a hosted generation waits for one sync: its reservation and publish are covered by its usage line', async () => {
+	const database = dataDir.openDatabase();
+	const commits = groupCommitOf(database);
+	const syncedSizes: number[] = [];
+	commits.onSync = (fd) => void syncedSizes.push(fstatSync(fd).size);
+	const store = new SqliteFileMetadata(database);
+	const ledger = new SqliteUsageLedger(database, { log });
+	const id = 'generated-0000000000000000';
+	await store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+	await store.publish(record(id), { durable: false });
+	await ledger.record({ apiKeyId: 'owner', model: 'p-image', images: 1, costUsd: 0.0035, requestId: id });
+	expect(syncedSizes).toEqual([fstatSync(commits.walDescriptor()!).size]);
+});
+
+it('a write handed in after the database closed fails its caller instead of the process', async () => {
+	const database = dataDir.openDatabase();
+	const store = new SqliteFileMetadata(database);
+	database.close();
+	await expect(store.release('gone-000000000000000000000')).rejects.toThrow(/closed|not open/i);
+});
