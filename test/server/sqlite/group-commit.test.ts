@@ -9,7 +9,7 @@ import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
 import type { FileRecord } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
-import { useSqliteDataDir } from './support/data-dir';
+import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-sqlite-group-');
 const log = { error: () => undefined, info: () => undefined };
