@@ -1,7 +1,7 @@
 /**
  * Idempotency keys in the data dir's SQLite database, shared by every process on the data dir.
  * A claim is decided in one IMMEDIATE transaction (it holds the write lock from its first read),
- * so two processes never both claim a key. The answer's body is a BLOB read only for a replay,
+ * so two processes never both claim a key. The answer's body (text in a BLOB column) is read only for a replay,
  * after the decision, so neither the heap nor the write lock carries it; the ids of the files an
  * answer points at are rows of `idempotency_files`, found by file id when a file is deleted.
  *
