@@ -9,9 +9,12 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { API_KEY, percentile, round, startImagegenServer } from './lib.mjs';
 
-/** The stand-in lives in this process, so its call counter is read directly. */
-async function startCountingUpstream(delayMs) {
-	const png = await sharp({ create: { width: 512, height: 512, channels: 3, background: '#3050a0' } }).png().toBuffer();
+/**
+ * The stand-in lives in this process, so its call counter is read directly. Every call answers
+ * `picture` (default: a plain 512 px PNG).
+ */
+export async function startCountingUpstream(delayMs, picture) {
+	const png = picture ?? (await sharp({ create: { width: 512, height: 512, channels: 3, background: '#3050a0' } }).png().toBuffer());
 	const answer = JSON.stringify({ created: 0, model: 'p-image', output_format: 'png', data: [{ b64_json: png.toString('base64') }], usage: { images: 1, cost_usd: 0.0035 } });
 	const counter = { calls: 0 };
 	const server = http.createServer((request, response) => {

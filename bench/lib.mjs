@@ -11,10 +11,10 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SERVER_CLI = join(ROOT, 'server', 'dist', 'server', 'src', 'cli.js');
 export const API_KEY = 'bench-key-0123456789';
 
-/** Starts a Node script and resolves once it prints `listening on http://…`. */
-export function startProcess(script, args = [], env = {}) {
+/** Starts a Node script (under `node`, default this one) and resolves once it prints `listening on http://…`. */
+export function startProcess(script, args = [], env = {}, node = process.execPath) {
 	return new Promise((resolve, reject) => {
-		const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+		const child = spawn(node, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 		let output = '';
 		const onData = (chunk) => {
 			output += chunk;
@@ -52,8 +52,14 @@ export function startPostgres() {
 	});
 }
 
-export function startImagegenServer(dataDir, args = [], env = {}) {
-	return startProcess(SERVER_CLI, ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args], env);
+export function startImagegenServer(dataDir, args = [], env = {}, node = process.execPath) {
+	return startProcess(SERVER_CLI, ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args], env, node);
+}
+
+/** Resident memory of a process now (VmRSS), in bytes. */
+export function residentBytes(pid) {
+	const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+	return match ? Number(match[1]) * 1024 : NaN;
 }
 
 /** Peak resident memory of a process so far (VmHWM), in MiB. */

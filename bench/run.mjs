@@ -1,12 +1,13 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,history,image-work,keys,provenance` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,history,image-work,keys,provenance` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { historyStartupBench } from './history-startup.mjs';
 import { idempotencyBench } from './idempotency.mjs';
+import { idempotencyMemoryBench } from './idempotency-memory.mjs';
 import { imageWorkBench } from './image-work.mjs';
 import { keysBench } from './keys.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
@@ -16,7 +17,7 @@ import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'history', 'image-work', 'keys', 'provenance'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'history', 'image-work', 'keys', 'provenance'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -94,6 +95,19 @@ if (only.includes('idempotency')) {
 	const r = (results.idempotency = await idempotencyBench());
 	rows.push([`idempotent replays, provider calls`, String(r.replayCalls), `${r.firstCalls} for the first calls`, '', '0', r.replayCalls === 0 && r.mismatched === 0 && r.errors === 0 ? 'yes' : 'NO']);
 	rows.push([`idempotent replay p50 latency`, `${r.replayP50Ms} ms`, `first call ${r.firstP50Ms} ms`, r.ratio, '', '']);
+}
+
+// Target (issue 21): answers kept for replay stay out of memory.
+const IDEMPOTENCY_MAX_ADDED_MB = 30;
+
+if (only.includes('idempotency-memory')) {
+	log('idempotency-memory: 150 idempotent b64_json generations (≈ 4 MB answers) and replays vs 150 without a key, resident memory, under this Node and Node 24');
+	results.idempotencyMemory = await idempotencyMemoryBench();
+	for (const r of results.idempotencyMemory) {
+		const label = `${r.generations} idempotent b64_json generations, ${r.node}`;
+		rows.push([`${label}: RSS after`, `${r.idempotent.afterMb} MB`, `${r.plain.afterMb} MB without keys`, r.ratio, '', '']);
+		rows.push([`${label}: RSS added`, `${r.addedMb} MB (grew ${r.idempotent.growthMb} MB)`, `grew ${r.plain.growthMb} MB without keys`, '', `< ${IDEMPOTENCY_MAX_ADDED_MB} MB`, r.addedMb < IDEMPOTENCY_MAX_ADDED_MB && r.idempotent.growthMb < IDEMPOTENCY_MAX_ADDED_MB ? 'yes' : 'NO']);
+	}
 }
 
 if (only.includes('history')) {

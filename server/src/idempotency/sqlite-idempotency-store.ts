@@ -1,7 +1,7 @@
 /**
  * Idempotency keys in the data dir's SQLite database, shared by every process on the data dir.
  * A claim is decided in one IMMEDIATE transaction (it holds the write lock from its first read),
- * so two processes never both claim a key. The answer's body is a BLOB read only for a replay,
+ * so two processes never both claim a key. The answer's body (text in a BLOB column) is read only for a replay,
  * after the decision, so neither the heap nor the write lock carries it; the ids of the files an
  * answer points at are rows of `idempotency_files`, found by file id when a file is deleted.
  *
@@ -27,7 +27,8 @@ interface AnswerRow {
 	id: number;
 	status: number;
 	content_type: string;
-	body: Buffer;
+	/** Text as written now; bytes in rows written before. */
+	body: string | Buffer;
 }
 
 /** A replay races at most a sweep or a forgotten file per attempt; this many in a row is a bug. */
@@ -50,7 +51,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 				'SELECT id, status, content_type, body FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND fingerprint = ? AND completed = 1',
 			),
 			fileIds: database.prepare<[number], { file_id: string }>('SELECT file_id FROM idempotency_files WHERE answer_id = ? ORDER BY position'),
-			complete: database.prepare<[number, string, Buffer, string, string], { id: number }>(
+			complete: database.prepare<[number, string, string, string, string], { id: number }>(
 				'UPDATE idempotency_keys SET completed = 1, status = ?, content_type = ?, body = ? WHERE api_key_id = ? AND key = ? AND completed = 0 RETURNING id',
 			),
 			addFile: database.prepare('INSERT INTO idempotency_files (answer_id, position, file_id) VALUES (?, ?, ?)'),
@@ -80,7 +81,10 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 		}).immediate;
 		this.completeAnswer = database.transaction((apiKeyId: string, key: string, answer: StoredAnswer) => {
 			// First answer wins: a slow run that lost its lease must not replace what was replayed.
-			const row = this.statements.complete.get(answer.status, answer.contentType, Buffer.from(answer.body, 'utf8'), apiKeyId, key);
+			// The body goes in as text, not as a Buffer (and comes back as a string): a Buffer of a
+			// few MB lives outside the heap until V8's next collection, and under inline answers
+			// those dead copies were tens of MB of resident memory (bench/idempotency-memory.mjs).
+			const row = this.statements.complete.get(answer.status, answer.contentType, answer.body, apiKeyId, key);
 			if (!row) return;
 			(answer.fileIds ?? []).forEach((fileId, position) => this.statements.addFile.run(row.id, position, fileId));
 		}).immediate;
@@ -88,7 +92,8 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 		this.readAnswer = database.transaction((claim: IdempotencyClaim): StoredAnswer | undefined => {
 			const row = this.statements.answer.get(claim.apiKeyId, claim.key, claim.fingerprint);
 			if (!row) return undefined;
-			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body: row.body.toString('utf8') };
+			const body = typeof row.body === 'string' ? row.body : row.body.toString('utf8');
+			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body };
 			const fileIds = this.statements.fileIds.all(row.id).map((file) => file.file_id);
 			if (fileIds.length > 0) answer.fileIds = fileIds;
 			return answer;

@@ -7,32 +7,10 @@
  * the next: under load one round trip serves many generations.
  */
 import type { Pool } from 'pg';
-import type { ModelId } from '../../../core/models';
 import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
 import { Batcher } from '../db/batcher';
-import { toMicros } from './managed-key';
-import type { BudgetPeriod, ManagedKey } from './managed-key';
-
-const COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
-	revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period`;
-
-interface KeyRow {
-	id: string;
-	name: string;
-	prefix: string;
-	secret_hash: string;
-	previous_secret_hash: string | null;
-	previous_valid_until: Date | null;
-	created_at: Date;
-	expires_at: Date | null;
-	blocked: boolean;
-	revoked_at: Date | null;
-	models: string[] | null;
-	rate_limit_per_minute: number | null;
-	/** numeric arrives as text. */
-	budget_limit_usd: string | null;
-	budget_period: string | null;
-}
+import { KEY_COLUMNS, toManagedKey, type KeyRow } from './key-rows';
+import { toMicros, type ManagedKey } from './managed-key';
 
 /** The columns a patch may set, by setting. */
 const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {
@@ -84,7 +62,7 @@ export class PgKeyStore implements KeyStore {
 
 	async create(key: ManagedKey): Promise<void> {
 		await this.pool.query(
-			`INSERT INTO api_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			[
 				key.id,
 				key.name,
@@ -106,15 +84,15 @@ export class PgKeyStore implements KeyStore {
 
 	async list(options: { includeRevoked?: boolean } = {}): Promise<ManagedKey[]> {
 		const { rows } = await this.pool.query<KeyRow>(
-			`SELECT ${COLUMNS} FROM api_keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at, id`,
+			`SELECT ${KEY_COLUMNS} FROM api_keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at, id`,
 			[options.includeRevoked === true],
 		);
-		return rows.map(toKey);
+		return rows.map(toManagedKey);
 	}
 
 	async get(id: string): Promise<ManagedKey | null> {
-		const { rows } = await this.pool.query<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, [id]);
-		return rows[0] ? toKey(rows[0]) : null;
+		const { rows } = await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, [id]);
+		return rows[0] ? toManagedKey(rows[0]) : null;
 	}
 
 	async update(id: string, patch: KeyPatch): Promise<ManagedKey | null> {
@@ -129,8 +107,8 @@ export class PgKeyStore implements KeyStore {
 		}
 		if (assignments.length === 0) return this.get(id);
 		// Only the columns sent: a change of another field made meanwhile (on any replica) is kept.
-		const { rows } = await this.pool.query<KeyRow>(`UPDATE api_keys SET ${assignments.join(', ')} WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`, values);
-		return rows[0] ? toKey(rows[0]) : null;
+		const { rows } = await this.pool.query<KeyRow>(`UPDATE api_keys SET ${assignments.join(', ')} WHERE id = $1 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`, values);
+		return rows[0] ? toManagedKey(rows[0]) : null;
 	}
 
 	async revoke(id: string, at: Date): Promise<boolean> {
@@ -143,19 +121,19 @@ export class PgKeyStore implements KeyStore {
 			`UPDATE api_keys SET
 				previous_secret_hash = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE secret_hash END,
 				previous_valid_until = $4, secret_hash = $2, prefix = $3
-			WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
+			WHERE id = $1 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
 			[id, secret.hash, secret.prefix, previousValidUntil],
 		);
-		return rows[0] ? toKey(rows[0]) : null;
+		return rows[0] ? toManagedKey(rows[0]) : null;
 	}
 
 	async findBySecretHash(hash: string): Promise<ManagedKey | null> {
 		const { rows } = await this.pool.query<KeyRow>(
-			`SELECT ${COLUMNS} FROM api_keys WHERE secret_hash = $1
-			UNION ALL SELECT ${COLUMNS} FROM api_keys WHERE previous_secret_hash = $1 LIMIT 1`,
+			`SELECT ${KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1
+			UNION ALL SELECT ${KEY_COLUMNS} FROM api_keys WHERE previous_secret_hash = $1 LIMIT 1`,
 			[hash],
 		);
-		return rows[0] ? toKey(rows[0]) : null;
+		return rows[0] ? toManagedKey(rows[0]) : null;
 	}
 
 	/**
@@ -224,25 +202,4 @@ export class PgKeyStore implements KeyStore {
 		);
 		return Number(rows[0]!.spent);
 	}
-}
-
-function toKey(row: KeyRow): ManagedKey {
-	return {
-		id: row.id,
-		name: row.name,
-		prefix: row.prefix,
-		secretHash: row.secret_hash,
-		previousSecretHash: row.previous_secret_hash,
-		previousValidUntil: row.previous_valid_until,
-		createdAt: row.created_at,
-		expiresAt: row.expires_at,
-		blocked: row.blocked,
-		revokedAt: row.revoked_at,
-		models: row.models as ModelId[] | null,
-		rateLimitPerMinute: row.rate_limit_per_minute,
-		budget:
-			row.budget_limit_usd !== null && row.budget_period !== null
-				? { limitUsd: Number(row.budget_limit_usd), period: row.budget_period as BudgetPeriod }
-				: null,
-	};
 }

@@ -8,27 +8,10 @@
  * applied one after another. A reservation left by a process that died counts until its lease
  * ends, then is deleted by the next admission of that key.
  */
-import type { ModelId } from '../../../core/models';
 import type { SqliteDatabase } from '../sqlite/database';
 import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
-import { fromMicros, toMicros, type BudgetPeriod, type ManagedKey } from './managed-key';
-
-interface KeyRow {
-	id: string;
-	name: string;
-	prefix: string;
-	secret_hash: string;
-	previous_secret_hash: string | null;
-	previous_valid_until: number | null;
-	created_at: number;
-	expires_at: number | null;
-	blocked: number;
-	revoked_at: number | null;
-	models: string | null;
-	rate_limit_per_minute: number | null;
-	budget_limit_usd: number | null;
-	budget_period: string | null;
-}
+import { KEY_COLUMNS, toManagedKey, type KeyRow } from './key-rows';
+import { fromMicros, toMicros, type ManagedKey } from './managed-key';
 
 /** The columns a patch may set, by setting, with how a value is stored. */
 const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {
@@ -54,15 +37,15 @@ export class SqliteKeyStore implements KeyStore {
 			insert: database.prepare(`INSERT INTO api_keys (id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
 				revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period) VALUES (@id, @name, @prefix, @secret_hash, @previous_secret_hash,
 				@previous_valid_until, @created_at, @expires_at, @blocked, @revoked_at, @models, @rate_limit_per_minute, @budget_limit_usd, @budget_period)`),
-			list: database.prepare<[number], KeyRow>('SELECT * FROM api_keys WHERE ? OR revoked_at IS NULL ORDER BY created_at, id'),
-			get: database.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL'),
+			list: database.prepare<[number], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE ? OR revoked_at IS NULL ORDER BY created_at, id`),
+			get: database.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ? AND revoked_at IS NULL`),
 			revoke: database.prepare<[number, string]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
 			rotate: database.prepare<[{ id: string; hash: string; prefix: string; until: number | null }], KeyRow>(`UPDATE api_keys SET
 				previous_secret_hash = CASE WHEN @until IS NULL THEN NULL ELSE secret_hash END,
 				previous_valid_until = @until, secret_hash = @hash, prefix = @prefix
-				WHERE id = @id AND revoked_at IS NULL RETURNING *`),
+				WHERE id = @id AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`),
 			bySecret: database.prepare<[{ hash: string }], KeyRow>(
-				'SELECT * FROM api_keys WHERE secret_hash = @hash UNION ALL SELECT * FROM api_keys WHERE previous_secret_hash = @hash LIMIT 1',
+				`SELECT ${KEY_COLUMNS} FROM api_keys WHERE secret_hash = @hash UNION ALL SELECT ${KEY_COLUMNS} FROM api_keys WHERE previous_secret_hash = @hash LIMIT 1`,
 			),
 			spent: database.prepare<[string, string], { micros: number }>('SELECT COALESCE(sum(spent_micros), 0) AS micros FROM key_spend_days WHERE key_id = ? AND day >= ?'),
 			reserved: database.prepare<[string, number, number], { micros: number }>(
@@ -97,12 +80,12 @@ export class SqliteKeyStore implements KeyStore {
 	}
 
 	async list(options: { includeRevoked?: boolean } = {}): Promise<ManagedKey[]> {
-		return this.statements.list.all(options.includeRevoked ? 1 : 0).map(toKey);
+		return this.statements.list.all(options.includeRevoked ? 1 : 0).map(toManagedKey);
 	}
 
 	async get(id: string): Promise<ManagedKey | null> {
 		const row = this.statements.get.get(id);
-		return row ? toKey(row) : null;
+		return row ? toManagedKey(row) : null;
 	}
 
 	async update(id: string, patch: KeyPatch): Promise<ManagedKey | null> {
@@ -115,11 +98,11 @@ export class SqliteKeyStore implements KeyStore {
 		const signature = columns.join(',');
 		let statement = this.updates.get(signature);
 		if (!statement) {
-			statement = this.database.prepare(`UPDATE api_keys SET ${columns.map((column) => `${column} = @${column}`).join(', ')} WHERE id = @id AND revoked_at IS NULL RETURNING *`);
+			statement = this.database.prepare(`UPDATE api_keys SET ${columns.map((column) => `${column} = @${column}`).join(', ')} WHERE id = @id AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`);
 			this.updates.set(signature, statement);
 		}
 		const row = statement.get({ ...values, id }) as KeyRow | undefined;
-		return row ? toKey(row) : null;
+		return row ? toManagedKey(row) : null;
 	}
 
 	async revoke(id: string, at: Date): Promise<boolean> {
@@ -128,12 +111,12 @@ export class SqliteKeyStore implements KeyStore {
 
 	async rotate(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): Promise<ManagedKey | null> {
 		const row = this.statements.rotate.get({ id, hash: secret.hash, prefix: secret.prefix, until: millisOrNull(previousValidUntil) });
-		return row ? toKey(row) : null;
+		return row ? toManagedKey(row) : null;
 	}
 
 	async findBySecretHash(hash: string): Promise<ManagedKey | null> {
 		const row = this.statements.bySecret.get({ hash });
-		return row ? toKey(row) : null;
+		return row ? toManagedKey(row) : null;
 	}
 
 	async reserve(reservation: Reservation, now: Date = new Date()): Promise<Admission> {
@@ -167,24 +150,5 @@ function toRow(key: ManagedKey): Record<string, unknown> {
 		created_at: key.createdAt.getTime(),
 		revoked_at: millisOrNull(key.revokedAt),
 		...Object.assign({}, ...Object.values(PATCHABLE).map((column) => column(key))),
-	};
-}
-
-function toKey(row: KeyRow): ManagedKey {
-	const date = (millis: number | null) => (millis === null ? null : new Date(millis));
-	return {
-		id: row.id,
-		name: row.name,
-		prefix: row.prefix,
-		secretHash: row.secret_hash,
-		previousSecretHash: row.previous_secret_hash,
-		previousValidUntil: date(row.previous_valid_until),
-		createdAt: new Date(row.created_at),
-		expiresAt: date(row.expires_at),
-		blocked: row.blocked === 1,
-		revokedAt: date(row.revoked_at),
-		models: row.models === null ? null : (JSON.parse(row.models) as ModelId[]),
-		rateLimitPerMinute: row.rate_limit_per_minute,
-		budget: row.budget_limit_usd !== null && row.budget_period !== null ? { limitUsd: row.budget_limit_usd, period: row.budget_period as BudgetPeriod } : null,
 	};
 }

@@ -54,7 +54,6 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
 	const database = openSqliteDatabase(config.dataDir, { log });
 	try {
-		await reportLegacyFiles(config.dataDir, log);
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqliteFileMetadata(database);
 		if (storage instanceof DiskObjectStorage) await storage.init();
@@ -65,7 +64,11 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			// Every write is reserved in the database before its first byte and forgotten after its
 			// last, so bytes the database knows nothing of belong to no writer, here or in another
 			// process on this data dir: they go now, whatever their age.
-			await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
+			// The old sidecars are among them: this one pass over the directory also finds those.
+			const removed = await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
+			await reportLegacyFiles(config.dataDir, log, removed);
+		} else {
+			await reportLegacyFiles(config.dataDir, log);
 		}
 		const usageLedger = new SqliteUsageLedger(database, { log });
 		return {

@@ -30,10 +30,14 @@ export interface LegacyFilesLog {
 	info(details: object, message: string): void;
 }
 
-/** Logs one line naming the old files found (nothing when there are none); answers their names. */
-export async function reportLegacyFiles(dataDir: string, log: LegacyFilesLog): Promise<string[]> {
+/**
+ * Logs one line naming the old files found (nothing when there are none); answers their names.
+ * `filesDirNames`: what the `files/` directory held, when the caller listed it already (the
+ * start-up clean-up does): a directory of one file per hosted file is not read twice.
+ */
+export async function reportLegacyFiles(dataDir: string, log: LegacyFilesLog, filesDirNames?: readonly string[]): Promise<string[]> {
 	const inDataDir = (await listNames(dataDir)).filter((name) => LEGACY_DATA_DIR_FILES.includes(name) || LEGACY_KEYS_REWRITE.test(name));
-	const sidecars = (await listNames(join(dataDir, 'files'))).filter((name) => SIDECAR.test(name));
+	const sidecars = (filesDirNames ?? (await listNames(join(dataDir, 'files')))).filter((name) => SIDECAR.test(name));
 	const found = [...inDataDir, ...(sidecars.length > 0 ? [`files/*.json (${sidecars.length})`] : [])];
 	if (found.length > 0) {
 		log.info(

@@ -73,21 +73,18 @@ export class DiskObjectStorage implements ObjectStorage {
 
 	/**
 	 * Deletes temp files and objects that `keep` does not claim, once older than `olderThanMs`
-	 * (-1: all of them). Answers the count.
+	 * (-1: all of them). Answers the names of the entries it deleted.
 	 */
-	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number }): Promise<number> {
+	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number }): Promise<string[]> {
 		const entries = await readdir(this.directory).catch(() => [] as string[]);
-		let removed = 0;
+		const removed: string[] = [];
 		for (const entry of entries) {
 			const key = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length) : entry;
 			if (keep(key)) continue;
 			const path = join(this.directory, entry);
 			const info = await stat(path).catch(() => null);
 			if (!info || options.now - info.mtimeMs <= options.olderThanMs) continue;
-			removed += await unlink(path).then(
-				() => 1,
-				() => 0,
-			);
+			if (await unlink(path).then(() => true, () => false)) removed.push(entry);
 		}
 		return removed;
 	}

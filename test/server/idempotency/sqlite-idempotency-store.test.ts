@@ -37,16 +37,24 @@ async function stored(store: SqliteIdempotencyStore, key: string, answer: Stored
 	await store.complete(overrides.apiKeyId ?? 'owner', key, answer);
 }
 
-it('keeps the body as a blob of the exact bytes, and the file ids as rows of their own', async () => {
+it('keeps the body as text of the exact characters, and the file ids as rows of their own', async () => {
 	const { database, store } = open();
 	const body = '{"data":[{"b64_json":"AAAA"}],"note":"é ✓ 🎨 \u2028"}\r\n ';
 	await stored(store, 'one', answerOf(body, ['file-b', 'file-a']));
-	const row = database.prepare("SELECT typeof(body) AS type, body FROM idempotency_keys WHERE key = 'one'").get() as { type: string; body: Buffer };
-	expect(row.type).toBe('blob');
-	expect(row.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+	const row = database.prepare("SELECT typeof(body) AS type, CAST(body AS BLOB) AS bytes FROM idempotency_keys WHERE key = 'one'").get() as { type: string; bytes: Buffer };
+	expect(row.type).toBe('text');
+	expect(row.bytes.equals(Buffer.from(body, 'utf8'))).toBe(true);
 	const files = database.prepare('SELECT file_id FROM idempotency_files ORDER BY position').all() as Array<{ file_id: string }>;
 	expect(files.map((file) => file.file_id)).toEqual(['file-b', 'file-a']);
 	expect(await store.claim(claimOf('one'), at(1))).toEqual({ state: 'replay', answer: answerOf(body, ['file-b', 'file-a']) });
+});
+
+it('replays a body kept as a blob by an earlier version', async () => {
+	const { database, store } = open();
+	const body = '{"note":"é ✓ 🎨"}';
+	await stored(store, 'old', answerOf(body, ['file-a']));
+	database.prepare("UPDATE idempotency_keys SET body = ? WHERE key = 'old'").run(Buffer.from(body, 'utf8'));
+	expect(await store.claim(claimOf('old'), at(1))).toEqual({ state: 'replay', answer: answerOf(body, ['file-a']) });
 });
 
 it("forgets the answers pointing at a deleted file, for good, and only that key's", async () => {

@@ -3,6 +3,7 @@
  * naming the old files, which are not read; the old hosted bytes go as leftovers.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
@@ -77,6 +78,26 @@ it('a service started on an old data dir starts empty: the old file is not serve
 			state: 'claimed',
 		});
 	} finally {
+		await backends.usageLedger.close();
+		await backends.keyStore.close?.();
+		await backends.close?.();
+	}
+});
+
+it('a start reads the files directory once: the orphan clean-up also finds the old sidecars', async () => {
+	writeOldFilesAndIdempotency();
+	const filesDir = join(dataDir, 'files');
+	const readdir = jest.spyOn(fsPromises, 'readdir');
+	const log = recordingLog();
+	const backends: Backends = await openBackends(parseConfig(['--data-dir', dataDir], {}) as ServiceConfig, log);
+	try {
+		expect(readdir.mock.calls.filter(([path]) => path === filesDir)).toHaveLength(1);
+		expect(log.lines.filter((line) => /no longer read/.test(line.message)).map((line) => line.details)).toEqual([
+			{ dataDir, files: expect.arrayContaining(['files/*.json (1)', 'idempotency.jsonl']) },
+		]);
+		expect(readdirSync(filesDir)).toEqual([]);
+	} finally {
+		readdir.mockRestore();
 		await backends.usageLedger.close();
 		await backends.keyStore.close?.();
 		await backends.close?.();
