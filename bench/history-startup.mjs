@@ -21,7 +21,7 @@ const require = createRequire(import.meta.url);
 const dist = join(ROOT, 'server', 'dist', 'server', 'src');
 const { openSqliteDatabase, databasePath } = require(join(dist, 'sqlite', 'database.js'));
 const { fingerprintJson } = require(join(dist, 'idempotency', 'idempotency.js'));
-const { apiKeyIdOf } = require(join(dist, 'auth.js'));
+const { apiKeyIdOf } = require(join(dist, 'keys', 'authenticate.js'));
 
 const ROUTE = '/v1/images/generations';
 const JSON_TYPE = 'application/json; charset=utf-8';
