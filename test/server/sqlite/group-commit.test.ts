@@ -6,30 +6,16 @@
 import { fstatSync } from 'node:fs';
 import type { SqliteDatabase } from '../../../server/src/sqlite/database';
 import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
-import type { FileRecord } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { pngFileRecord } from '../support/file-records';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-sqlite-group-');
 const log = { error: () => undefined, info: () => undefined };
 const EXPIRES = new Date('2099-01-01T00:00:00Z');
 
-function record(id: string): FileRecord {
-	return {
-		id,
-		name: `${id}.png`,
-		storageKey: `${id}.png`,
-		kind: 'image',
-		mimeType: 'image/png',
-		extension: 'png',
-		size: 10,
-		etag: `"${id}"`,
-		ownerKeyId: 'owner',
-		createdAt: new Date('2030-01-01T00:00:00Z'),
-		expiresAt: EXPIRES,
-	};
-}
+const record = (id: string) => pngFileRecord(id, { expiresAt: EXPIRES });
 
 /** Commits in the write-ahead log since its last reset: each transaction ends in one commit frame. */
 function walFrames(database: SqliteDatabase): number {

@@ -5,6 +5,7 @@
 import type { SqliteDatabase } from '../../../server/src/sqlite/database';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata, SWEEP_LEASE_MS } from '../../../server/src/storage/sqlite-file-metadata';
+import { pngFileRecord } from '../support/file-records';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const T0 = new Date('2030-01-01T00:00:00Z');
@@ -20,19 +21,7 @@ async function storeFiles(store: SqliteFileMetadata, prefix: string, count: numb
 	for (let index = 0; index < count; index += 1) {
 		const id = `${prefix}-${String(index).padStart(20, '0')}`;
 		await store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt });
-		await store.publish({
-			id,
-			name: `${id}.png`,
-			storageKey: `${id}.png`,
-			kind: 'image',
-			mimeType: 'image/png',
-			extension: 'png',
-			size: 1000,
-			etag: `"${id}"`,
-			ownerKeyId: 'owner',
-			createdAt: T0,
-			expiresAt,
-		});
+		await store.publish(pngFileRecord(id, { size: 1000, createdAt: T0, expiresAt }));
 	}
 }
 

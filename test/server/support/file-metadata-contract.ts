@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ExpiredEntry, FileMetadataStore, FileRecord } from '../../../server/src/storage/file-metadata';
+import { pngFileRecord } from './file-records';
 
 export interface FileMetadataFixture {
 	/**
@@ -39,19 +40,7 @@ const OTHER = 'key-other';
 const newId = () => randomBytes(16).toString('base64url');
 
 function recordFor(id: string, expiresAt: Date, owner = OWNER): FileRecord {
-	return {
-		id,
-		name: `${id}.png`,
-		storageKey: `files/${id}.png`,
-		kind: 'image',
-		mimeType: 'image/png',
-		extension: 'png',
-		size: 5_000_000_123,
-		etag: `"${id.slice(0, 8)}"`,
-		ownerKeyId: owner,
-		createdAt: at(-1000),
-		expiresAt,
-	};
+	return pngFileRecord(id, { storageKey: `files/${id}.png`, size: 5_000_000_123, etag: `"${id.slice(0, 8)}"`, ownerKeyId: owner, createdAt: at(-1000), expiresAt });
 }
 
 async function reserve(store: FileMetadataStore, expiresAt: Date, owner = OWNER): Promise<FileRecord> {
