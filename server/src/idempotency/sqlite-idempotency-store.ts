@@ -27,8 +27,7 @@ interface AnswerRow {
 	id: number;
 	status: number;
 	content_type: string;
-	/** Text as written now; bytes in rows written before. */
-	body: string | Buffer;
+	body: string;
 }
 
 /** A replay races at most a sweep or a forgotten file per attempt; this many in a row is a bug. */
@@ -92,8 +91,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 		this.readAnswer = database.transaction((claim: IdempotencyClaim): StoredAnswer | undefined => {
 			const row = this.statements.answer.get(claim.apiKeyId, claim.key, claim.fingerprint);
 			if (!row) return undefined;
-			const body = typeof row.body === 'string' ? row.body : row.body.toString('utf8');
-			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body };
+			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body: row.body };
 			const fileIds = this.statements.fileIds.all(row.id).map((file) => file.file_id);
 			if (fileIds.length > 0) answer.fileIds = fileIds;
 			return answer;
