@@ -23,10 +23,21 @@ export const MMAP_THRESHOLD_BYTES = 128 * 1024;
 
 type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 
+/**
+ * Commands that run for a moment (`keys`, `backup`) hold no image buffers: a restart would only
+ * add its cost to them. The service is what runs for months.
+ */
+const ONE_SHOT_COMMANDS = new Set(['keys', 'backup']);
+
+/** Whether `imagegen-server <command>` should run with the threshold fixed: the service, unless the operator set it. */
+export function wantsFixedMmapThreshold(command: string | undefined, env: NodeJS.ProcessEnv): boolean {
+	return !ONE_SHOT_COMMANDS.has(command ?? '') && env[MMAP_THRESHOLD_VARIABLE] === undefined;
+}
+
 /** Does not return when it restarts the process; otherwise does nothing. */
 export function restartWithFixedMmapThreshold(): void {
 	const execve = (process as unknown as { execve?: Execve }).execve;
-	if (process.platform !== 'linux' || process.env[MMAP_THRESHOLD_VARIABLE] !== undefined || typeof execve !== 'function') return;
+	if (process.platform !== 'linux' || !wantsFixedMmapThreshold(process.argv[2], process.env) || typeof execve !== 'function') return;
 	execve.call(process, process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
 		...process.env,
 		[MMAP_THRESHOLD_VARIABLE]: String(MMAP_THRESHOLD_BYTES),

@@ -4,7 +4,7 @@
  * `process.execve` (Node 20), nothing is restarted; `npm test` runs this file under Node 24 too.
  */
 import { readFileSync } from 'node:fs';
-import { MMAP_THRESHOLD_BYTES, MMAP_THRESHOLD_VARIABLE } from '../../../server/src/runtime/malloc-threshold';
+import { MMAP_THRESHOLD_BYTES, MMAP_THRESHOLD_VARIABLE, wantsFixedMmapThreshold } from '../../../server/src/runtime/malloc-threshold';
 import { startServer, type RunningServer } from '../../helpers/server';
 
 jest.setTimeout(60_000);
@@ -35,4 +35,12 @@ withExecve('the service process, same pid, runs with the threshold fixed at glib
 it('an operator’s own threshold is kept', async () => {
 	server = await startServer({ env: { [MMAP_THRESHOLD_VARIABLE]: '262144' } });
 	expect(environmentOf(server.process.pid!).get(MMAP_THRESHOLD_VARIABLE)).toBe('262144');
+});
+
+it('only the service is restarted: the one-shot commands and an operator’s own setting are left alone', () => {
+	expect(wantsFixedMmapThreshold(undefined, {})).toBe(true);
+	expect(wantsFixedMmapThreshold('--port', {})).toBe(true);
+	expect(wantsFixedMmapThreshold('keys', {})).toBe(false);
+	expect(wantsFixedMmapThreshold('backup', {})).toBe(false);
+	expect(wantsFixedMmapThreshold(undefined, { [MMAP_THRESHOLD_VARIABLE]: '262144' })).toBe(false);
 });
