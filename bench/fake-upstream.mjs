@@ -1,10 +1,16 @@
 // A model host that implements this service's own API (the `upstream` provider's contract) and
-// answers every generation with the same ready image after a fixed delay (0 = instantly).
+// answers every generation with the same ready image after a fixed delay (0 = instantly). The
+// image is a flat 1024 px PNG (16 KB), or with `noise` a 1024 px greyscale PNG of noise (≈ 1.1 MB),
+// the size of what real model hosts return.
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import sharp from 'sharp';
 
 const delayMs = Number(process.argv[2] ?? 0);
-const png = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#3050a0' } }).png().toBuffer();
+const png =
+	process.argv[3] === 'noise'
+		? await sharp(randomBytes(1024 * 1024), { raw: { width: 1024, height: 1024, channels: 1 } }).toColourspace('b-w').png({ compressionLevel: 1 }).toBuffer()
+		: await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#3050a0' } }).png().toBuffer();
 const answer = JSON.stringify({ created: 0, model: 'p-image', output_format: 'png', data: [{ b64_json: png.toString('base64') }], usage: { images: 1, cost_usd: 0.0035 } });
 const server = http.createServer((request, response) => {
 	request.resume();

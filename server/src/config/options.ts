@@ -164,9 +164,17 @@ export const OPTIONS = [
 		help: 'Addresses or CIDRs of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1, or loopback): the client address is taken from their X-Forwarded-For',
 		into: to('trustProxy'),
 	}),
-	// The four provenance rows combine into one field: parse-config.ts assembles them.
+	// The five provenance rows combine into one field: parse-config.ts assembles them.
 	option({ flag: 'provenance', env: 'IMAGEGEN_PROVENANCE', placeholder: '<on|off>', type: oneOf(PROVENANCE_MODES), default: 'on', help: 'on: every generated image carries IPTC XMP and a signed C2PA manifest; off: no marks' }),
 	option({ flag: 'provenance-include-prompt', env: 'IMAGEGEN_PROVENANCE_INCLUDE_PROMPT', type: onOff, default: false, help: 'Write the prompt into the XMP of generated images' }),
+	option({
+		flag: 'marking-threads',
+		env: 'IMAGEGEN_MARKING_THREADS',
+		type: wholeNumber(0, 16),
+		default: undefined,
+		defaultText: '1 per core beyond the first, up to 2; 0 before Node 24',
+		help: 'Worker threads that mark images of 256 KB and more (0: the event loop marks every image)',
+	}),
 	option({
 		flag: 'c2pa-cert',
 		env: 'IMAGEGEN_C2PA_CERT',

@@ -54,6 +54,8 @@ export interface ProvenanceConfig {
 	/** PEM files of the operator's signing certificate (chain) and key; both or neither. */
 	certPath?: string;
 	keyPath?: string;
+	/** Worker threads marking large images; 0 marks every image on the event loop. */
+	markingThreads: number;
 }
 
 export const PROVENANCE_MODES = ['on', 'off'] as const;

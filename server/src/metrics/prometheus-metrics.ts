@@ -4,7 +4,7 @@
  * as in tests, would collide). Process metrics come from prom-client's default collectors.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { GenerationObservation, ServiceMetrics, SweepObservation, UploadObservation } from './service-metrics';
+import type { GenerationObservation, MarkingObservation, ServiceMetrics, SweepObservation, UploadObservation } from './service-metrics';
 import { BUDGET_EXCEEDED } from '../keys/managed-key';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
@@ -12,6 +12,8 @@ const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 /** Seconds: a pass over nothing to a pass over a day's worth of expired files in a slow bucket. */
 const SWEEP_BUCKETS = [0.01, 0.05, 0.25, 1, 5, 30, 120, 600];
 const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
+/** Seconds: a small PNG (≈ 1 ms) to a large video-sized image in a queue. */
+const MARKING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
 
 export interface HttpObservation {
 	method: string;
@@ -32,6 +34,7 @@ export class PrometheusMetrics implements ServiceMetrics {
 	private readonly generations: Counter<'model' | 'provider' | 'outcome'>;
 	private readonly generationDuration: Histogram<'model' | 'provider'>;
 	private readonly generationCost: Counter<'model'>;
+	private readonly markingDuration: Histogram<'thread'>;
 	private readonly uploads: Counter<'kind' | 'outcome'>;
 	private readonly uploadBytes: Counter<'kind'>;
 	private readonly providerErrors: Counter<'provider' | 'code'>;
@@ -48,6 +51,7 @@ export class PrometheusMetrics implements ServiceMetrics {
 		this.generations = new Counter({ name: 'imagegen_generations_total', help: 'Generations by model, the provider that served (or failed last) and outcome (success or the error code)', labelNames: ['model', 'provider', 'outcome'], registers });
 		this.generationDuration = new Histogram({ name: 'imagegen_generation_duration_seconds', help: 'Time a generation took, provider and re-hosting included', labelNames: ['model', 'provider'], buckets: GENERATION_BUCKETS, registers });
 		this.generationCost = new Counter({ name: 'imagegen_generation_cost_usd_total', help: 'US dollars charged for generations', labelNames: ['model'], registers });
+		this.markingDuration = new Histogram({ name: 'imagegen_marking_duration_seconds', help: 'Time to mark an image with its provenance (XMP and signed C2PA), by thread: event_loop (small images) or worker (queue wait included)', labelNames: ['thread'], buckets: MARKING_BUCKETS, registers });
 		this.uploads = new Counter({ name: 'imagegen_uploads_total', help: 'Uploads by media kind and outcome (success or the error code)', labelNames: ['kind', 'outcome'], registers });
 		this.uploadBytes = new Counter({ name: 'imagegen_upload_bytes_total', help: 'Bytes stored by uploads', labelNames: ['kind'], registers });
 		this.providerErrors = new Counter({ name: 'imagegen_provider_errors_total', help: 'Failures of a model host, by host and error code (fallbacks included)', labelNames: ['provider', 'code'], registers });
@@ -76,6 +80,10 @@ export class PrometheusMetrics implements ServiceMetrics {
 		if (outcome === BUDGET_EXCEEDED) this.budgetRefusals.inc();
 		this.generationDuration.observe({ model, provider }, seconds);
 		if (costUsd > 0) this.generationCost.inc({ model }, costUsd);
+	}
+
+	marking({ thread, seconds }: MarkingObservation): void {
+		this.markingDuration.observe({ thread }, seconds);
 	}
 
 	sweep({ seconds, succeeded }: SweepObservation): void {

@@ -30,8 +30,15 @@ export interface SweepObservation {
 	succeeded: boolean;
 }
 
+export interface MarkingObservation {
+	/** Where the image was marked: `event_loop` (small images) or `worker`. */
+	thread: 'event_loop' | 'worker';
+	seconds: number;
+}
+
 export interface ServiceMetrics {
 	generation(observation: GenerationObservation): void;
+	marking(observation: MarkingObservation): void;
 	sweep(observation: SweepObservation): void;
 	providerError(provider: string, code: string): void;
 	upload(observation: UploadObservation): void;
@@ -40,6 +47,7 @@ export interface ServiceMetrics {
 /** For code run without a service around it (tests that build a runner by hand). */
 export const NO_METRICS: ServiceMetrics = {
 	generation: () => undefined,
+	marking: () => undefined,
 	sweep: () => undefined,
 	providerError: () => undefined,
 	upload: () => undefined,

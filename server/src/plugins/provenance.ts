@@ -4,10 +4,13 @@
  * leaves bytes alone. The signing credentials are read (or made) at start, so a bad certificate
  * stops the service before it takes a request.
  */
+import { existsSync } from 'node:fs';
 import fp from 'fastify-plugin';
 import { CoseSigner } from '../provenance/cose-signer';
+import { MARKING_WORKER_SCRIPT, MarkingPool } from '../provenance/marking-pool';
 import { C2paProvenanceMarker, UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import { loadSigningCredentials } from '../provenance/signing-credentials';
+import { SizeRoutedMarker } from '../provenance/size-routed-marker';
 import { serviceVersion } from '../runtime/service-version';
 
 declare module 'fastify' {
@@ -24,13 +27,17 @@ export default fp(
 			return;
 		}
 		const credentials = await loadSigningCredentials({ certPath: provenance.certPath, keyPath: provenance.keyPath, dataDir, organization: 'imagegen-server' });
-		const signer = new CoseSigner(credentials.key, credentials.chain);
+		const options = { key: credentials.key, chain: credentials.chain, includePrompt: provenance.includePrompt, creatorTool: `imagegen-server ${serviceVersion()}` };
 		// The C2PA engine (≈ 15 MB resident) is compiled by the first image that needs it, so a
 		// service that only hosts uploads as they are never carries it.
-		fastify.decorate('provenance', {
-			marker: new C2paProvenanceMarker({ signer, includePrompt: provenance.includePrompt, creatorTool: `imagegen-server ${serviceVersion()}` }),
-			startLine: `C2PA signer: ${credentials.description}`,
-		});
+		const inThread = new C2paProvenanceMarker({ ...options, signer: new CoseSigner(options.key, options.chain) });
+		// Large images go to worker threads (size-routed-marker.ts). Run from the TypeScript sources
+		// (the test suites' in-process apps) there is no compiled worker: every image stays in-thread.
+		const pool = provenance.markingThreads > 0 && existsSync(MARKING_WORKER_SCRIPT) ? new MarkingPool({ workerData: options, threads: provenance.markingThreads }) : undefined;
+		const marker = new SizeRoutedMarker(inThread, pool, (thread, seconds) => fastify.metrics.marking({ thread, seconds }));
+		fastify.addHook('onClose', () => marker.close());
+		fastify.decorate('provenance', { marker, startLine: `C2PA signer: ${credentials.description}` });
 	},
-	{ name: 'provenance', dependencies: ['config'] },
+	{ name: 'provenance', dependencies: ['config', 'metrics'] },
 );
+

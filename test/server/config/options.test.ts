@@ -59,6 +59,7 @@ const SAMPLES: Record<string, string> = {
 	'trust-proxy': 'loopback',
 	'c2pa-cert': 'chain.pem',
 	'c2pa-key': 'key.pem',
+	'marking-threads': '1',
 };
 
 test('--help lists every row with its variable and default', () => {

@@ -1,7 +1,7 @@
 /** Flags, environment and the CLI's own behaviour (exit codes, help, the generated key). */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, parseConfig } from '../../../server/src/config';
 import { SERVER_CLI, startServer } from '../../helpers/server';
@@ -107,6 +107,15 @@ describe('parseConfig', () => {
 		expect(parseConfig(['--max-image-pixels', '250000000'], {})).toMatchObject({ maxImagePixels: 250_000_000 });
 		expect(parseConfig([], { IMAGEGEN_MAX_IMAGE_PIXELS: '50000000' })).toMatchObject({ maxImagePixels: 50_000_000 });
 		expect(() => parseConfig([], { IMAGEGEN_MAX_IMAGE_PIXELS: 'lots' })).toThrow(/--max-image-pixels \(IMAGEGEN_MAX_IMAGE_PIXELS\)/);
+	});
+
+	it('reads --marking-threads: one per core beyond the first, up to two, on Node 24 and later; none before', () => {
+		const cores = availableParallelism();
+		const expected = Number(process.versions.node.split('.')[0]) >= 24 ? Math.max(1, Math.min(2, cores - 1)) : 0;
+		expect(parseConfig([], {}).provenance.markingThreads).toBe(expected);
+		expect(parseConfig(['--marking-threads', '0'], {}).provenance.markingThreads).toBe(0);
+		expect(parseConfig([], { IMAGEGEN_MARKING_THREADS: '3' }).provenance.markingThreads).toBe(3);
+		for (const bad of ['-1', '1.5', 'two', '17']) expect(() => parseConfig(['--marking-threads', bad], {})).toThrow(/--marking-threads/);
 	});
 
 	it('parses --providers once, into the selection the provider table is built from', () => {

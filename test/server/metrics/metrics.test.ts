@@ -110,6 +110,11 @@ describe('after real requests', () => {
 		expect(value(families, 'imagegen_generation_cost_usd_total', { model: 'p-image' })).toBeCloseTo(2 * PRICE, 9);
 	});
 
+	test('each generated image marked once, the sandbox\'s small ones on the event loop', () => {
+		expect(histogramCount(families, text, 'imagegen_marking_duration_seconds', { thread: 'event_loop' })).toBe(2);
+		expect(histogramCount(families, text, 'imagegen_marking_duration_seconds', { thread: 'worker' })).toBeUndefined();
+	});
+
 	test('uploads by kind and outcome, and their bytes', async () => {
 		expect(value(families, 'imagegen_uploads_total', { kind: 'image', outcome: 'success' })).toBe(1);
 		expect(value(families, 'imagegen_uploads_total', { kind: 'unknown', outcome: 'empty_file' })).toBe(1);

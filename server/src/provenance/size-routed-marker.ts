@@ -1,0 +1,55 @@
+/**
+ * Sends each image to where marking it costs the service least. c2pa-rs spends about 1 ms on any
+ * image plus about 7 ms per MB it hashes. Below `offloadFromBytes` the event loop marks it: the
+ * hop to a worker (copying the bytes there and back, waking the thread) costs about as much as
+ * the marking saves, and on two cores it bought no throughput. From that size on the worker pool
+ * marks it, so one caller's 3 MB image does not hold every other request for 20 ms. When the pool
+ * is closing or its queue is full the event loop marks it too: the provider has already been paid
+ * for that image, and refusing it would throw the work away.
+ */
+import { streamedBytes } from '../runtime/young-generation';
+import type { MarkingPool } from './marking-pool';
+import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
+
+/**
+ * Between a 16 KB PNG, for which the pool cost throughput on two cores, and a 1 MB one, for which
+ * it gained 40 % and kept other requests' p99 at that of an unmarked service
+ * (bench/marking-fairness.mjs).
+ */
+export const OFFLOAD_FROM_BYTES = 256 * 1024;
+
+export type MarkingThread = 'event_loop' | 'worker';
+
+export class SizeRoutedMarker implements ProvenanceMarker {
+	constructor(
+		private readonly inThread: ProvenanceMarker,
+		/** None: every image on the event loop (`--marking-threads 0`), still observed. */
+		private readonly pool: MarkingPool | undefined,
+		/** Told where each image was marked and how long it took. */
+		private readonly observe: (thread: MarkingThread, seconds: number) => void = () => undefined,
+		private readonly offloadFromBytes = OFFLOAD_FROM_BYTES,
+	) {}
+
+	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
+		return this.timed(image.bytes.length + (image.source?.bytes.length ?? 0), (marker) => marker.markGenerated(image));
+	}
+
+	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
+		return this.timed(upload.bytes.length + upload.original.bytes.length, (marker) => marker.markConverted(upload));
+	}
+
+	close(): Promise<void> {
+		return this.pool?.close() ?? Promise.resolve();
+	}
+
+	/** `bytesRead`: what c2pa-rs hashes or parses, the image and any parent ingredient. */
+	private async timed(bytesRead: number, mark: (marker: ProvenanceMarker) => Promise<MarkedImage>): Promise<MarkedImage> {
+		const pool = bytesRead >= this.offloadFromBytes && this.pool?.canTake() ? this.pool : undefined;
+		const thread: MarkingThread = pool ? 'worker' : 'event_loop';
+		const started = performance.now();
+		const marked = await mark(pool ?? this.inThread);
+		this.observe(thread, (performance.now() - started) / 1000);
+		if (thread === 'worker') streamedBytes(bytesRead);
+		return marked;
+	}
+}

@@ -1,0 +1,86 @@
+/**
+ * The marking pool (server/src/provenance/marking-pool.ts) with real worker threads running the
+ * built worker (`npm run build` first): its marks validate like the in-thread marker's, a worker
+ * that dies fails only the image it held (503) and is replaced, the queue is bounded, and close()
+ * lets every accepted image finish.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sniffMedia } from '../../../core/media';
+import { MarkingPool } from '../../../server/src/provenance/marking-pool';
+import { loadSigningCredentials, type SigningCredentials } from '../../../server/src/provenance/signing-credentials';
+import { SERVER_CLI } from '../../helpers/server';
+import { readC2paManifest } from '../support/c2pa-reader';
+import { makeImage } from '../support/media';
+
+const BUILT_WORKER = join(SERVER_CLI, '..', 'provenance', 'marking-worker.js');
+let dir: string;
+let credentials: SigningCredentials;
+let png: Buffer;
+const pools: MarkingPool[] = [];
+
+beforeAll(async () => {
+	dir = mkdtempSync(join(tmpdir(), 'imagegen-marking-pool-'));
+	credentials = await loadSigningCredentials({ dataDir: dir, organization: 'imagegen-server tests' });
+	png = await makeImage('png', 256, 256);
+});
+afterAll(async () => {
+	await Promise.all(pools.map((pool) => pool.close()));
+	rmSync(dir, { recursive: true, force: true });
+});
+
+function pool(options: { threads?: number; maxQueued?: number; workerScript?: string } = {}): MarkingPool {
+	const created = new MarkingPool({
+		workerData: { key: credentials.key, chain: credentials.chain, includePrompt: false, creatorTool: 'imagegen-server 0.0.0-test' },
+		workerScript: BUILT_WORKER,
+		...options,
+	});
+	pools.push(created);
+	return created;
+}
+
+const generated = (prompt = 'a lighthouse') => ({ bytes: png, media: sniffMedia(png)!, model: 'p-image', prompt });
+
+it('marks in a worker thread with a manifest that validates', async () => {
+	const marked = await pool().markGenerated(generated());
+	expect(marked.provenance).toEqual({ c2pa: 'signed', digital_source_type: expect.stringContaining('trainedAlgorithmicMedia') });
+	expect(Buffer.isBuffer(marked.bytes)).toBe(true);
+	const report = await readC2paManifest(marked.bytes, 'image/png');
+	expect(report?.validation_state).toBe('Valid');
+});
+
+it('a worker that dies fails only the image it held, with a 503, and the next image is marked by its replacement', async () => {
+	// The built worker behind a guard that ends its thread on one prompt, as a crash in c2pa-rs would.
+	const dying = join(dir, 'dying-worker.js');
+	writeFileSync(
+		dying,
+		`const { parentPort } = require('node:worker_threads');
+		parentPort.on('message', (job) => { if (job.facts.prompt === 'die') process.exit(3); });
+		require(${JSON.stringify(BUILT_WORKER)});`,
+	);
+	const marker = pool({ workerScript: dying });
+	const [died, lived] = await Promise.allSettled([marker.markGenerated(generated('die')), marker.markGenerated(generated('live'))]);
+	expect(died.status).toBe('rejected');
+	expect((died as PromiseRejectedResult).reason).toMatchObject({ status: 503, code: 'provenance_unavailable' });
+	expect(lived).toMatchObject({ status: 'fulfilled', value: { provenance: { c2pa: 'signed' } } });
+	expect((await marker.markGenerated(generated('after'))).provenance.c2pa).toBe('signed');
+});
+
+it('refuses images past its queue at once (503 provenance_busy) instead of letting them wait', async () => {
+	const marker = pool({ threads: 1, maxQueued: 2 });
+	const outcomes = await Promise.allSettled(Array.from({ length: 6 }, () => marker.markGenerated(generated())));
+	const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+	// One being marked and two waiting; the other three are refused.
+	expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(3);
+	expect(refused.map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual(Array(3).fill(expect.objectContaining({ status: 503, code: 'provenance_busy' })));
+});
+
+it('close() lets every accepted image finish, then refuses new ones', async () => {
+	const marker = pool({ threads: 1 });
+	const accepted = Array.from({ length: 5 }, () => marker.markGenerated(generated()));
+	await marker.close();
+	const marked = await Promise.all(accepted);
+	expect(marked.map((image) => image.provenance.c2pa)).toEqual(Array(5).fill('signed'));
+	await expect(marker.markGenerated(generated())).rejects.toMatchObject({ status: 503, code: 'provenance_unavailable' });
+});
