@@ -40,4 +40,3 @@ export default fp(
 	},
 	{ name: 'provenance', dependencies: ['config', 'metrics'] },
 );
-

@@ -55,7 +55,6 @@ export class MarkingPool implements ProvenanceMarker {
 	private nextId = 1;
 	private closing = false;
 	private idle: (() => void) | undefined;
-
 	private started = false;
 
 	constructor(private readonly options: MarkingPoolOptions) {
