@@ -112,9 +112,9 @@ describe('parseConfig', () => {
 	it('reads --marking-threads: one per core beyond the first, up to two, on Node 24 and later; none before', () => {
 		const cores = availableParallelism();
 		const expected = Number(process.versions.node.split('.')[0]) >= 24 ? Math.max(1, Math.min(2, cores - 1)) : 0;
-		expect(parseConfig([], {}).provenance.markingThreads).toBe(expected);
-		expect(parseConfig(['--marking-threads', '0'], {}).provenance.markingThreads).toBe(0);
-		expect(parseConfig([], { IMAGEGEN_MARKING_THREADS: '3' }).provenance.markingThreads).toBe(3);
+		expect(parseConfig([], {})).toMatchObject({ provenance: { markingThreads: expected } });
+		expect(parseConfig(['--marking-threads', '0'], {})).toMatchObject({ provenance: { markingThreads: 0 } });
+		expect(parseConfig([], { IMAGEGEN_MARKING_THREADS: '3' })).toMatchObject({ provenance: { markingThreads: 3 } });
 		for (const bad of ['-1', '1.5', 'two', '17']) expect(() => parseConfig(['--marking-threads', bad], {})).toThrow(/--marking-threads/);
 	});
 

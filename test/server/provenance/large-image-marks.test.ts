@@ -22,7 +22,8 @@ beforeAll(async () => {
 	const picture = await sharp(randomBytes(1024 * 1024), { raw: { width: 1024, height: 1024, channels: 1 } }).toColourspace('b-w').png({ compressionLevel: 1 }).toBuffer();
 	upstream = await startCountingUpstream(0, { picture });
 	const { args, env } = upstream.serverOptions();
-	[pooled, withoutPool] = await Promise.all(['1', '0'].map((threads) => startServer({ args: [...args, '--admin-key', ADMIN_KEY, '--marking-threads', threads], env })));
+	const withThreads = (threads: string) => startServer({ args: [...args, '--admin-key', ADMIN_KEY, '--marking-threads', threads], env });
+	[pooled, withoutPool] = await Promise.all([withThreads('1'), withThreads('0')]);
 });
 afterAll(async () => {
 	await Promise.all([pooled, withoutPool].map((server) => server?.stop({ removeData: true })));
