@@ -7,7 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { KeyObject } from 'node:crypto';
 import { streamedBytes } from '../runtime/young-generation';
 import { CoseSigner } from './cose-signer';
-import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts } from './provenance-marker';
+import { C2paProvenanceMarker, convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts } from './provenance-marker';
 
 export interface MarkingWorkerData {
 	key: KeyObject;
@@ -34,7 +34,7 @@ parentPort!.on('message', (job: MarkingJob) => {
 		)
 		// The job's copies are garbage now, outside this thread's small JavaScript heap, where V8
 		// would leave tens of MB of them until it next needs a collection.
-		.finally(() => streamedBytes(jobBytes(job)));
+		.finally(() => streamedBytes(job.kind === 'generated' ? generatedBytesRead(job.facts) : convertedBytesRead(job.facts)));
 });
 
 /**
@@ -44,11 +44,6 @@ parentPort!.on('message', (job: MarkingJob) => {
 function ownBuffer(bytes: Buffer): ArrayBuffer[] {
 	const { buffer } = bytes;
 	return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
-}
-
-function jobBytes(job: MarkingJob): number {
-	if (job.kind === 'generated') return job.facts.bytes.byteLength + (job.facts.source?.bytes.byteLength ?? 0);
-	return job.facts.bytes.byteLength + job.facts.original.bytes.byteLength;
 }
 
 /** Buffers arrive as plain Uint8Arrays (structured clone): the marker reads them as Buffers. */

@@ -41,6 +41,16 @@ export interface ConvertedUploadFacts {
 	};
 }
 
+/** What marking a generated image reads: the image, and its source when that becomes the parent ingredient. */
+export function generatedBytesRead(image: GeneratedImageFacts): number {
+	return image.bytes.byteLength + (image.source?.bytes.byteLength ?? 0);
+}
+
+/** What marking a converted upload reads: the upload, and its original (always the parent ingredient). */
+export function convertedBytesRead(upload: ConvertedUploadFacts): number {
+	return upload.bytes.byteLength + upload.original.bytes.byteLength;
+}
+
 export interface MarkedImage {
 	bytes: Buffer;
 	provenance: ProvenanceSummary;

@@ -9,7 +9,7 @@
  */
 import { streamedBytes } from '../runtime/young-generation';
 import type { MarkingPool } from './marking-pool';
-import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
+import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type ProvenanceMarker } from './provenance-marker';
 
 /**
  * Between a 16 KB PNG, for which the pool cost throughput on two cores, and a 1 MB one, for which
@@ -30,18 +30,17 @@ export class SizeRoutedMarker implements ProvenanceMarker {
 	) {}
 
 	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
-		return this.timed(image.bytes.length + (image.source?.bytes.length ?? 0), (marker) => marker.markGenerated(image));
+		return this.timed(generatedBytesRead(image), (marker) => marker.markGenerated(image));
 	}
 
 	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
-		return this.timed(upload.bytes.length + upload.original.bytes.length, (marker) => marker.markConverted(upload));
+		return this.timed(convertedBytesRead(upload), (marker) => marker.markConverted(upload));
 	}
 
 	close(): Promise<void> {
 		return this.pool?.close() ?? Promise.resolve();
 	}
 
-	/** `bytesRead`: what c2pa-rs hashes or parses, the image and any parent ingredient. */
 	private async timed(bytesRead: number, mark: (marker: ProvenanceMarker) => Promise<MarkedImage>): Promise<MarkedImage> {
 		const pool = bytesRead >= OFFLOAD_FROM_BYTES && this.pool?.canTake() ? this.pool : undefined;
 		const thread: MarkingThread = pool ? 'worker' : 'event_loop';
