@@ -7,6 +7,7 @@
  * or its queue is full the event loop marks them too: the provider has already been paid for the
  * image, and refusing it would throw the work away.
  */
+import type { MarkingObservation } from '../metrics/service-metrics';
 import { streamedBytes } from '../runtime/young-generation';
 import type { MarkingPool } from './marking-pool';
 import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type ProvenanceMarker } from './provenance-marker';
@@ -18,7 +19,8 @@ import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type
  */
 export const OFFLOAD_FROM_BYTES = 256 * 1024;
 
-export type MarkingThread = 'event_loop' | 'worker';
+/** The metric's own label values: where an image was marked. */
+export type MarkingThread = MarkingObservation['thread'];
 
 export class SizeRoutedMarker implements ProvenanceMarker {
 	constructor(
