@@ -35,15 +35,15 @@ export async function normalizeOutput(
 	const source: ImageSource = { field: 'output', status: 502, provider };
 	const wanted = MEDIA_DETAILS[request.output_format];
 	const target = dimensionsFor(request.aspect_ratio);
-	// The header says the size without decoding anything, synchronously.
+	// The header says the size without decoding anything, synchronously: an image that already
+	// matches goes out as it came, without waiting for a slot of the queue meant for decoding.
 	const declared = declaredSize(bytes);
 	checkPixels(declared, imageWork.maxPixels, source);
+	if (declared && media.type === wanted.type && fitsTarget(declared, target)) return { bytes, media, changes: [] };
 	return imageWork.run(
 		async (job) => {
 			const metadata = declared ?? (await decoding(sharp(bytes, options(job)).metadata(), source, job));
-			const ratioOff = Math.abs((metadata.width ?? 0) / (metadata.height ?? 1) / (target.width / target.height) - 1);
-			const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
-			const sizeOk = ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
+			const sizeOk = fitsTarget(metadata, target);
 			if (media.type === wanted.type && sizeOk) return { bytes, media, changes: [] };
 			const changes: ImageChange[] = media.type === wanted.type ? [] : ['converted'];
 			if (!sizeOk) changes.push('resized');
@@ -59,6 +59,13 @@ export async function normalizeOutput(
 		},
 		{ signal },
 	);
+}
+
+/** Within 3 % of the aspect ratio, and a long side of 1024 to 2048 px: close enough to keep. */
+function fitsTarget(size: { width?: number; height?: number }, target: { width: number; height: number }): boolean {
+	const ratioOff = Math.abs((size.width ?? 0) / (size.height ?? 1) / (target.width / target.height) - 1);
+	const longSide = Math.max(size.width ?? 0, size.height ?? 0);
+	return ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
 }
 
 function options(job: ImageJob): SharpOptions {

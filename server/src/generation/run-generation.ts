@@ -7,6 +7,7 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
+import { limitedSignal } from '../../../core/limited-signal';
 import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
@@ -95,12 +96,9 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const hold = await budgets.admit(caller.apiKey, price);
 		const data: GeneratedImage[] = [];
 		let servedBy: string;
-		// A time limit that is cleared when the generation ends: AbortSignal.timeout's would live on for
-		// the whole limit, and with it every listener its fetches and waits left on the combined
-		// signal, and what those listeners reach (the images of a finished generation).
-		const limit = new AbortController();
-		const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
-		const signal = AbortSignal.any([caller.clientGone, limit.signal]);
+		// Cleared when the generation ends, with its tie to the client (core/limited-signal.ts).
+		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
+		const { signal } = limit;
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
 			seen.provider = chainMembers(provider)[0]!;
@@ -133,7 +131,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			if (!(error instanceof ImageGenError) && signal.aborted) throw stopped();
 			throw error;
 		} finally {
-			clearTimeout(timer);
+			limit.done();
 		}
 		const costUsd = roundUsd(price * data.length);
 		await settleHold(hold, costUsd, services.log);

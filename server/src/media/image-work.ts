@@ -8,6 +8,7 @@
  * `timeout` ends a pipeline that outlives the budget; the CLI also widens the pool (cli.ts).
  */
 import { ImageGenError } from '../../../core/errors';
+import { limitedSignal } from '../../../core/limited-signal';
 
 export interface ImageWorkOptions {
 	/** Largest picture decoded (`--max-image-pixels`); also each pipeline's `limitInputPixels`. */
@@ -78,9 +79,9 @@ export class ImageWork {
 		client?.throwIfAborted();
 		const deadline = Date.now() + this.budgetMs;
 		await this.acquire(deadline, client);
-		const budget = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
-		const signal = client ? AbortSignal.any([client, budget]) : budget;
-		const stopped = (): unknown => (budget.aborted && !client?.aborted ? this.overBudget() : signal.reason);
+		const limit = limitedSignal(client, Math.max(1, deadline - Date.now()), () => new DOMException('the image budget ran out', 'TimeoutError'));
+		const { signal } = limit;
+		const stopped = (): unknown => (limit.timedOut && !client?.aborted ? this.overBudget() : signal.reason);
 		const job: ImageJob = {
 			signal,
 			limitInputPixels: this.maxPixels,
@@ -98,6 +99,7 @@ export class ImageWork {
 			if (signal.aborted) throw stopped();
 			throw error;
 		} finally {
+			limit.done();
 			this.release();
 		}
 	}

@@ -78,6 +78,18 @@ test('the budget covers the wait (503 busy) and the work (503 image_work_timeout
 	expect(work.load).toEqual({ running: 0, waiting: 0 });
 });
 
+test('a finished job leaves no budget timer behind: its signal never fires later', async () => {
+	const work = new ImageWork({ maxPixels: 100, budgetMs: 60 });
+	const client = new AbortController();
+	let seen: AbortSignal | undefined;
+	await work.run(async (job) => void (seen = job.signal), { signal: client.signal });
+	await sleep(150);
+	expect(seen?.aborted).toBe(false);
+	// Nor does the client's signal still reach a finished job.
+	client.abort(new Error('client closed the connection'));
+	expect(seen?.aborted).toBe(false);
+});
+
 test('a running job learns that its client left through its signal', async () => {
 	const work = new ImageWork({ maxPixels: 100 });
 	const client = new AbortController();
