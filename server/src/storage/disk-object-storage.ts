@@ -5,7 +5,7 @@
  * start-up cleanup) deletes.
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -17,6 +17,8 @@ export interface DiskObjectStorageOptions {
 	directory: string;
 	/** Where bytes are written; replaceable so a full disk can be simulated in tests. */
 	openWriteStream?: (path: string) => Writable;
+	/** The same for bytes already in memory. */
+	writeBytes?: (path: string, bytes: Buffer, signal?: AbortSignal) => Promise<void>;
 }
 
 export const TEMP_PREFIX = '.tmp-';
@@ -27,28 +29,36 @@ export class DiskObjectStorage implements ObjectStorage {
 	readonly driver = 'disk' as const;
 	readonly directory: string;
 	private readonly openWriteStream: (path: string) => Writable;
+	private readonly writeBytes: (path: string, bytes: Buffer, signal?: AbortSignal) => Promise<void>;
 
 	constructor(options: DiskObjectStorageOptions) {
 		this.directory = options.directory;
 		this.openWriteStream = options.openWriteStream ?? ((path) => createWriteStream(path, { flags: 'wx', mode: 0o644, highWaterMark: STREAM_HIGH_WATER_MARK }));
+		this.writeBytes = options.writeBytes ?? ((path, bytes, signal) => writeFile(path, bytes, { flag: 'wx', mode: 0o644, ...(signal ? { signal } : {}) }));
 	}
 
 	async init(): Promise<void> {
 		await mkdir(this.directory, { recursive: true });
 	}
 
-	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
+	async write(key: string, source: Readable | Buffer, options: ObjectWriteOptions): Promise<number> {
 		// The caller learns why it aborted (its own reason), as from every other driver.
 		options.signal?.throwIfAborted();
 		const temp = this.tempPath(key);
-		const counter = new ByteCounter();
 		try {
-			await pipeline(source, counter, this.openWriteStream(temp), options.signal ? { signal: options.signal } : {});
+			// Bytes in memory (a generated image) go down in one write, without a stream's machinery.
+			const size = Buffer.isBuffer(source) ? await this.writeBytes(temp, source, options.signal).then(() => source.length) : await this.writeStream(temp, source, options.signal);
 			await rename(temp, this.path(key));
+			return size;
 		} catch (error) {
 			await removeQuietly(temp);
 			throw options.signal?.aborted ? options.signal.reason : error;
 		}
+	}
+
+	private async writeStream(path: string, source: Readable, signal: AbortSignal | undefined): Promise<number> {
+		const counter = new ByteCounter();
+		await pipeline(source, counter, this.openWriteStream(path), signal ? { signal } : {});
 		return counter.bytes;
 	}
 

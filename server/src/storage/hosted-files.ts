@@ -141,7 +141,7 @@ export class HostedFiles {
 
 	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		try {
-			return { ...(await this.writeStaged(Readable.from([bytes]), media, ownerKeyId)), provenance: scanProvenance(bytes) };
+			return { ...(await this.writeStaged(bytes, media, ownerKeyId)), provenance: scanProvenance(bytes) };
 		} catch (error) {
 			throw storageError(error);
 		}
@@ -364,7 +364,7 @@ export class HostedFiles {
 		return input;
 	}
 
-	private async writeStaged(source: Readable, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+	private async writeStaged(source: Readable | Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		const id = randomBytes(ID_BYTES).toString('base64url');
 		const storageKey = `${id}.${media.extension}`;
 		// The full retention whatever the file's own lifetime: a slow write must never be swept

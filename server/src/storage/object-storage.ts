@@ -38,11 +38,12 @@ export interface PresignOptions {
 export interface ObjectStorage {
 	readonly driver: StorageDriverName;
 	/**
-	 * Streams `source` under `key` and answers the byte count. The object becomes readable only
+	 * Stores `source` under `key` and answers the byte count. The object becomes readable only
 	 * once complete; on any failure nothing readable is left and incomplete parts are removed
-	 * (a crash in between is cleaned by `removeIncomplete`). Never holds the whole body in memory.
+	 * (a crash in between is cleaned by `removeIncomplete`). A stream is never held whole in memory;
+	 * bytes the caller already holds (a generated image) may be written in one go.
 	 */
-	write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number>;
+	write(key: string, source: Readable | Buffer, options: ObjectWriteOptions): Promise<number>;
 	/** The bytes (or a range of them), or null when there is no such object. */
 	read(key: string, range?: ByteRange): Promise<Readable | null>;
 	/** Deletes objects; keys that do not exist are not an error. */

@@ -101,8 +101,9 @@ export class S3ObjectStorage implements ObjectStorage {
 	}
 
 	/** On failure the source is unpiped, not destroyed: whether to drain or destroy it is the caller's call. */
-	async write(key: string, source: Readable, options: ObjectWriteOptions): Promise<number> {
+	async write(key: string, bytesOrStream: Readable | Buffer, options: ObjectWriteOptions): Promise<number> {
 		options.signal?.throwIfAborted();
+		const source = Buffer.isBuffer(bytesOrStream) ? Readable.from([bytesOrStream]) : bytesOrStream;
 		// Socket-sized chunks pass without a backpressure round trip each.
 		const counter = new ByteCounter(256 * 1024);
 		// The first thing that went wrong on our side (the source failed, the caller aborted). It is

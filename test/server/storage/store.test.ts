@@ -8,6 +8,7 @@ import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { writeFile } from 'node:fs/promises';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS } from '../../../core/media';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
@@ -71,6 +72,20 @@ describe('embedded file storage', () => {
 		expect((error as ImageGenError).toBody().error.code).toBe('insufficient_storage');
 		expect(readdirSync(directory).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
 		expect(await healthy.get(kept.name)).not.toBeNull();
+	});
+
+	(fullDiskAvailable ? it : it.skip)('a full disk while writing bytes held in memory is a 507 too, with no temp file left', async () => {
+		const healthy = await embeddedFiles();
+		const full = new HostedFiles({
+			storage: new DiskObjectStorage({ directory, writeBytes: (_path, bytes) => writeFile('/dev/full', bytes) }),
+			metadata: healthy.metadata,
+			retentionSeconds: 60,
+			publicBaseUrl: () => 'http://127.0.0.1:1',
+		});
+		const error = await full.putBuffer(makeMp4(70_000), MEDIA_DETAILS.mp4, OWNER).catch((caught: unknown) => caught);
+		expect(error).toMatchObject({ status: 507 });
+		expect((error as ImageGenError).toBody().error.code).toBe('insufficient_storage');
+		expect(readdirSync(directory).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
 	});
 
 	it('is expired the moment expiresAt passes, sweep or no sweep', async () => {

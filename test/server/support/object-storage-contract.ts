@@ -43,6 +43,21 @@ export function describeObjectStorageContract(name: string, factory: () => Promi
 			expect((await readBytes(key))?.length).toBe(100_000);
 		});
 
+		it('writes bytes held in memory in one go, answers their count and reads them back', async () => {
+			const key = freshKey('png');
+			const bytes = patterned(70_001, 13);
+			expect(await storage.write(key, bytes, { contentType: 'image/png' })).toBe(bytes.length);
+			expect(await readBytes(key)).toEqual(bytes);
+		});
+
+		it('refuses bytes in memory whose signal is already aborted, and leaves nothing readable', async () => {
+			const key = freshKey();
+			const controller = new AbortController();
+			controller.abort(new Error('gone before it started'));
+			await expect(storage.write(key, patterned(1000), { contentType: 'image/png', signal: controller.signal })).rejects.toThrow('gone before it started');
+			expect(await storage.read(key)).toBeNull();
+		});
+
 		it('writes and reads an empty object', async () => {
 			const key = freshKey();
 			expect(await storage.write(key, Readable.from([]), { contentType: 'text/plain' })).toBe(0);
