@@ -10,6 +10,7 @@
  * refused, a delivery URL elsewhere is downloaded keyless through the address-checked fetcher.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
 import type { ModelId, ModelLimits } from '../../../../core/models';

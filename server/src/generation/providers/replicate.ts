@@ -107,7 +107,7 @@ async function cancel(prediction: Prediction, root: string, credentials: HostCre
 	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined;
 	if (!url) return;
 	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
-		.then((response) => response.body?.cancel())
+		.then((response) => response.discard())
 		.catch(() => undefined);
 }
 

@@ -1,0 +1,72 @@
+/**
+ * A model host's answer as undici's `request` gives it, read within a byte bound. Its body must
+ * always be read or discarded: until then the connection is not returned to the pool.
+ */
+import type { Dispatcher } from 'undici';
+import { ImageGenError } from '../../../../core/errors';
+
+/**
+ * The most any answer of a model host may carry: a JSON answer with a base64 image of about 48 MB.
+ * Hosts are configured by the operator, not chosen by callers, but a broken one must not be able
+ * to fill our memory.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+export class ProviderAnswer {
+	constructor(
+		private readonly provider: string,
+		private readonly answer: Dispatcher.ResponseData,
+		private readonly maxBytes = MAX_ANSWER_BYTES,
+	) {
+		// undici fails a body nobody reads yet when the request's signal aborts (our time limit, our
+		// client leaving): a reader learns it from its read, and the process must not crash on it.
+		answer.body.on('error', () => undefined);
+	}
+
+	get status(): number {
+		return this.answer.statusCode;
+	}
+
+	get ok(): boolean {
+		return this.status >= 200 && this.status <= 299;
+	}
+
+	/** A header's value (repeated ones joined as fetch does), or undefined. */
+	header(name: string): string | undefined {
+		const value = this.answer.headers[name.toLowerCase()];
+		return Array.isArray(value) ? value.join(', ') : value;
+	}
+
+	async bytes(): Promise<Buffer> {
+		if (Number(this.header('content-length')) > this.maxBytes) {
+			await this.discard();
+			this.tooLarge();
+		}
+		const chunks: Buffer[] = [];
+		let size = 0;
+		// Leaving the loop early (too large) closes the body.
+		for await (const chunk of this.answer.body) {
+			size += (chunk as Buffer).length;
+			if (size > this.maxBytes) this.tooLarge();
+			chunks.push(chunk as Buffer);
+		}
+		return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+	}
+
+	async text(): Promise<string> {
+		return (await this.bytes()).toString('utf8');
+	}
+
+	async json(): Promise<unknown> {
+		return JSON.parse(await this.text());
+	}
+
+	/** Reads nothing more: a short rest is drained so the connection can be reused, a long one cut. */
+	async discard(): Promise<void> {
+		await this.answer.body.dump().catch(() => undefined);
+	}
+
+	private tooLarge(): never {
+		throw new ImageGenError(502, `The ${this.provider} provider answered more than ${this.maxBytes / (1024 * 1024)} MiB`, { code: 'upstream_invalid_output' });
+	}
+}
