@@ -68,6 +68,12 @@ export function peakRssMb(pid) {
 	return match ? Number(match[1]) / 1024 : NaN;
 }
 
+/** CPU time a process has used so far, all its threads, user and system (Linux clock ticks of 10 ms). */
+export function cpuTimeMs(pid) {
+	const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+	return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 export function percentile(sorted, p) {
 	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
@@ -117,9 +123,11 @@ export function postMultipartFile(url, source, size) {
 
 /**
  * POST /v1/images/generations at `url` for a fixed time (autocannon's timestamps have whole-second
- * resolution): requests per second, latency and the failed count, with `key` as the bearer.
+ * resolution): requests per second, latency and the failed count, with `key` as the bearer; with
+ * the server's `pid`, its CPU time per answered request too.
  */
-export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64_json', connections, seconds }) {
+export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64_json', connections, seconds, pid }) {
+	const cpuBefore = pid === undefined ? 0 : cpuTimeMs(pid);
 	const run = await autocannon({
 		url,
 		method: 'POST',
@@ -128,5 +136,8 @@ export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64
 		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
 		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', aspect_ratio: '1:1', response_format: responseFormat }),
 	});
-	return { rps: round(run.requests.total / seconds, 1), p50Ms: run.latency.p50, p99Ms: run.latency.p99, ok: run['2xx'], errors: run.errors + run.timeouts + run.non2xx };
+	const answered = run['2xx'] + run.non2xx;
+	// With `pid`, what the server spent per answered request, across all its threads.
+	const cpuMsPerRequest = pid === undefined || answered === 0 ? undefined : round((cpuTimeMs(pid) - cpuBefore) / answered, 3);
+	return { rps: round(run.requests.total / seconds, 1), p50Ms: run.latency.p50, p99Ms: run.latency.p99, ok: run['2xx'], errors: run.errors + run.timeouts + run.non2xx, cpuMsPerRequest };
 }
