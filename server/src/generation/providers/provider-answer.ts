@@ -18,8 +18,8 @@ export class ProviderAnswer {
 		private readonly answer: Dispatcher.ResponseData,
 		private readonly maxBytes = MAX_ANSWER_BYTES,
 	) {
-		// undici fails a body nobody reads yet when the request's signal aborts (our time limit, our
-		// client leaving): a reader learns it from its read, and the process must not crash on it.
+		// A body can fail before anyone reads it (its request's signal aborted: our time limit, our
+		// client leaving). Its reader learns it from the read; unheard, the 'error' would end the process.
 		answer.body.on('error', () => undefined);
 	}
 
@@ -55,10 +55,6 @@ export class ProviderAnswer {
 
 	async text(): Promise<string> {
 		return (await this.bytes()).toString('utf8');
-	}
-
-	async json(): Promise<unknown> {
-		return JSON.parse(await this.text());
 	}
 
 	/** Reads nothing more: a short rest is drained so the connection can be reused, a long one cut. */
