@@ -7,7 +7,7 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
-import { limitedSignal } from '../../../core/limited-signal';
+import { limitedSignal } from '../media/limited-signal';
 import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
@@ -96,7 +96,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const hold = await budgets.admit(caller.apiKey, price);
 		const data: GeneratedImage[] = [];
 		let servedBy: string;
-		// Cleared when the generation ends, with its tie to the client (core/limited-signal.ts).
+		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
 		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
 		const { signal } = limit;
 		const stopped = () => stoppedError(signal, timeoutMs, provider);

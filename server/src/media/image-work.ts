@@ -8,7 +8,7 @@
  * `timeout` ends a pipeline that outlives the budget; the CLI also widens the pool (cli.ts).
  */
 import { ImageGenError } from '../../../core/errors';
-import { limitedSignal } from '../../../core/limited-signal';
+import { limitedSignal } from './limited-signal';
 
 export interface ImageWorkOptions {
 	/** Largest picture decoded (`--max-image-pixels`); also each pipeline's `limitInputPixels`. */

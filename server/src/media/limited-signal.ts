@@ -3,6 +3,8 @@
  * ties once the work it bounds has ended. AbortSignal.timeout and AbortSignal.any make the same
  * signal, but their timer and the tie to a long-lived parent outlive the work, and with them
  * everything the work's listeners reach (a finished generation's images, for the whole limit).
+ * It lives beside the image queue, its first user, rather than in core/: core ships in the nodes'
+ * package, where n8n's scanner refuses timers.
  */
 export interface LimitedSignal {
 	readonly signal: AbortSignal;
