@@ -35,17 +35,19 @@ export async function normalizeOutput(
 	const source: ImageSource = { field: 'output', status: 502, provider };
 	const wanted = MEDIA_DETAILS[request.output_format];
 	const target = dimensionsFor(request.aspect_ratio);
+	const sameType = media.type === wanted.type;
+	const asItCame: FinishedImage = { bytes, media, changes: [] };
 	// The header says the size without decoding anything, synchronously: an image that already
 	// matches goes out as it came, without waiting for a slot of the queue meant for decoding.
 	const declared = declaredSize(bytes);
 	checkPixels(declared, imageWork.maxPixels, source);
-	if (declared && media.type === wanted.type && fitsTarget(declared, target)) return { bytes, media, changes: [] };
+	if (declared && sameType && fitsTarget(declared, target)) return asItCame;
 	return imageWork.run(
 		async (job) => {
 			const metadata = declared ?? (await decoding(sharp(bytes, options(job)).metadata(), source, job));
 			const sizeOk = fitsTarget(metadata, target);
-			if (media.type === wanted.type && sizeOk) return { bytes, media, changes: [] };
-			const changes: ImageChange[] = media.type === wanted.type ? [] : ['converted'];
+			if (sameType && sizeOk) return asItCame;
+			const changes: ImageChange[] = sameType ? [] : ['converted'];
 			if (!sizeOk) changes.push('resized');
 
 			let pipeline = sharp(bytes, { animated: false, ...options(job) })

@@ -46,14 +46,19 @@ export class DiskObjectStorage implements ObjectStorage {
 		options.signal?.throwIfAborted();
 		const temp = this.tempPath(key);
 		try {
-			// Bytes in memory (a generated image) go down in one write, without a stream's machinery.
-			const size = Buffer.isBuffer(source) ? await this.writeBytes(temp, source, options.signal).then(() => source.length) : await this.writeStream(temp, source, options.signal);
+			const size = Buffer.isBuffer(source) ? await this.writeBuffer(temp, source, options.signal) : await this.writeStream(temp, source, options.signal);
 			await rename(temp, this.path(key));
 			return size;
 		} catch (error) {
 			await removeQuietly(temp);
 			throw options.signal?.aborted ? options.signal.reason : error;
 		}
+	}
+
+	/** Bytes in memory (a generated image) go down in one write, without a stream's machinery. */
+	private async writeBuffer(path: string, bytes: Buffer, signal: AbortSignal | undefined): Promise<number> {
+		await this.writeBytes(path, bytes, signal);
+		return bytes.length;
 	}
 
 	private async writeStream(path: string, source: Readable, signal: AbortSignal | undefined): Promise<number> {
