@@ -13,7 +13,8 @@ import { releaseYoungGeneration } from './runtime/young-generation-at-start';
 import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './cli/api-key-file';
 import { createService } from './app';
-import { ConfigError, helpText, parseConfig, type ServiceConfig } from './config';
+import { ConfigError, helpText, parseConfig, type InfoRequest, type ServiceConfig } from './config';
+import { serviceVersion } from './runtime/service-version';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
 		});
 		return;
 	}
-	let parsed: ServiceConfig | 'help';
+	let parsed: ServiceConfig | InfoRequest;
 	try {
 		parsed = parseConfig(process.argv.slice(2), process.env);
 	} catch (error) {
@@ -45,6 +46,10 @@ async function main(): Promise<void> {
 	}
 	if (parsed === 'help') {
 		process.stdout.write(helpText());
+		return;
+	}
+	if (parsed === 'version') {
+		process.stdout.write(`imagegen-server ${serviceVersion()}\n`);
 		return;
 	}
 	const config = parsed;

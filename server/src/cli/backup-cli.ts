@@ -72,7 +72,7 @@ function parseRequest(argv: readonly string[], env: NodeJS.ProcessEnv): BackupRe
 	if (values.to === undefined || values.to.trim() === '') throw new UsageError('--to is required: the file to write the copy to');
 	// The data dir is found exactly as the service finds it (flag, then IMAGEGEN_DATA_DIR, then its default).
 	const config = parseConfig(values['data-dir'] === undefined ? [] : ['--data-dir', values['data-dir']], { IMAGEGEN_DATA_DIR: env.IMAGEGEN_DATA_DIR });
-	if (config === 'help') return 'help';
+	if (typeof config === 'string') return 'help';
 	return { dataDir: config.dataDir, to: resolve(values.to), force: values.force === true };
 }
 

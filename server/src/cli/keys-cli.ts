@@ -139,7 +139,7 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 	}
 	// Environment variables of the service's own flags that a keys command reads apply; the rest are ignored.
 	const config = parseConfig(serviceArgs, env);
-	if (config === 'help') return { command: 'help', fields: {}, json: false, config: undefined as never };
+	if (typeof config === 'string') return { command: 'help', fields: {}, json: false, config: undefined as never };
 	return { command: command as ParsedCommand['command'], id: positional[0], fields, json, config };
 }
 

@@ -30,7 +30,7 @@ export function configurationMarkdown(): string {
 		'Every flag of `imagegen-server` has an environment variable; a flag wins over its variable, and an',
 		'empty value counts as not set. A bad value stops the service with a message naming the flag (and',
 		'the variable, when the value came from there) and exit code 2. `npx imagegen-server --help` prints',
-		'the same list.',
+		'the same list; `npx imagegen-server --version` prints the version.',
 		'',
 		'| Flag | Environment | Default | Meaning |',
 		'|---|---|---|---|',

@@ -19,6 +19,7 @@ export function helpText(): string {
 		'Options (each also read from its environment variable; flags win):',
 		...rows,
 		'  --help                                Show this text',
+		'  --version                             Print the version and exit',
 		'',
 	].join('\n');
 }

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { ConfigError } from './config-error';
 import type { OptionRow } from './option-row';
 import { OPTIONS } from './options';
-import { readOptions, type OptionValues } from './read-options';
+import { readOptions, type InfoRequest, type OptionValues } from './read-options';
 import type { ProvenanceConfig, ServiceConfig, StorageConfig } from './service-config';
 
 type Row = (typeof OPTIONS)[number];
@@ -15,10 +15,10 @@ type Row = (typeof OPTIONS)[number];
 type FieldsOf<R> = R extends OptionRow<string, unknown, infer Field> ? Field : never;
 type Values = OptionValues<typeof OPTIONS>;
 
-/** `help` when --help was asked for; otherwise the validated configuration. Throws ConfigError. */
-export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServiceConfig | 'help' {
+/** `help` or `version` when --help or --version was asked for; otherwise the validated configuration. Throws ConfigError. */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServiceConfig | InfoRequest {
 	const read = readOptions(OPTIONS, argv, env);
-	if (read === 'help') return 'help';
+	if (typeof read === 'string') return read;
 	const fields: Partial<ServiceConfig> = {};
 	for (const row of OPTIONS as readonly OptionRow[]) {
 		Object.assign(fields, row.into?.(read.values[row.flag as Row['flag']], read.texts[row.flag as Row['flag']]));

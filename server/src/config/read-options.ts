@@ -19,9 +19,12 @@ export interface ReadOptions<R extends Rows> {
 	nameOf(flag: R[number]['flag']): string;
 }
 
-export function readOptions<R extends Rows>(rows: R, argv: readonly string[], env: NodeJS.ProcessEnv): ReadOptions<R> | 'help' {
+/** What the command line asks for instead of a service: `--help` or `--version`. */
+export type InfoRequest = 'help' | 'version';
+
+export function readOptions<R extends Rows>(rows: R, argv: readonly string[], env: NodeJS.ProcessEnv): ReadOptions<R> | InfoRequest {
 	const fromFlags = readFlags(rows, argv);
-	if (fromFlags === 'help') return 'help';
+	if (typeof fromFlags === 'string') return fromFlags;
 	const rowOf = (flag: string) => rows.find((row) => row.flag === flag)!;
 	const nameOf = (flag: string) => (fromFlags.has(flag) ? `--${flag}` : `--${flag} (${rowOf(flag).env})`);
 	const values: Record<string, unknown> = {};
@@ -47,11 +50,12 @@ export function readOptions<R extends Rows>(rows: R, argv: readonly string[], en
 const nonEmpty = (text: string | undefined) => (text === '' ? undefined : text);
 
 /** The options given on the command line, by flag; a switch without `=value` reads as 'true'. */
-function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | 'help' {
+function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | InfoRequest {
 	const values = new Map<string, string>();
 	for (let i = 0; i < argv.length; i++) {
 		const argument = argv[i]!;
 		if (argument === '--help' || argument === '-h') return 'help';
+		if (argument === '--version') return 'version';
 		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
 		const row = match && rows.find((candidate) => candidate.flag === match[1]);
 		if (!match || !row) throw new ConfigError(`Unknown option '${argument}' (see --help)`);

@@ -120,7 +120,7 @@ describe('parseConfig', () => {
 
 	it('parses --providers once, into the selection the provider table is built from', () => {
 		const config = parseConfig(['--providers', 'p-image=replicate, textimage-v2=ideogram'], {});
-		expect(config !== 'help' && config.providerSelection).toEqual({ 'p-image': 'replicate', 'textimage-v2': 'ideogram' });
+		expect(typeof config !== 'string' && config.providerSelection).toEqual({ 'p-image': 'replicate', 'textimage-v2': 'ideogram' });
 	});
 
 	it('names the environment variable when the bad value came from it', () => {
@@ -147,6 +147,15 @@ describe('the CLI', () => {
 		expect(result.status).toBe(0);
 		for (const flag of ['--port', '--host', '--data-dir', '--public-url', '--api-keys', '--retention-seconds', '--allow-private-urls', '--max-upload-mb', '--rate-limit-per-minute', '--max-json-mb', '--providers', '--prices', '--generation-timeout-seconds', '--storage', '--s3-bucket', '--s3-endpoint', '--s3-region', '--s3-force-path-style', '--s3-prefix', '--database-url', '--file-delivery', '--drain-timeout-seconds', '--database-timeout-seconds', '--max-image-pixels', '--idle-timeout-seconds']) {
 			expect(result.stdout).toContain(flag);
+		}
+	});
+
+	it('prints its version with --version, wherever the flag stands, and exits 0', () => {
+		const { version } = JSON.parse(readFileSync(join(__dirname, '../../../server/package.json'), 'utf8')) as { version: string };
+		for (const argv of [['--version'], ['--port', '0', '--version']]) {
+			const result = spawnSync(process.execPath, [SERVER_CLI, ...argv], { encoding: 'utf8' });
+			expect(result.status).toBe(0);
+			expect(result.stdout).toBe(`imagegen-server ${version}\n`);
 		}
 	});
 

@@ -29,7 +29,7 @@ export interface InProcessApp {
 export async function buildTestApp(args: string[] = []): Promise<InProcessApp> {
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-app-'));
 	const config = parseConfig(['--data-dir', dataDir, '--api-keys', TEST_API_KEY, '--host', '127.0.0.1', '--port', '0', '--log-level', 'silent', ...args], {});
-	if (config === 'help') throw new Error('unreachable: --help was not asked for');
+	if (typeof config === 'string') throw new Error(`unreachable: --${config} was not asked for`);
 	const service = await createService(config);
 	const { address: origin } = await service.listen();
 	return {
