@@ -235,7 +235,7 @@ test('names, models and dates stay on one line in a narrow window: they do not b
 		// The lines a cell's text takes: the distinct tops of its rectangles.
 		const lines = (cell: import('playwright-core').Locator, selector: string) =>
 			cell.evaluate((node, inner) => {
-				const range = document.createRange();
+				const range = node.ownerDocument.createRange();
 				range.selectNodeContents(inner ? node.querySelector(inner)! : node);
 				return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
 			}, selector);
