@@ -150,8 +150,8 @@ function captionSvg(scene: SandboxScene): Buffer {
 }
 
 /**
- * An edit's picture is its inputs, visibly transformed: each one reduced to a mosaic of this many
- * blocks along its own short side, tinted in the palette's first accent, and fitted to its tile.
+ * An edit's picture is its inputs, visibly transformed: each one fitted to its tile as a mosaic of
+ * blocks a 36th of the input's own short side, tinted in the palette's first accent.
  * The input stays recognisable (its layout and light), and any text in it becomes blocks: a
  * sandbox image's caption (letters of a 22nd of the short side) is wider than a 36th, so the only
  * legible caption is the edit's, however small the tile.
@@ -174,23 +174,33 @@ async function tiles(scene: SandboxScene, tint: string, job: ImageJob): Promise<
 	);
 }
 
+/**
+ * How many blocks across and down a tile's mosaic has: blocks are a MOSAIC_BLOCKS-th of the input's
+ * short side, over the part of the input the tile shows (the input cropped to the tile's ratio).
+ * So the grid follows the tile's shape, however long and thin the input.
+ */
+export function mosaicGrid(input: { width: number; height: number }, tile: { width: number; height: number }): { columns: number; rows: number } {
+	const block = Math.min(input.width, input.height) / MOSAIC_BLOCKS;
+	const tileRatio = tile.width / tile.height;
+	const shown = input.width / input.height > tileRatio ? { width: input.height * tileRatio, height: input.height } : { width: input.width, height: input.width / tileRatio };
+	return { columns: Math.max(1, Math.round(shown.width / block)), rows: Math.max(1, Math.round(shown.height / block)) };
+}
+
 async function mosaicTile(input: Buffer, field: string, tile: { width: number; height: number; tint: string }, job: ImageJob): Promise<Buffer> {
 	let blocks: { data: Buffer; info: OutputInfo };
 	try {
-		blocks = await sharp(input, { animated: false, limitInputPixels: job.limitInputPixels })
-			.timeout({ seconds: job.timeoutSeconds() })
-			.resize(MOSAIC_BLOCKS, MOSAIC_BLOCKS, { fit: 'outside' })
-			.tint(tile.tint)
-			.removeAlpha()
-			.raw()
-			.toBuffer({ resolveWithObject: true });
+		const image = sharp(input, { animated: false, limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+		const { width = 1, height = 1 } = await image.metadata();
+		const { columns, rows } = mosaicGrid({ width, height }, tile);
+		blocks = await image.resize(columns, rows, { fit: 'cover' }).tint(tile.tint).removeAlpha().raw().toBuffer({ resolveWithObject: true });
 	} catch (error) {
 		if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
 		throw invalidField(field, `'${field}' could not be decoded: the image data is damaged`, 'undecodable_image');
 	}
 	const { width, height, channels } = blocks.info;
 	return sharp(blocks.data, { raw: { width, height, channels } })
-		.resize(tile.width, tile.height, { fit: 'cover', kernel: 'nearest' })
+		.timeout({ seconds: job.timeoutSeconds() })
+		.resize(tile.width, tile.height, { fit: 'fill', kernel: 'nearest' })
 		.png()
 		.toBuffer();
 }

@@ -3,6 +3,7 @@
  * a sandbox image shows that image transformed, under exactly one legible caption, the edit's.
  */
 import sharp from 'sharp';
+import { mosaicGrid } from '../../../server/src/generation/sandbox-render';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { samePixels } from '../support/media';
 
@@ -88,5 +89,19 @@ describe('an edit of a sandbox image', () => {
 	test('is the same picture for the same request (pixels: each file has its own provenance marks)', async () => {
 		const again = await generate({ model: 'p-image-edit', prompt: 'Snow', seed: 7, images: [input.toString('base64')] });
 		await expect(samePixels(again, edit)).resolves.toBe(true);
+	});
+});
+
+describe('the mosaic grid of a tile', () => {
+	test('blocks are a 36th of the input\'s short side, over the part of the input the tile shows', () => {
+		expect(mosaicGrid({ width: 2048, height: 1152 }, { width: 2048, height: 1152 })).toEqual({ columns: 64, rows: 36 });
+		// A narrow tile shows a narrow slice of a wide input, in blocks of the same size.
+		expect(mosaicGrid({ width: 2048, height: 1152 }, { width: 576, height: 2048 })).toEqual({ columns: 10, rows: 36 });
+	});
+
+	test('follows the tile\'s shape however long and thin the input, and never has zero blocks', () => {
+		expect(mosaicGrid({ width: 10, height: 10_000_000 }, { width: 1024, height: 1024 })).toEqual({ columns: 36, rows: 36 });
+		expect(mosaicGrid({ width: 10_000_000, height: 10 }, { width: 576, height: 2048 })).toEqual({ columns: 10, rows: 36 });
+		expect(mosaicGrid({ width: 1, height: 1 }, { width: 2048, height: 1 })).toEqual({ columns: 36, rows: 1 });
 	});
 });
