@@ -13,7 +13,7 @@ export class ImageGenApi implements ICredentialType {
 
 	icon: Icon = { light: 'file:../icons/imagegen.svg', dark: 'file:../icons/imagegen.dark.svg' };
 
-	documentationUrl = 'https://github.com/imagegen/n8n-nodes-imagegen?tab=readme-ov-file#credentials';
+	documentationUrl = 'https://github.com/imagegen/n8n-nodes-imagegen/blob/main/docs/nodes.md#credentials';
 
 	properties: INodeProperties[] = [
 		{

@@ -3,7 +3,6 @@
 // (.n8n-demo/) with this package installed, an ImageGen API credential pointing at the server and
 // a demo workflow; sets up the n8n owner account and prints the editor URL, login and API key.
 // Ctrl-C stops both. Extra arguments go to imagegen-server, e.g. `npm start -- --retention-seconds 600`.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -16,12 +15,14 @@ const { freePort, runN8nOrThrow, startEditor } = require('./n8n/run.cjs');
 const { installCommunityPackage } = require('./n8n/community-package.cjs');
 const { credentialFile, demoWorkflow, DEMO_WORKFLOW_ID } = require('./n8n/demo.cjs');
 const { setUpOwner } = require('./n8n/owner.cjs');
+const { startService } = require('./start-service.cjs');
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'server', 'dist', 'server', 'src', 'cli.js');
 // Both folders can be moved (the start-up test runs in temporary ones).
 const dataDir = process.env.IMAGEGEN_DATA_DIR || join(root, 'data');
 const userFolder = process.env.IMAGEGEN_N8N_DEMO_DIR || join(root, '.n8n-demo');
+const serviceLog = join(userFolder, 'imagegen-server.log');
 const say = (line = '') => process.stdout.write(`${line}\n`);
 const shown = (path) => relative(process.cwd(), path) || '.';
 
@@ -36,37 +37,19 @@ async function stopAll(code) {
 }
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stopAll(0));
 
-function startServer(port) {
-	const args = [cli, '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...process.argv.slice(2)];
-	const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-	let output = '';
-	const stop = () =>
-		new Promise((resolve) => {
-			if (child.exitCode !== null || child.signalCode !== null) return resolve();
-			child.once('exit', resolve);
-			child.kill('SIGTERM');
-		});
-	children.push(stop);
-	return new Promise((resolve, reject) => {
-		const onData = (chunk) => {
-			output += chunk;
-			const ready = /listening on (http:\/\/\S+)/.exec(output);
-			if (ready) {
-				child.stdout.off('data', onData);
-				child.stdout.pipe(createWriteStream(join(userFolder, 'imagegen-server.log'), { flags: 'a' }));
-				resolve({ origin: ready[1].replace(/\/$/, ''), output });
-			}
-		};
-		child.stdout.on('data', onData);
-		child.stderr.on('data', (chunk) => process.stderr.write(chunk));
-		child.once('exit', (code) => {
-			if (!stopping) {
-				say(`imagegen-server exited (${code}):\n${output}`);
-				stopAll(1);
-			}
-			reject(new Error('imagegen-server exited'));
-		});
+async function startServer(port) {
+	const service = await startService({
+		cli,
+		args: ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...process.argv.slice(2)],
+		logFile: serviceLog,
+		onExit: (code, output) => {
+			if (stopping) return;
+			say(`imagegen-server exited (${code}); its log is in ${shown(serviceLog)}:\n${output}`);
+			stopAll(1);
+		},
 	});
+	children.push(service.stop);
+	return service;
 }
 
 /** A key given on the command line or in the environment wins over the one kept in ./data. */
@@ -131,7 +114,7 @@ async function main() {
 	say(`  n8n login:      ${login.email} / ${login.password}`);
 	say(`  ImageGen API:   ${server.origin}/v1   (credential "ImageGen (local server)" is set up in n8n)`);
 	say(`  API key:        ${apiKey}`);
-	say(`  Logs:           ${shown(join(userFolder, 'n8n.log'))}, ${shown(join(userFolder, 'imagegen-server.log'))}`);
+	say(`  Logs:           ${shown(join(userFolder, 'n8n.log'))}, ${shown(serviceLog)}`);
 	say('Press Ctrl-C to stop both.');
 }
 

@@ -1,10 +1,9 @@
 // The operator page: sign in with the admin key, manage keys, see spend per day.
 import { api, ApiError, session } from '/admin/assets/api.js';
 import { daysSince, drawSpend, seriesOf } from '/admin/assets/chart.js';
+import { dayOf, usd } from '/admin/assets/format.js';
 
 const $ = (selector) => document.querySelector(selector);
-/** Cents, or tenths of a cent where that is all there is (an image costs a fraction of a cent). */
-const usd = (value) => `$${Number(value).toFixed(value > 0 && value < 0.01 ? 4 : 2)}`;
 let keys = [];
 
 function element(tag, properties = {}, children = []) {
@@ -53,6 +52,11 @@ async function refresh() {
 	}, '#console-error');
 }
 
+/** A day as one unbreakable piece (admin.css): a line break at its hyphens would read as two dates. */
+function date(timestamp) {
+	return element('time', { dateTime: timestamp, textContent: dayOf(timestamp) });
+}
+
 function status(key) {
 	if (key.blocked) return element('span', { className: 'badge blocked', textContent: 'blocked' });
 	if (key.expires_at && Date.parse(key.expires_at) <= Date.now()) return element('span', { className: 'badge expired', textContent: 'expired' });
@@ -64,7 +68,8 @@ function spend(key) {
 	const { spent_usd: spent, limit_usd: limit, period, resets_at: resets } = key.budget;
 	const meter = element('meter', { min: 0, max: limit, value: Math.min(spent, limit), low: limit * 0.7, high: limit * 0.9, optimum: 0 });
 	const period_ = period === 'total' ? 'in total' : `per UTC ${period}`;
-	const note = element('small', { textContent: `${usd(spent)} of ${usd(limit)} ${period_}${resets ? ` · resets ${resets.slice(0, 10)}` : ''}` });
+	const note = element('small', { textContent: `${usd(spent)} of ${usd(limit)} ${period_}` });
+	if (resets) note.append(' · resets ', date(resets));
 	return element('div', { className: 'spend' }, [meter, note]);
 }
 
@@ -81,13 +86,13 @@ function actions(key) {
 function renderKeys() {
 	const rows = keys.map((key) =>
 		element('tr', {}, [
-			element('td', { textContent: key.name }),
+			element('td', { className: 'name', textContent: key.name, title: key.name }),
 			element('td', { className: 'prefix', textContent: `${key.prefix}…` }),
 			element('td', {}, [status(key)]),
-			element('td', { textContent: key.models ? key.models.join(', ') : 'all' }),
+			element('td', {}, key.models ? key.models.flatMap((model, index) => [...(index ? [', '] : []), element('span', { className: 'model', textContent: model })]) : ['all']),
 			element('td', {}, [spend(key)]),
 			element('td', { textContent: key.rate_limit_per_minute ? `${key.rate_limit_per_minute}/min` : 'default' }),
-			element('td', { textContent: key.expires_at ? key.expires_at.slice(0, 10) : 'never' }),
+			element('td', {}, [key.expires_at ? date(key.expires_at) : 'never']),
 			element('td', { className: 'actions' }, actions(key)),
 		]),
 	);
@@ -97,7 +102,7 @@ function renderKeys() {
 }
 
 async function renderUsage() {
-	const from = new Date(Date.now() - (Number($('#range').value) - 1) * 86_400_000).toISOString().slice(0, 10);
+	const from = dayOf(new Date(Date.now() - (Number($('#range').value) - 1) * 86_400_000).toISOString());
 	const usage = await api.usage(from);
 	const names = new Map(keys.map((key) => [key.id, key.name]));
 	const days = daysSince(from);
@@ -124,7 +129,7 @@ function openKeyForm(key) {
 		form.elements.budget_usd.value = key.budget?.limit_usd ?? '';
 		form.elements.budget_period.value = key.budget?.period ?? 'total';
 		form.elements.rate_limit_per_minute.value = key.rate_limit_per_minute ?? '';
-		form.elements.expires_at.value = key.expires_at ? key.expires_at.slice(0, 10) : '';
+		form.elements.expires_at.value = key.expires_at ? dayOf(key.expires_at) : '';
 	}
 	shownState = stateOf(form);
 	$('#key-dialog').showModal();

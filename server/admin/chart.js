@@ -1,4 +1,5 @@
 // Spend per UTC day per key as stacked bars, drawn with uPlot (served by the service itself).
+import { dayOf, usd } from '/admin/assets/format.js';
 
 const PALETTE = ['#3158d4', '#0f7b4a', '#b54708', '#7a2e9e', '#c4320a', '#0e7490', '#4d7c0f', '#9d174d'];
 const DAY_SECONDS = 86_400;
@@ -6,7 +7,7 @@ const DAY_SECONDS = 86_400;
 /** Every UTC day from `from` to today, as YYYY-MM-DD. */
 export function daysSince(from) {
 	const days = [];
-	for (let at = Date.parse(`${from}T00:00:00Z`); at <= Date.now(); at += DAY_SECONDS * 1000) days.push(new Date(at).toISOString().slice(0, 10));
+	for (let at = Date.parse(`${from}T00:00:00Z`); at <= Date.now(); at += DAY_SECONDS * 1000) days.push(dayOf(new Date(at).toISOString()));
 	return days;
 }
 
@@ -33,14 +34,36 @@ export function stacked(series) {
 	return withTops.reverse();
 }
 
+/** Whether Intl formats numbers for this language tag (it refuses "en-US@posix", for one). */
+function intlTakes(tag) {
+	try {
+		new Intl.NumberFormat(tag);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
 /**
- * uPlot is loaded on first use, not imported statically: its module can throw while it is
- * evaluated (it formats numbers for navigator.language, and Intl refuses tags such as
- * "en-US@posix" that Chromium reports under LANG=C.UTF-8), and a static import would then stop the
- * whole page. Loaded this way, only the chart is missing.
+ * The browser's language, or the nearest tag Intl takes: under LANG=C.UTF-8 Chromium reports
+ * "en-US@posix", which Intl refuses; without the "@…" modifier it is "en-US"; else plain "en-US".
+ */
+export function usableLocale(tag) {
+	return [tag, String(tag ?? '').split('@')[0], 'en-US'].find((candidate) => candidate && intlTakes(candidate));
+}
+
+/**
+ * uPlot formats numbers for navigator.language while its module is evaluated, and throws on a tag
+ * Intl refuses. So before it loads, such a tag is replaced (for this page only) by usableLocale's.
+ * It is still loaded on first use, not imported statically: should it fail for another reason, only
+ * the chart is missing, not the whole page.
  */
 let library = null;
-const loadUPlot = () => (library ??= import('/admin/assets/uPlot.esm.js').then((module) => module.default));
+function loadUPlot() {
+	const locale = usableLocale(navigator.language);
+	if (locale !== navigator.language) Object.defineProperty(navigator, 'language', { value: locale, configurable: true });
+	return (library ??= import('/admin/assets/uPlot.esm.js').then((module) => module.default));
+}
 
 let plot = null;
 
@@ -68,9 +91,21 @@ export async function drawSpend(container, days, series) {
 			tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
 			// Half a day either side, so the first and last days' bars are drawn whole.
 			scales: { x: { time: true, range: (_u, min, max) => [min - DAY_SECONDS / 2, max + DAY_SECONDS / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
-			axes: [{ stroke: '#667085', grid: { stroke: '#eef0f3' } }, { stroke: '#667085', grid: { stroke: '#eef0f3' }, values: (_u, ticks) => ticks.map((tick) => `$${tick.toFixed(tick < 1 ? 3 : 2)}`), size: 64 }],
+			axes: [{ stroke: '#667085', grid: { stroke: '#eef0f3' } }, { stroke: '#667085', grid: { stroke: '#eef0f3' }, values: (_u, ticks) => ticks.map(usd), size: 72 }],
 			// Opaque fills: a bar drawn over another must hide it, not blend with it.
-			series: [{}, ...layers.map((layer) => ({ label: layer.label, stroke: '#ffffff', fill: PALETTE[layer.index % PALETTE.length], width: 1, paths: bars, points: { show: false }, value: (_u, _v, _series, day) => (day == null ? '–' : `$${layer.values[day].toFixed(4)}`) }))],
+			// The legend shows the hovered day, or with no day hovered the whole range and each key's total in it.
+			series: [
+				{ label: 'Day', value: (_u, _v, _series, day) => (day == null ? `${days[0]} – ${days.at(-1)}` : days[day]) },
+				...layers.map((layer) => ({
+					label: layer.label,
+					stroke: '#ffffff',
+					fill: PALETTE[layer.index % PALETTE.length],
+					width: 1,
+					paths: bars,
+					points: { show: false },
+					value: (_u, _v, _series, day) => usd(day == null ? layer.values.reduce((sum, value) => sum + value, 0) : layer.values[day]),
+				})),
+			],
 		},
 		[x, ...layers.map((layer) => layer.tops)],
 		container,

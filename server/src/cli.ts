@@ -100,7 +100,9 @@ async function main(): Promise<void> {
 	// Before the ready line: whoever waits for it may stop the service at once.
 	process.on('SIGTERM', stop);
 	process.on('SIGINT', stop);
-	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`, `  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
+	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`);
+	if (config.adminKey !== undefined) lines.push(`  operator page: ${publicUrl}/admin`);
+	lines.push(`  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
 	process.stdout.write(`${lines.join('\n')}\n`);
 }
 

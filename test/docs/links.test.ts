@@ -5,7 +5,8 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { brokenLinks } from './support/broken-links';
+import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
+import { brokenLinks, brokenRepositoryUrl } from './support/broken-links';
 import { githubSlug, headingAnchors } from './support/markdown';
 
 const root = path.join(__dirname, '../..');
@@ -18,6 +19,23 @@ const documents = ['README.md', 'CHANGELOG.md', 'SECURITY.md', 'server/README.md
 
 test.each(documents)('every link in %s resolves', (document) => {
 	expect(brokenLinks(path.join(root, document), repositoryUrl, root)).toEqual([]);
+});
+
+/** The Docs links n8n shows: the credential's documentationUrl and every URL in the nodes' codex files. */
+function nodeDocsLinks(): string[] {
+	const nodesDir = path.join(root, 'nodes');
+	const codexFiles = readdirSync(nodesDir, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.node.json'));
+	const urls = codexFiles.flatMap((file) => {
+		const codex = JSON.parse(readFileSync(path.join(nodesDir, file), 'utf8')) as { resources?: Record<string, { url: string }[]> };
+		return Object.values(codex.resources ?? {}).flatMap((links) => links.map((link) => link.url));
+	});
+	return [new ImageGenApi().documentationUrl, ...urls];
+}
+
+test('the nodes\' and the credential\'s Docs links lead to existing sections of the repository\'s documents', () => {
+	const links = nodeDocsLinks();
+	expect(links.length).toBeGreaterThanOrEqual(5);
+	expect(links.map((url) => brokenRepositoryUrl(url, repositoryUrl, root)).filter(Boolean)).toEqual([]);
 });
 
 test('every page in docs/ is linked from the README', () => {
@@ -44,6 +62,9 @@ test('a missing file, a missing heading and a dead link into the repository on G
 			`[repo](${repositoryUrl}/blob/main/missing.md) [repo ok](${repositoryUrl}#readme)`,
 		].join('\n'),
 	);
+	expect(brokenRepositoryUrl(`${repositoryUrl}?tab=readme-ov-file#start`, repositoryUrl, dir)).toBe(`${repositoryUrl}?tab=readme-ov-file#start: not a file of ${repositoryUrl}`);
+	expect(brokenRepositoryUrl(`${repositoryUrl}/blob/main/page.md#finish`, repositoryUrl, dir)).toBe(`${repositoryUrl}/blob/main/page.md#finish: no heading #finish in page.md`);
+	expect(brokenRepositoryUrl(`${repositoryUrl}/blob/main/page.md#page`, repositoryUrl, dir)).toBeUndefined();
 	expect(brokenLinks(path.join(dir, 'page.md'), repositoryUrl, dir)).toEqual([
 		'nowhere.md: no file nowhere.md',
 		'README.md#finish: no heading #finish in README.md',

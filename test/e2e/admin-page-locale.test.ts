@@ -1,8 +1,8 @@
 /**
  * The operator page under a system locale whose language tag the Intl API refuses: with
  * LANG=C.UTF-8 Chromium reports navigator.language "en-US@posix", and the chart library's
- * `new Intl.NumberFormat(navigator.language)` throws while its module is evaluated. The page must
- * still sign in, list and manage keys; only the chart area says it cannot draw.
+ * `new Intl.NumberFormat(navigator.language)` throws while its module is evaluated. The page falls
+ * back to a tag Intl takes: sign-in, keys and the spend chart all work.
  */
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -32,20 +32,22 @@ afterAll(async () => {
 });
 
 test('the browser really runs under the locale the Intl API refuses', async () => {
-	await page.goto(`${server.origin}/admin`);
+	// Asked on the blank page the browser opens with: the operator page's own fallback is not there yet.
 	expect(await page.evaluate('navigator.language')).toBe('en-US@posix');
 	expect(await page.evaluate('(() => { try { new Intl.NumberFormat(navigator.language); return "accepted"; } catch (error) { return error.name; } })()')).toBe('RangeError');
 });
 
-test('sign-in, the key list and key changes work; the chart area says why it is empty', async () => {
+test('sign-in, the key list, key changes and the spend chart all work', async () => {
 	await page.goto(`${server.origin}/admin`);
 	await page.locator('#sign-in:not([hidden])').waitFor({ timeout: 10_000 });
 	await page.fill('#admin-key', ADMIN_KEY);
 	await page.click('#sign-in-form button[type=submit]');
 	const row = page.locator('#keys tbody tr', { hasText: 'Posix key' });
 	await row.waitFor();
-	await expect(row.textContent()).resolves.toMatch(/\$0\.0035 of \$1\.00 in total/);
-	await page.locator('#chart', { hasText: 'chart cannot be drawn' }).waitFor();
+	await expect(row.textContent()).resolves.toMatch(/\$0\.0035 of \$1\.0000 in total/);
+	await page.locator('#chart .uplot canvas').first().waitFor();
+	await expect(page.locator('#chart .u-legend').textContent()).resolves.toMatch(/Posix key/);
+	expect(await page.locator('#chart .error').count()).toBe(0);
 
 	await row.locator('button[data-action=block]').click();
 	await row.locator('.badge.blocked').waitFor();
@@ -54,6 +56,6 @@ test('sign-in, the key list and key changes work; the chart area says why it is 
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-posix-locale.png'), fullPage: true });
 });
 
-test('nothing but the chart library failed: no uncaught error on the page', () => {
+test('no uncaught error on the page', () => {
 	expect(browser.problems).toEqual([]);
 });

@@ -51,7 +51,7 @@ test('the page and its assets come from the service, under a strict Content-Secu
 	const html = await response.text();
 	expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=|\son[a-z]+=/i);
 	expect(html).not.toMatch(/https?:\/\//);
-	for (const asset of ['admin.js', 'api.js', 'chart.js', 'admin.css', 'uPlot.esm.js', 'uPlot.min.css']) {
+	for (const asset of ['admin.js', 'api.js', 'chart.js', 'format.js', 'admin.css', 'uPlot.esm.js', 'uPlot.min.css']) {
 		expect((await fetch(`${server.origin}/admin/assets/${asset}`)).status).toBe(200);
 	}
 	expect((await fetch(`${server.origin}/admin/assets/..%2Fpackage.json`)).status).toBe(404);
@@ -67,7 +67,7 @@ test('sign in: a wrong key is refused, the admin key lists the keys with spend a
 	await page.fill('#admin-key', ADMIN_KEY);
 	await page.click('#sign-in-form button[type=submit]');
 	await row('Seeded key').waitFor();
-	await expect(row('Seeded key').textContent()).resolves.toMatch(/\$0\.0035 of \$1\.00 per UTC month/);
+	await expect(row('Seeded key').textContent()).resolves.toMatch(/\$0\.0035 of \$1\.0000 per UTC month/);
 	await page.locator('#chart .uplot canvas').first().waitFor();
 	await expect(page.locator('#chart .u-legend').textContent()).resolves.toMatch(/Seeded key/);
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-keys.png'), fullPage: true });
@@ -94,7 +94,7 @@ test('create: the secret is shown once, copied, and works at once with the chose
 	const models = await asKey(secret);
 	expect(models.status).toBe(200);
 	expect(models.body.data.map((model: { id: string }) => model.id)).toEqual(['p-image']);
-	await expect(row('Team Alpha').textContent()).resolves.toMatch(/\$0\.00 of \$5\.00 per UTC day/);
+	await expect(row('Team Alpha').textContent()).resolves.toMatch(/\$0\.0000 of \$5\.0000 per UTC day/);
 
 	// Block, unblock, edit, rotate, revoke: each seen by the service.
 	await row('Team Alpha').locator('button[data-action=block]').click();
@@ -208,6 +208,53 @@ test('the spend chart stacks keys per day: each bar starts where the one below e
 		{ label: 'b', index: 1, values: [3, 0, 0.5], tops: [4, 2, 0.5] },
 		{ label: 'a', index: 0, values: [1, 2, 0], tops: [1, 2, 0] },
 	]);
+});
+
+test('the legend names the day and the keys\' spend; every amount on the page has one format', async () => {
+	await page.setViewportSize({ width: 1280, height: 900 });
+	await page.reload();
+	await row('Seeded key').waitFor();
+	await page.locator('#chart .uplot canvas').first().waitFor();
+	const legend = (await page.locator('#chart .u-legend').textContent())!;
+	expect(legend).not.toMatch(/Time|--/);
+	expect(legend).toMatch(/^Day/);
+	expect(legend).toMatch(/Seeded key\$0\.0035/);
+	const amounts = [...((await page.locator('#console').textContent())!.matchAll(/\$[\d.,]+/g))].map((match) => match[0]);
+	expect(amounts.length).toBeGreaterThan(4);
+	expect(amounts.filter((amount) => !/^\$\d+\.\d{4}$/.test(amount))).toEqual([]);
+});
+
+test('names, models and dates stay on one line in a narrow window: they do not break at their hyphens', async () => {
+	const created = await postJson(server, '/v1/admin/keys', { name: 'North-East-Regional-Marketing-Team', models: ['p-image-edit', 'p-image'], budget_usd: 3, budget_period: 'month', expires_at: '2027-03-31T12:00:00Z' }, { auth: `Bearer ${ADMIN_KEY}` });
+	expect(created.status).toBe(201);
+	await page.setViewportSize({ width: 720, height: 900 });
+	try {
+		await page.reload();
+		const cells = row('North-East-Regional-Marketing-Team').locator('td');
+		await cells.first().waitFor();
+		// The lines a cell's text takes: the distinct tops of its rectangles.
+		const lines = (cell: import('playwright-core').Locator, selector: string) =>
+			cell.evaluate((node, inner) => {
+				const range = node.ownerDocument.createRange();
+				range.selectNodeContents(inner ? node.querySelector(inner)! : node);
+				return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+			}, selector);
+		expect(await lines(cells.nth(0), '')).toBe(1);
+		expect(await lines(cells.nth(6), '')).toBe(1);
+		expect(await lines(cells.nth(4), 'time')).toBe(1);
+		expect(await lines(cells.nth(3), '.model')).toBe(1);
+		await page.screenshot({ path: join(ARTIFACTS, 'admin-narrow.png'), fullPage: true });
+	} finally {
+		await page.setViewportSize({ width: 1280, height: 900 });
+	}
+});
+
+test('the chart falls back to a language tag Intl takes when the browser reports one it refuses', async () => {
+	const chosen = await page.evaluate(`(async () => {
+		const { usableLocale } = await import('/admin/assets/chart.js');
+		return ['en-US@posix', 'de-DE', 'sr-RS@latin', 'C', '', undefined].map(usableLocale);
+	})()`);
+	expect(chosen).toEqual(['en-US', 'de-DE', 'sr-RS', 'en-US', 'en-US', 'en-US']);
 });
 
 test('nothing the page did broke its Content-Security-Policy or threw', () => {

@@ -5,7 +5,7 @@
  * asked for (prompt, model, style, input images) is visible.
  */
 import { createHash } from 'node:crypto';
-import type { OverlayOptions } from 'sharp';
+import type { OutputInfo, OverlayOptions } from 'sharp';
 import { invalidField } from '../../../core/errors';
 import { imageTooLarge, isPixelLimitError } from '../media/image-header';
 import type { ImageJob } from '../media/image-work';
@@ -21,7 +21,7 @@ export interface SandboxScene {
 	negativePrompt?: string;
 	magicPromptOption?: string;
 	seed: number;
-	/** Decoded input images (p-image-edit), composed as tiles under the caption. */
+	/** Input images (p-image-edit), drawn transformed as tiles under the caption (see MOSAIC_BLOCKS). */
 	inputs: Buffer[];
 }
 
@@ -120,13 +120,18 @@ function backgroundSvg(scene: SandboxScene, seed: Buffer, palette: Palette): Buf
 	);
 }
 
+function editNote(inputs: number): string {
+	if (inputs === 0) return '';
+	return inputs === 1 ? ' · the input as a tinted mosaic' : ` · ${inputs} inputs as tinted mosaics`;
+}
+
 function captionSvg(scene: SandboxScene): Buffer {
 	const { width, height } = scene;
 	const fontSize = Math.round(Math.min(width, height) / 22);
 	const maxChars = Math.max(12, Math.floor(width / (fontSize * 0.6)) - 4);
 	const lines = wrap(scene.prompt, maxChars, 5);
 	const notes = [
-		`sandbox · ${scene.model}${scene.styleType ? ` · ${scene.styleType}` : ''}${scene.magicPromptOption ? ` · magic ${scene.magicPromptOption}` : ''}`,
+		`sandbox · ${scene.model}${scene.styleType ? ` · ${scene.styleType}` : ''}${scene.magicPromptOption ? ` · magic ${scene.magicPromptOption}` : ''}${editNote(scene.inputs.length)}`,
 		...(scene.negativePrompt ? [`without: ${wrap(scene.negativePrompt, maxChars, 1)[0]}`] : []),
 	];
 	const lineHeight = Math.round(fontSize * 1.3);
@@ -144,8 +149,17 @@ function captionSvg(scene: SandboxScene): Buffer {
 	);
 }
 
+/**
+ * An edit's picture is its inputs, visibly transformed: each one fitted to its tile as a mosaic of
+ * blocks a 36th of the input's own short side, tinted in the palette's first accent.
+ * The input stays recognisable (its layout and light), and any text in it becomes blocks: a
+ * sandbox image's caption (letters of a 22nd of the short side) is wider than a 36th, so the only
+ * legible caption is the edit's, however small the tile.
+ */
+const MOSAIC_BLOCKS = 36;
+
 /** Input images as a grid of tiles covering the canvas; one that cannot be decoded is the client's 400. */
-async function tiles(scene: SandboxScene, job: ImageJob): Promise<OverlayOptions[]> {
+async function tiles(scene: SandboxScene, tint: string, job: ImageJob): Promise<OverlayOptions[]> {
 	const count = scene.inputs.length;
 	const columns = Math.ceil(Math.sqrt(count));
 	const rows = Math.ceil(count / columns);
@@ -153,24 +167,42 @@ async function tiles(scene: SandboxScene, job: ImageJob): Promise<OverlayOptions
 	const tileHeight = Math.floor(scene.height / rows);
 	return Promise.all(
 		scene.inputs.map(async (input, index) => ({
-			input: await decodeTile(input, `images[${index}]`, tileWidth, tileHeight, job),
+			input: await mosaicTile(input, `images[${index}]`, { width: tileWidth, height: tileHeight, tint }, job),
 			left: (index % columns) * tileWidth,
 			top: Math.floor(index / columns) * tileHeight,
 		})),
 	);
 }
 
-async function decodeTile(input: Buffer, field: string, width: number, height: number, job: ImageJob): Promise<Buffer> {
+/**
+ * How many blocks across and down a tile's mosaic has: blocks are a MOSAIC_BLOCKS-th of the input's
+ * short side, over the part of the input the tile shows (the input cropped to the tile's ratio).
+ * So the grid follows the tile's shape, however long and thin the input.
+ */
+export function mosaicGrid(input: { width: number; height: number }, tile: { width: number; height: number }): { columns: number; rows: number } {
+	const block = Math.min(input.width, input.height) / MOSAIC_BLOCKS;
+	const tileRatio = tile.width / tile.height;
+	const shown = input.width / input.height > tileRatio ? { width: input.height * tileRatio, height: input.height } : { width: input.width, height: input.width / tileRatio };
+	return { columns: Math.max(1, Math.round(shown.width / block)), rows: Math.max(1, Math.round(shown.height / block)) };
+}
+
+async function mosaicTile(input: Buffer, field: string, tile: { width: number; height: number; tint: string }, job: ImageJob): Promise<Buffer> {
+	let blocks: { data: Buffer; info: OutputInfo };
 	try {
-		return await sharp(input, { animated: false, limitInputPixels: job.limitInputPixels })
-			.timeout({ seconds: job.timeoutSeconds() })
-			.resize(width, height, { fit: 'cover' })
-			.png()
-			.toBuffer();
+		const image = sharp(input, { animated: false, limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+		const { width = 1, height = 1 } = await image.metadata();
+		const { columns, rows } = mosaicGrid({ width, height }, tile);
+		blocks = await image.resize(columns, rows, { fit: 'cover' }).tint(tile.tint).removeAlpha().raw().toBuffer({ resolveWithObject: true });
 	} catch (error) {
 		if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
 		throw invalidField(field, `'${field}' could not be decoded: the image data is damaged`, 'undecodable_image');
 	}
+	const { width, height, channels } = blocks.info;
+	return sharp(blocks.data, { raw: { width, height, channels } })
+		.timeout({ seconds: job.timeoutSeconds() })
+		.resize(tile.width, tile.height, { fit: 'fill', kernel: 'nearest' })
+		.png()
+		.toBuffer();
 }
 
 export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat, job: ImageJob): Promise<Buffer> {
@@ -180,7 +212,7 @@ export async function renderSandboxImage(scene: SandboxScene, format: ImageOutpu
 	const palette = paletteFor(scene, seed);
 	const layers: OverlayOptions[] = [
 		{ input: backgroundSvg(scene, seed, palette), left: 0, top: 0 },
-		...(await tiles(scene, job)),
+		...(await tiles(scene, palette.accents[0]!, job)),
 		{ input: captionSvg(scene), left: 0, top: 0 },
 	];
 	job.throwIfStopped();

@@ -13,7 +13,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance): Promise
 	serveStaticSite(fastify, {
 		path: '/admin',
 		folder: 'admin',
-		files: ['admin.css', 'admin.js', 'api.js', 'chart.js'],
+		files: ['admin.css', 'admin.js', 'api.js', 'chart.js', 'format.js'],
 		libraries: { 'uPlot.esm.js': join(uplot, 'uPlot.esm.js'), 'uPlot.min.css': join(uplot, 'uPlot.min.css') },
 	});
 }

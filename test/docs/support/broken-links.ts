@@ -43,15 +43,32 @@ function resolve(target: string, document: string, repositoryUrl: string, root: 
 	return { file, anchor };
 }
 
+/** Why a resolved link leads nowhere, or undefined when its file (and heading) exist. */
+function problemOf(target: string, resolved: { file: string; anchor: string }, root: string): string | undefined {
+	if (!existsSync(resolved.file)) return `${target}: no file ${path.relative(root, resolved.file)}`;
+	if (resolved.anchor !== '' && statSync(resolved.file).isFile() && resolved.file.endsWith('.md') && !anchorsOf(resolved.file).has(decodeURIComponent(resolved.anchor))) {
+		return `${target}: no heading #${resolved.anchor} in ${path.relative(root, resolved.file)}`;
+	}
+	return undefined;
+}
+
 export function brokenLinks(document: string, repositoryUrl: string, root: string): string[] {
 	const broken: string[] = [];
 	for (const target of linkTargets(readFileSync(document, 'utf8'))) {
 		const resolved = resolve(target, document, repositoryUrl, root);
-		if (!resolved) continue;
-		if (!existsSync(resolved.file)) broken.push(`${target}: no file ${path.relative(root, resolved.file)}`);
-		else if (resolved.anchor !== '' && statSync(resolved.file).isFile() && resolved.file.endsWith('.md') && !anchorsOf(resolved.file).has(decodeURIComponent(resolved.anchor))) {
-			broken.push(`${target}: no heading #${resolved.anchor} in ${path.relative(root, resolved.file)}`);
-		}
+		const problem = resolved && problemOf(target, resolved, root);
+		if (problem) broken.push(problem);
 	}
 	return broken;
+}
+
+/**
+ * What is wrong with an absolute URL that must lead into this repository's files (the Docs links
+ * n8n shows beside a node or credential), or undefined when it names an existing file and heading.
+ * A URL GitHub would not map to a file (another site, `?tab=…` views of the README) is a problem.
+ */
+export function brokenRepositoryUrl(url: string, repositoryUrl: string, root: string): string | undefined {
+	const resolved = inRepository(url, repositoryUrl, root);
+	if (!resolved) return `${url}: not a file of ${repositoryUrl}`;
+	return problemOf(url, resolved, root);
 }
