@@ -142,6 +142,11 @@ if (only.includes('keys')) {
 	rows.push([`generation, managed budgeted key (PostgreSQL)`, `${k.managed.rps} req/s`, `flat key ${k.flat.rps} req/s`, k.ratio, '≥ 0.9', k.ratio >= 0.9 ? 'yes' : 'NO']);
 	rows.push([`managed key p50 / p99`, `${k.managed.p50Ms} / ${k.managed.p99Ms} ms`, `${k.flat.p50Ms} / ${k.flat.p99Ms} ms`, `+${k.addedP50Ms} ms p50`, '', '']);
 	rows.push([`managed key errors`, String(k.errors), '', '', '0', k.errors === 0 ? 'yes' : 'NO']);
+	log('keys: the same on the data dir, the managed key with a rate limit (no budget), taking from its bucket in the database on every request');
+	const d = (results.keysDataDir = await keysBench({ engine: 'data-dir' }));
+	rows.push([`generation, managed rate-limited key (data dir)`, `${d.managed.rps} req/s`, `flat key ${d.flat.rps} req/s`, d.ratio, '≥ 0.9', d.ratio >= 0.9 ? 'yes' : 'NO']);
+	rows.push([`managed key p50 / p99 (data dir)`, `${d.managed.p50Ms} / ${d.managed.p99Ms} ms`, `${d.flat.p50Ms} / ${d.flat.p99Ms} ms`, `+${d.addedP50Ms} ms p50`, '', '']);
+	rows.push([`managed key errors (data dir)`, String(d.errors), '', '', '0', d.errors === 0 ? 'yes' : 'NO']);
 }
 
 if (only.includes('provenance')) {

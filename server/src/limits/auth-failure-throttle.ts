@@ -6,7 +6,8 @@
  * key was looked at, so a burst of concurrent guesses is answered by the same atomic count: at
  * most the allowance of them learn anything. Other clients keep their own buckets, so a flood of
  * wrong keys from one address never locks the right key out elsewhere. Buckets live in the
- * service's rate limiter: in memory, or in PostgreSQL for the whole fleet.
+ * service's rate limiter: in the data dir's database for every process on it, or in PostgreSQL
+ * for the whole fleet.
  */
 import { ImageGenError } from '../../../core/errors';
 import type { Authenticator, Principal } from '../keys/authenticate';

@@ -1,21 +1,16 @@
 /**
  * Requests per minute per API key (or failed authentications per client address), as a token
  * bucket: bursts up to the limit, refilled evenly.
- * In memory: one process serves one data dir, so there is nothing to share.
+ * In memory, for one process alone (an embedded service, tests): the service itself keeps its
+ * buckets in its database, which every process on the data dir or the fleet shares.
  */
 import type { RateDecision, RateLimiter } from './rate-limiter';
+import { ADMITTED, FULL_AFTER_MS, assertPerMinute, decide, refill, type TokenBucket } from './token-bucket';
 
-interface Bucket {
-	tokens: number;
-	updatedAt: number;
-}
-
-/** A bucket untouched this long has refilled completely: forgetting it changes nothing. */
-const FULL_AFTER_MS = 60_000;
 const FIRST_PRUNE_AT = 10_000;
 
 export class MemoryRateLimiter implements RateLimiter {
-	private readonly buckets = new Map<string, Bucket>();
+	private readonly buckets = new Map<string, TokenBucket>();
 	/** Buckets are also kept per client address (failed authentication): many addresses must not grow the map for ever. */
 	private pruneAt = FIRST_PRUNE_AT;
 
@@ -23,10 +18,12 @@ export class MemoryRateLimiter implements RateLimiter {
 	constructor(
 		readonly perMinute: number,
 		private readonly now: () => number = Date.now,
-	) {}
+	) {
+		assertPerMinute(perMinute);
+	}
 
 	async take(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		if (perMinute <= 0) return { allowed: true, retryAfterSeconds: 0 };
+		if (perMinute === 0) return ADMITTED;
 		const bucket = this.refilled(apiKeyId, perMinute);
 		if (!this.buckets.has(apiKeyId) && this.buckets.size >= this.pruneAt) this.prune(bucket.updatedAt);
 		this.buckets.set(apiKeyId, bucket);
@@ -36,7 +33,7 @@ export class MemoryRateLimiter implements RateLimiter {
 	}
 
 	async peek(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		if (perMinute <= 0) return { allowed: true, retryAfterSeconds: 0 };
+		if (perMinute === 0) return ADMITTED;
 		return decide(this.refilled(apiKeyId, perMinute).tokens, perMinute);
 	}
 
@@ -49,14 +46,7 @@ export class MemoryRateLimiter implements RateLimiter {
 	}
 
 	/** The key's bucket as of now (a full one for a key never seen), not stored. */
-	private refilled(apiKeyId: string, perMinute: number): Bucket {
-		const time = this.now();
-		const bucket = this.buckets.get(apiKeyId) ?? { tokens: perMinute, updatedAt: time };
-		return { tokens: Math.min(perMinute, bucket.tokens + (time - bucket.updatedAt) * (perMinute / 60_000)), updatedAt: time };
+	private refilled(apiKeyId: string, perMinute: number): TokenBucket {
+		return refill(this.buckets.get(apiKeyId), perMinute, this.now());
 	}
-}
-
-function decide(tokens: number, perMinute: number): RateDecision {
-	if (tokens >= 1) return { allowed: true, retryAfterSeconds: 0 };
-	return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / (perMinute / 60_000) / 1000)) };
 }

@@ -6,6 +6,7 @@
  */
 import type { Pool } from 'pg';
 import type { RateDecision, RateLimiter } from './rate-limiter';
+import { assertPerMinute } from './token-bucket';
 
 export interface PgRateLimiterOptions {
 	/**
@@ -52,7 +53,7 @@ export class PgRateLimiter implements RateLimiter {
 		readonly perMinute: number,
 		private readonly options: PgRateLimiterOptions = {},
 	) {
-		if (!Number.isSafeInteger(perMinute) || perMinute < 0) throw new RangeError(`perMinute must be a non-negative integer; got ${perMinute}`);
+		assertPerMinute(perMinute);
 	}
 
 	async take(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {

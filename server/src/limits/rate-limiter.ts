@@ -1,7 +1,7 @@
 /**
  * Requests per minute per API key (and failed authentications per client address: any bucket
- * name). In memory for one process; in PostgreSQL for a fleet, where
- * N replicas together admit at most the configured rate.
+ * name). In the data dir's SQLite database for every process on the data dir, in PostgreSQL for
+ * a fleet: N processes together admit at most the configured rate. In memory for one process alone.
  */
 export interface RateDecision {
 	allowed: boolean;

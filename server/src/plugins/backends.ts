@@ -15,8 +15,8 @@ import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { SqliteIdempotencyStore } from '../idempotency/sqlite-idempotency-store';
 import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
-import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
+import { SqliteRateLimiter } from '../limits/sqlite-rate-limiter';
 import { openSqliteDatabase } from '../sqlite/database';
 import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
@@ -75,7 +75,7 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			storage,
 			fileMetadata,
 			usageLedger,
-			rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
+			rateLimiter: new SqliteRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
 			close: async () => {

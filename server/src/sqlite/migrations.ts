@@ -127,9 +127,23 @@ const KEYS = `
 	CREATE INDEX key_reservations_by_key ON key_reservations (key_id, lease_until);
 `;
 
+/**
+ * One token bucket per API key or client address (failed authentication), shared by every process
+ * on the data dir. Buckets untouched for a minute are full and are deleted by their age.
+ */
+const RATE_LIMITS = `
+	CREATE TABLE rate_limit_buckets (
+		bucket TEXT PRIMARY KEY,
+		tokens REAL NOT NULL,
+		updated_at INTEGER NOT NULL
+	) STRICT, WITHOUT ROWID;
+	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_at);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
 	{ version: 3, name: 'the usage ledger', sql: USAGE },
 	{ version: 4, name: 'managed keys and their charges', sql: KEYS },
+	{ version: 5, name: 'rate limit buckets', sql: RATE_LIMITS },
 ];

@@ -1,20 +1,10 @@
-/** The in-memory token buckets: peek without taking, and forgetting only buckets that have refilled. */
+/** The in-memory token buckets: the contract, and forgetting only buckets that have refilled. */
 import { MemoryRateLimiter } from '../../../server/src/limits/memory-rate-limiter';
+import { describeRateLimiterContract } from '../support/rate-limiter-contract';
+
+describeRateLimiterContract('in memory', async (perMinute, now) => new MemoryRateLimiter(perMinute, now));
 
 describe('MemoryRateLimiter', () => {
-	it('peek answers what a take would, without taking', async () => {
-		let now = 0;
-		const limiter = new MemoryRateLimiter(2, () => now);
-		expect(await limiter.peek('a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
-		expect((await limiter.take('a')).allowed).toBe(true);
-		expect((await limiter.take('a')).allowed).toBe(true);
-		for (let look = 0; look < 3; look++) expect(await limiter.peek('a')).toEqual({ allowed: false, retryAfterSeconds: 30 });
-		now += 30_000;
-		expect(await limiter.peek('a')).toEqual({ allowed: true, retryAfterSeconds: 0 });
-		expect((await limiter.take('a')).allowed).toBe(true);
-		expect((await limiter.peek('a')).allowed).toBe(false);
-	});
-
 	it('many client addresses: refilled buckets are forgotten, emptied ones are kept', async () => {
 		let now = 0;
 		const limiter = new MemoryRateLimiter(1, () => now);
