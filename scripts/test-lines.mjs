@@ -54,7 +54,8 @@ for (const { line, suites, covers, node } of lines) {
 	process.stdout.write(`\ntest-lines: ${covers}, under Node ${version} (${nodeBin})\n`);
 	const started = Date.now();
 	const code = await runJest(nodeBin, [...suites, ...jestArgs]);
-	results.push({ line: `Node ${version}, ${covers}`, code, seconds: Math.round((Date.now() - started) / 1000) });
+	const narrowed = jestArgs.length > 0 ? ` narrowed by ${jestArgs.join(' ')}` : '';
+	results.push({ line: `Node ${version}, ${covers}${narrowed}`, code, seconds: Math.round((Date.now() - started) / 1000) });
 }
 process.stdout.write('\ntest-lines:\n');
 for (const { line, code, seconds } of results) process.stdout.write(`  ${code === 0 ? 'passed' : `FAILED (exit ${code})`}  ${line}: ${seconds} s\n`);
