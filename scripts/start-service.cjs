@@ -6,11 +6,12 @@ const { spawn } = require('node:child_process');
 const { createWriteStream } = require('node:fs');
 
 /**
+ * `nodeBin` runs the service (a supported Node, whichever Node runs this script).
  * `onExit(code, output)` is called when the service exits after it was ready; `output` is what it
  * wrote until then (stdout and stderr), also in the error when it exits before.
  */
-function startService({ cli, args, logFile, onExit = () => undefined }) {
-	const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startService({ nodeBin = process.execPath, cli, args, logFile, onExit = () => undefined }) {
+	const child = spawn(nodeBin, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
 	const log = createWriteStream(logFile, { flags: 'a' });
 	child.stdout.pipe(log, { end: false });
 	child.stderr.pipe(log, { end: false });

