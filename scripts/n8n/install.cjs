@@ -212,7 +212,7 @@ async function ensureN8n({ version = N8N_VERSION, log = (line) => process.stderr
 	);
 }
 
-module.exports = { N8N_VERSION, NODE_VERSION, ensureN8n, isComplete, layout };
+module.exports = { N8N_VERSION, NODE_PACKAGE, NODE_VERSION, ensureN8n, isComplete, layout, runStep, withLock };
 
 if (require.main === module) {
 	ensureN8n().catch((error) => {
