@@ -41,11 +41,14 @@ export async function markConversion(marker: ProvenanceMarker, original: Origina
 	});
 }
 
-/** `fitImage`, then marks; null when the original already fitted as it is. */
-export async function fitAndMark(marker: ProvenanceMarker, original: OriginalUpload, options: FitImageOptions): Promise<{ fitted: FittedImage; marked: MarkedImage } | null> {
+/**
+ * `fitImage`, then marks. Always re-encoded, even when the original already fits: the fit was
+ * asked for, and what identifies a place or a device must not pass through it untouched.
+ */
+export async function fitAndMark(marker: ProvenanceMarker, original: OriginalUpload, fitOptions: FitImageOptions): Promise<{ fitted: FittedImage; marked: MarkedImage }> {
+	const options = { ...fitOptions, alwaysReencode: true };
 	const mark = async (fitted: FittedImage) => ({ fitted, marked: await markConversion(marker, original, { ...fitted, bytes: fitted.data }) });
 	const first = await fitImage(original.path, options);
-	if (!first.reencoded) return null;
 	const result = await mark(first);
 	const { maxBytes } = options;
 	if (maxBytes === undefined || result.marked.bytes.length <= maxBytes) return result;

@@ -125,8 +125,9 @@ export class HostedFiles {
 			options.accept?.(media);
 			const staged = { ...(await this.writeStaged(inspector, media, options.ownerKeyId)), provenance: inspector.provenance.summary() };
 			// Stored first, converted from the file: the header is checked before anything decodes,
-			// and libvips reads the file itself instead of sharp buffering the whole stream.
-			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
+			// and libvips reads the file itself instead of sharp buffering the whole stream. The
+			// file's own format too is re-encoded: a conversion asked for drops GPS and serials.
+			if (options.convertTo && media.kind === 'image') {
 				return await this.convert(staged, options.convertTo, field, options.signal);
 			}
 			return staged;
@@ -174,7 +175,7 @@ export class HostedFiles {
 	/**
 	 * Scales and re-encodes a staged image until it fits (media/fit-image.ts), from its file, so it
 	 * works the same on every driver and is never copied into memory; the original is discarded
-	 * once replaced. Answers the staged file as it is when it already fitted in the wanted format.
+	 * once replaced. An image that already fitted is re-encoded too, so its metadata goes.
 	 */
 	async fit(staged: StagedFile, options: FitImageOptions & { signal?: AbortSignal }): Promise<StagedFile> {
 		const { signal, ...fitOptions } = options;
@@ -182,11 +183,9 @@ export class HostedFiles {
 		if (marker) {
 			const original = (path: string) => ({ path, media: staged.media, provenance: staged.provenance });
 			const done = await this.decodeStaged(staged, options.field, signal, (path, job) => fitAndMark(marker, original(path), { ...fitOptions, job }));
-			if (!done) return staged;
 			return this.replace(staged, { ...(await this.stageBuffer(done.marked.bytes, done.fitted.media, staged.ownerKeyId)), provenance: done.marked.provenance });
 		}
-		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, job }));
-		if (!fitted.reencoded) return staged;
+		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, alwaysReencode: true, job }));
 		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
 	}
 

@@ -65,6 +65,44 @@ it.each([
 	expect(activeManifest(report).ingredients![0]).toMatchObject({ relationship: 'parentOf', title: 'original.jpg' });
 });
 
+describe('a conversion that changes nothing visible still re-encodes, drops what identifies, and signs', () => {
+	const PRIVATE = ['-GPSLatitude=48.8584', '-GPSLatitudeRef=N', '-GPSLongitude=2.2945', '-GPSLongitudeRef=E', '-SerialNumber=SN-4711', '-OwnerName=Jane Owner', '-Artist=Alice Artist', '-Copyright=(c) Alice Artist'];
+	let uprightJpeg: Buffer;
+	let png: Buffer;
+	beforeAll(async () => {
+		// Upright already (no orientation tag) and small: nothing asked below needs a pixel changed.
+		uprightJpeg = await exiftoolWrite(await makeImage('jpeg', 300, 200), PRIVATE);
+		png = await exiftoolWrite(await makeImage('png', 300, 200), ['-XMP-dc:Creator=Alice Artist', '-XMP-dc:Rights=(c) Alice Artist', '-XMP-aux:OwnerName=Jane Owner', '-XMP-aux:SerialNumber=SN-4711', '-XMP-exif:GPSLatitude=48.8584', '-XMP-exif:GPSLatitudeRef=N']);
+	});
+
+	it.each([
+		['output_format jpg on a JPEG (multipart, fields after the file)', () => uploadFile(server, uprightJpeg, { output_format: 'jpg' }), 'image/jpeg'],
+		['output_format jpg on a JPEG (multipart, fields first)', () => uploadFile(server, uprightJpeg, { output_format: 'jpg' }, { fieldsFirst: true }), 'image/jpeg'],
+		['output_format jpeg on a JPEG (base64 JSON)', () => postJson(server, '/v1/uploads', { file: uprightJpeg.toString('base64'), output_format: 'jpeg' }), 'image/jpeg'],
+		['output_format png on a PNG', () => uploadFile(server, png, { output_format: 'png' }), 'image/png'],
+		['max_side larger than the image', () => uploadFile(server, uprightJpeg, { max_side: '4000' }), 'image/jpeg'],
+		['max_bytes the image already meets', () => postJson(server, '/v1/uploads', { file: uprightJpeg.toString('base64'), max_bytes: 10_000_000 }), 'image/jpeg'],
+	] as const)('%s', async (_, upload, mimeType) => {
+		const answer = await upload();
+		expect(answer.status).toBe(200);
+		expect(answer.body.provenance).toEqual({ c2pa: 'signed', digital_source_type: null });
+		const { bytes } = await download(answer.body.imageUrl);
+		expect(answer.body.sizeBytes).toBe(bytes.length);
+
+		const tags = await exiftool(bytes);
+		expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+		expect(tags).toMatchObject({ 'XMP-dc:Creator': 'Alice Artist', 'XMP-dc:Rights': '(c) Alice Artist' });
+		expect(JSON.stringify(tags)).not.toMatch(/Jane Owner|SN-4711/);
+		expect((await sharp(bytes).metadata()).format).toBe(mimeType.split('/')[1]);
+
+		const report = (await readC2paManifest(bytes, mimeType, anchor))!;
+		expect(report.validation_status ?? []).toEqual([]);
+		expect(report.validation_state).toBe('Trusted');
+		expect(actionsOf(report).map((action) => action.action)).toEqual(['c2pa.opened', 'c2pa.transcoded']);
+		expect(activeManifest(report).ingredients![0]).toMatchObject({ relationship: 'parentOf' });
+	});
+});
+
 it('a signed image converted: its manifest is the parent ingredient of ours', async () => {
 	const generated = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json' });
 	const answer = await postJson(server, '/v1/uploads', { file: generated.body.data[0].b64_json, output_format: 'webp' });
@@ -86,10 +124,12 @@ it('max_bytes holds with the marks included', async () => {
 it('--provenance off: a conversion drops everything and says none', async () => {
 	const unmarked = await startServer({ args: ['--provenance', 'off'] });
 	try {
-		const answer = await uploadFile(unmarked, photo, { output_format: 'png' });
-		expect(answer.body.provenance).toEqual({ c2pa: 'none', digital_source_type: null });
-		const tags = await exiftool((await download(answer.body.imageUrl)).bytes);
-		expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+		for (const fields of [{ output_format: 'png' }, { output_format: 'jpg' }, { max_bytes: '10000000' }] as Record<string, string>[]) {
+			const answer = await uploadFile(unmarked, photo, fields);
+			expect(answer.body.provenance).toEqual({ c2pa: 'none', digital_source_type: null });
+			const tags = await exiftool((await download(answer.body.imageUrl)).bytes);
+			expect(Object.keys(tags).filter((tag) => PRIVATE_TAGS.test(tag))).toEqual([]);
+		}
 	} finally {
 		await unmarked.stop({ removeData: true });
 	}
