@@ -5,11 +5,9 @@
  * uploader's words (the answer names a source type only from a manifest that validates); no GPS,
  * serial numbers or owner names; the orientation applied. Read back by ExifTool and c2pa-rs.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import sharp from 'sharp';
 import { startServer, type RunningServer } from '../../helpers/server';
-import { actionsOf, activeManifest, readC2paManifest } from '../support/c2pa-reader';
+import { actionsOf, activeManifest, ownTrustAnchor, readC2paManifest } from '../support/c2pa-reader';
 import { exiftool, exiftoolWrite } from '../support/exiftool';
 import { download, postJson, uploadFile } from '../support/http';
 import { makeImage } from '../support/media';
@@ -23,7 +21,7 @@ let photo: Buffer;
 
 beforeAll(async () => {
 	server = await startServer();
-	anchor = readFileSync(join(server.dataDir, 'c2pa', 'signer-chain.pem'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.at(-1)!;
+	anchor = ownTrustAnchor(server.dataDir);
 	// 300×200 stored, to be shown turned a quarter (orientation 6): upright it is 200×300.
 	photo = await exiftoolWrite(await makeImage('jpeg', 300, 200), [
 		'-GPSLatitude=48.8584',
