@@ -13,7 +13,7 @@ import { NO_PROVENANCE } from './digital-source';
  * validating hashes all of it (≈ 18 ms per MB): files larger than this are not read, and
  * answered as carrying no manifest. The same bound as a provider's image.
  */
-export const VERIFY_MAX_BYTES = 64 * 1024 * 1024;
+const VERIFY_MAX_BYTES = 64 * 1024 * 1024;
 
 /** A parent's parent's… manifest: a chain longer than this is not followed for the source type. */
 const MAX_PARENTS = 16;
