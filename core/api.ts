@@ -3,7 +3,8 @@ import type { ModelId } from './models';
 
 /**
  * What an answer says about a file's marks (DESIGN.md, "Provenance"): `signed` carries our C2PA
- * manifest, `kept` an upload's own manifest hosted unchanged.
+ * manifest, `kept` an upload's own manifest hosted unchanged, one that c2pa-rs validated; an
+ * upload's `digital_source_type` comes only from such a manifest, never from XMP alone.
  */
 export interface Provenance {
 	c2pa: 'signed' | 'kept' | 'none';

@@ -24,6 +24,11 @@ export interface FitImageOptions {
 	field: string;
 	/** The queue slot this runs in (media/image-work.ts): pixel limit, time budget, client gone. */
 	job?: ImageJob;
+	/**
+	 * Re-encode even an image that already fits, so none of its metadata (GPS positions, device
+	 * serials) is carried over as it is.
+	 */
+	alwaysReencode?: boolean;
 }
 
 export interface FittedImage {
@@ -84,6 +89,7 @@ export async function fitImage(input: Buffer | string, options: FitImageOptions)
 	const { width, height } = scaledToSide(source.width, source.height, options.maxSide);
 
 	const untouched =
+		!options.alwaysReencode &&
 		width === source.width &&
 		source.format === options.format &&
 		source.upright &&

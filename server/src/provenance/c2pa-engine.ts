@@ -4,7 +4,7 @@
  * run. Compiled once per process, the first time an image is signed or read.
  */
 import { readFileSync } from 'node:fs';
-import { initSync, WasmBuilder } from '@contentauth/c2pa-wasm';
+import { initSync, WasmBuilder, WasmReader } from '@contentauth/c2pa-wasm';
 import type { CoseSigner } from './cose-signer';
 
 /** The global of every JavaScript runtime; Node's type declarations leave it out. */
@@ -43,6 +43,54 @@ export async function signWithC2pa(job: SigningJob, signer: CoseSigner): Promise
 		return Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength);
 	} finally {
 		builder.free();
+	}
+}
+
+/** A manifest store as c2pa-rs reports it (`Reader::json`), the parts we read. */
+export interface ManifestStoreReport {
+	/** `Valid` (claims, signatures and hash bindings intact) or `Trusted` (and a trusted signer), else `Invalid`. */
+	validation_state: string;
+	active_manifest?: string;
+	manifests: Record<string, StoredManifest>;
+	validation_results?: { ingredientDeltas?: { validationDeltas?: ValidationCodes }[] };
+}
+
+export interface StoredManifest {
+	assertions?: { label: string; data?: unknown }[];
+	ingredients?: StoredIngredient[];
+}
+
+export interface StoredIngredient {
+	relationship?: string;
+	/** The label of the ingredient's own manifest in the store. */
+	active_manifest?: string;
+	/** How the ingredient's manifest validated when it was taken in, as its taker recorded it. */
+	validation_results?: { activeManifest?: ValidationCodes };
+}
+
+interface ValidationCodes {
+	failure?: unknown[];
+}
+
+/** No trust list is configured: a signature is checked, whoever made it. */
+const READING_SETTINGS = JSON.stringify({ verify: { verify_trust: false } });
+
+/**
+ * The manifest store in `bytes`, parsed and validated by c2pa-rs; null when there is none or it
+ * cannot be parsed at all.
+ */
+export async function readManifestStore(bytes: Buffer, mimeType: string): Promise<ManifestStoreReport | null> {
+	await loadC2pa();
+	let reader: WasmReader;
+	try {
+		reader = await WasmReader.fromBytes(mimeType, bytes, READING_SETTINGS);
+	} catch {
+		return null;
+	}
+	try {
+		return JSON.parse(reader.json()) as ManifestStoreReport;
+	} finally {
+		reader.free();
 	}
 }
 

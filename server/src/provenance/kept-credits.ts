@@ -1,17 +1,23 @@
 /**
  * Who made a picture and who owns its rights, read from the original before a conversion drops
  * every other piece of metadata (GPS positions, device serials, owner names): EXIF Artist and
- * Copyright (IFD0), else XMP dc:creator and dc:rights.
+ * Copyright (IFD0), else XMP dc:creator and dc:rights. They are the uploader's words, unsigned:
+ * carried on in the XMP, never into a manifest or an answer.
  */
 export interface Credits {
 	creator?: string;
 	copyright?: string;
 }
 
-export function keptCredits(exif: Buffer | undefined, xmp: Buffer | undefined): Credits {
+/** The credits, and the IPTC digital source type the original's XMP names (as unsigned as they). */
+export interface KeptWords extends Credits {
+	digitalSourceType?: string;
+}
+
+export function keptCredits(exif: Buffer | undefined, xmp: Buffer | undefined): KeptWords {
 	const fromExif = exif ? exifCredits(exif) : {};
-	const fromXmp = xmp ? xmpCredits(xmp.toString('utf8')) : {};
-	return { creator: fromExif.creator ?? fromXmp.creator, copyright: fromExif.copyright ?? fromXmp.copyright };
+	const fromXmp = xmp ? xmpWords(xmp.toString('utf8')) : {};
+	return { creator: fromExif.creator ?? fromXmp.creator, copyright: fromExif.copyright ?? fromXmp.copyright, digitalSourceType: fromXmp.digitalSourceType };
 }
 
 const ARTIST = 0x013b;
@@ -51,12 +57,16 @@ function exifCredits(exif: Buffer): Credits {
 	return credits;
 }
 
-function xmpCredits(xmp: string): Credits {
+/** An IPTC digital source type is a URI: no quotes, markup or spaces. */
+const SOURCE_TYPE = /DigitalSourceType\s*(?:=\s*["']|>)\s*([^"'<\s]{1,200})/;
+
+function xmpWords(xmp: string): KeptWords {
 	const first = (property: string) => {
 		const match = new RegExp(`<dc:${property}>[\\s\\S]*?<rdf:li[^>]*>([\\s\\S]*?)</rdf:li>`).exec(xmp);
 		return match ? unescapeXml(match[1]!).trim() || undefined : undefined;
 	};
-	return { creator: first('creator'), copyright: first('rights') };
+	const sourceType = SOURCE_TYPE.exec(xmp)?.[1];
+	return { creator: first('creator'), copyright: first('rights'), digitalSourceType: sourceType ? unescapeXml(sourceType) : undefined };
 }
 
 function unescapeXml(text: string): string {

@@ -10,7 +10,8 @@ import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
 import { embedXmp } from './embed-xmp';
 import { keptCredits } from './kept-credits';
-import { carriesC2pa } from './provenance-scan';
+import { mayCarryC2pa } from './provenance-scan';
+import { verifiedProvenance } from './verified-provenance';
 import { xmpPacket } from './xmp-packet';
 
 /** What was done to an image between its source and what we store. */
@@ -33,7 +34,7 @@ export interface ConvertedUploadFacts {
 	original: {
 		bytes: Buffer;
 		media: SniffedMedia;
-		/** What the original carried (found while it streamed in). */
+		/** What the original's own manifest says, validated by c2pa-rs (verified-provenance.ts); nothing else is believed. */
 		provenance?: ProvenanceSummary;
 		/** The original's EXIF and XMP blocks, for the credits that survive the conversion. */
 		exif?: Buffer;
@@ -61,10 +62,10 @@ export interface ProvenanceMarker {
 	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage>;
 }
 
-/** `--provenance off`: bytes as they are; a provider's own manifest still reported. */
+/** `--provenance off`: bytes as they are; a provider's own manifest still reported once it validates. */
 export const UNMARKED: ProvenanceMarker = {
 	async markGenerated(image) {
-		return { bytes: image.bytes, provenance: carriesC2pa(image.bytes) ? { c2pa: 'kept', digital_source_type: null } : NO_PROVENANCE };
+		return { bytes: image.bytes, provenance: mayCarryC2pa(image.bytes) ? await verifiedProvenance(image.bytes, image.media.mimeType) : NO_PROVENANCE };
 	},
 	async markConverted(upload) {
 		return { bytes: upload.bytes, provenance: NO_PROVENANCE };
@@ -96,7 +97,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
 		const agent = { name: image.model };
 		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
-		const signedSource = carriesC2pa(source.bytes);
+		const signedSource = mayCarryC2pa(source.bytes);
 		const actions = signedSource
 			? [opened(agent), ...changes]
 			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
@@ -114,14 +115,16 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 
 	/**
 	 * Our manifest with the original as parent ingredient (its own manifest, if any, inside it) and
-	 * the conversion recorded; XMP with the original's digital source type and its credits. Nothing
-	 * else of the original's metadata comes along.
+	 * the conversion recorded: it asserts nothing about where the picture came from, and the answer
+	 * names a digital source type only from the original's validated manifest. The XMP carries the
+	 * original's own words on, as they were: its digital source type (the validated one first),
+	 * creator and copyright. Nothing else of the original's metadata comes along.
 	 */
 	async markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
 		const { original } = upload;
-		const digitalSourceType = original.provenance?.digital_source_type ?? undefined;
-		const credits = keptCredits(original.exif, original.xmp);
-		const xmp = xmpPacket({ digitalSourceType, ...credits });
+		const verifiedSourceType = original.provenance?.digital_source_type ?? null;
+		const { digitalSourceType, ...credits } = keptCredits(original.exif, original.xmp);
+		const xmp = xmpPacket({ digitalSourceType: verifiedSourceType ?? digitalSourceType, ...credits });
 		const agent = { name: this.options.creatorTool };
 		const actions = [opened(agent), ...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent }))];
 		const bytes = await signWithC2pa(
@@ -133,7 +136,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			},
 			this.options.signer,
 		);
-		return { bytes, provenance: { c2pa: 'signed', digital_source_type: digitalSourceType ?? null } };
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: verifiedSourceType } };
 	}
 
 	/** A c2pa-rs manifest definition with one actions assertion. */

@@ -185,7 +185,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
 				},
 				Provenance: {
 					type: 'object',
-					description: "The file's marks: signed (our C2PA manifest), kept (an upload's own manifest, hosted unchanged) or none",
+					description: "The file's marks: signed (our C2PA manifest), kept (an upload's own manifest that validates, hosted unchanged) or none; an upload's digital_source_type comes only from a manifest that validates",
 					required: ['c2pa', 'digital_source_type'],
 					properties: { c2pa: { type: 'string', enum: ['signed', 'kept', 'none'] }, digital_source_type: { type: ['string', 'null'], format: 'uri' } },
 				},

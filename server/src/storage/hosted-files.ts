@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import { invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type SniffedMedia } from '../../../core/media';
@@ -19,8 +20,9 @@ import { checkPixels, declaredSizeOfFile } from '../media/image-header';
 import { conversionError, convertToBuffer, streamConversion } from '../media/convert-image';
 import { ImageWork, type ImageJob } from '../media/image-work';
 import type { Provenance } from '../../../core/api';
-import { scanProvenance } from '../provenance/provenance-scan';
+import { mayCarryC2pa } from '../provenance/provenance-scan';
 import { fitAndMark, markConversion } from '../provenance/marked-conversions';
+import { verifiedProvenanceOf } from '../provenance/verified-provenance';
 import type { ProvenanceMarker } from '../provenance/provenance-marker';
 import type { FileMetadataStore, FileRecord } from './file-metadata';
 import { InspectingStream, storageError, unsupportedMedia } from './media-inspector';
@@ -37,7 +39,10 @@ export interface StagedFile {
 	media: SniffedMedia;
 	size: number;
 	ownerKeyId: string;
+	/** What the bytes carry, when known (a manifest we signed); else found when published. */
 	provenance?: Provenance;
+	/** A byte search found what looks like a C2PA manifest store; c2pa-rs decides when published. */
+	mayCarryC2pa?: boolean;
 }
 
 export interface StageOptions {
@@ -123,10 +128,11 @@ export class HostedFiles {
 				throw inspector.size === 0 ? invalidField(field, `'${field}' is empty`, 'empty_file') : unsupportedMedia(field);
 			}
 			options.accept?.(media);
-			const staged = { ...(await this.writeStaged(inspector, media, options.ownerKeyId)), provenance: inspector.provenance.summary() };
+			const staged = { ...(await this.writeStaged(inspector, media, options.ownerKeyId)), mayCarryC2pa: inspector.provenance.mayCarryC2pa() };
 			// Stored first, converted from the file: the header is checked before anything decodes,
-			// and libvips reads the file itself instead of sharp buffering the whole stream.
-			if (options.convertTo && options.convertTo !== media.type && media.kind === 'image') {
+			// and libvips reads the file itself instead of sharp buffering the whole stream. The
+			// file's own format too is re-encoded: a conversion asked for drops GPS and serials.
+			if (options.convertTo && media.kind === 'image') {
 				return await this.convert(staged, options.convertTo, field, options.signal);
 			}
 			return staged;
@@ -141,7 +147,7 @@ export class HostedFiles {
 
 	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
 		try {
-			return { ...(await this.writeStaged(bytes, media, ownerKeyId)), provenance: scanProvenance(bytes) };
+			return { ...(await this.writeStaged(bytes, media, ownerKeyId)), mayCarryC2pa: mayCarryC2pa(bytes) };
 		} catch (error) {
 			throw storageError(error);
 		}
@@ -161,7 +167,7 @@ export class HostedFiles {
 				if (!marker) return this.writeConverted(path, format, field, staged.ownerKeyId, job);
 				const media = MEDIA_DETAILS[format];
 				const { data, info } = await convertToBuffer(path, format, field, job);
-				const marked = await markConversion(marker, { path, media: staged.media, provenance: staged.provenance }, { bytes: data, media, width: info.width, height: info.height });
+				const marked = await markConversion(marker, { path, media: staged.media, mayCarryC2pa: staged.mayCarryC2pa }, { bytes: data, media, width: info.width, height: info.height });
 				return { ...(await this.stageBuffer(marked.bytes, media, staged.ownerKeyId)), provenance: marked.provenance };
 			});
 		} catch (error) {
@@ -174,19 +180,17 @@ export class HostedFiles {
 	/**
 	 * Scales and re-encodes a staged image until it fits (media/fit-image.ts), from its file, so it
 	 * works the same on every driver and is never copied into memory; the original is discarded
-	 * once replaced. Answers the staged file as it is when it already fitted in the wanted format.
+	 * once replaced. An image that already fitted is re-encoded too, so its metadata goes.
 	 */
 	async fit(staged: StagedFile, options: FitImageOptions & { signal?: AbortSignal }): Promise<StagedFile> {
 		const { signal, ...fitOptions } = options;
 		const { marker } = this.options;
 		if (marker) {
-			const original = (path: string) => ({ path, media: staged.media, provenance: staged.provenance });
+			const original = (path: string) => ({ path, media: staged.media, mayCarryC2pa: staged.mayCarryC2pa });
 			const done = await this.decodeStaged(staged, options.field, signal, (path, job) => fitAndMark(marker, original(path), { ...fitOptions, job }));
-			if (!done) return staged;
 			return this.replace(staged, { ...(await this.stageBuffer(done.marked.bytes, done.fitted.media, staged.ownerKeyId)), provenance: done.marked.provenance });
 		}
-		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, job }));
-		if (!fitted.reencoded) return staged;
+		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, alwaysReencode: true, job }));
 		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
 	}
 
@@ -223,6 +227,13 @@ export class HostedFiles {
 	 * shorter) starts now.
 	 */
 	async publish(staged: StagedFile, options: { lifetimeSeconds?: number; durable?: boolean } = {}): Promise<FileRecord> {
+		let provenance: Provenance | undefined;
+		try {
+			provenance = await this.provenanceOf(staged);
+		} catch (error) {
+			await this.discard(staged).catch(() => undefined);
+			throw storageError(error);
+		}
 		const createdAt = new Date(this.now());
 		const lifetimeMs = Math.min(this.retentionMs, (options.lifetimeSeconds ?? Number.POSITIVE_INFINITY) * 1000);
 		let file: FileRecord = {
@@ -237,7 +248,7 @@ export class HostedFiles {
 			ownerKeyId: staged.ownerKeyId,
 			createdAt,
 			expiresAt: new Date(createdAt.getTime() + lifetimeMs),
-			...(staged.provenance ? { provenance: staged.provenance } : {}),
+			...(provenance ? { provenance } : {}),
 		};
 		try {
 			// The store's clock starts the lifetime (with PostgreSQL the one clock all replicas share),
@@ -248,6 +259,15 @@ export class HostedFiles {
 			throw storageError(error);
 		}
 		return file;
+	}
+
+	/**
+	 * What the staged bytes carry: as the stager said, else their own manifest once c2pa-rs has
+	 * parsed and validated it, read back only when a byte search saw what looks like one.
+	 */
+	private async provenanceOf(staged: StagedFile): Promise<Provenance | undefined> {
+		if (staged.provenance || !staged.mayCarryC2pa) return staged.provenance;
+		return verifiedProvenanceOf({ size: staged.size, mimeType: staged.media.mimeType, read: async () => buffer(await this.readStaged(staged)) });
 	}
 
 	async discard(staged: StagedFile): Promise<void> {

@@ -60,7 +60,7 @@ export function createUploads({ store, openRemote, maxUploadBytes, retentionSeco
 			if (current.media.kind === 'image' && (maxSide !== undefined || maxBytes !== undefined)) {
 				const format = plan.outputFormat ?? (current.media.type as ImageType);
 				current = await store.fit(current, { maxSide, maxBytes, format, field, signal });
-			} else if (plan.outputFormat && plan.outputFormat !== current.media.type) {
+			} else if (plan.outputFormat && current.media.kind === 'image') {
 				current = await store.convert(current, plan.outputFormat, field, signal);
 			}
 			const published = await store.publish(current, { lifetimeSeconds: expiresIn });

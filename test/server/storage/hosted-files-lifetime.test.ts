@@ -76,7 +76,7 @@ test('info answers the file to its owner only, and nothing once it expired or wa
 	expect(await files.remove(shortLived.id, OWNER)).toBe(false);
 });
 
-test('fit replaces the staged image and discards the original; one that already fits stays as it is', async () => {
+test('fit replaces the staged image and discards the original, also one that already fits', async () => {
 	const big = await files.stage(Readable.from([await makeImage('png', 800, 400)]), { ownerKeyId: OWNER });
 	const fitted = await files.fit(big, { maxSide: 100, format: 'jpeg', field: 'file' });
 	expect(fitted.id).not.toBe(big.id);
@@ -88,8 +88,11 @@ test('fit replaces the staged image and discards the original; one that already 
 	const bytes = Buffer.concat(chunks);
 	expect(await sharp(bytes).metadata()).toMatchObject({ format: 'jpeg', width: 100, height: 50 });
 
+	// Re-encoded all the same: an asked fit never passes the original's metadata on untouched.
 	const small = await files.stage(Readable.from([await makeImage('png', 40, 20)]), { ownerKeyId: OWNER });
-	expect(await files.fit(small, { maxSide: 100, format: 'png', field: 'file' })).toBe(small);
+	const refitted = await files.fit(small, { maxSide: 100, format: 'png', field: 'file' });
+	expect(refitted.id).not.toBe(small.id);
+	expect(readdirSync(directory).some((name) => name.startsWith(small.id))).toBe(false);
 });
 
 test('the sweeper sweeps every target, each time, even when one of them fails', async () => {

@@ -1,6 +1,7 @@
 /**
  * The hosting features on S3 storage (s3rver on loopback), over real HTTP: fitting reads the staged
- * image back from the bucket, a delete removes the object, an idempotent upload replays, and
+ * image back from the bucket, so does validating an upload's own manifest, a delete removes the
+ * object, an idempotent upload replays, and
  * `--file-delivery redirect` still answers 302 to a presigned URL while the file exists.
  */
 import sharp from 'sharp';
@@ -45,6 +46,18 @@ test('max_side and output_format: the image is fitted from the bucket and stored
 	expect(answer.body).toMatchObject({ mimeType: 'image/webp', sizeBytes: file.bytes.length });
 	expect(Date.parse(answer.body.expiresAt) - Date.now()).toBeLessThanOrEqual(120_000);
 	expect(await objectExists('proxy/', answer.body.imageUrl)).toBe(true);
+});
+
+test("an upload's own manifest is read back from the bucket and validated before it is answered as kept", async () => {
+	const generated = await postJson(proxy, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', output_format: 'jpeg' });
+	const signed = Buffer.from(generated.body.data[0].b64_json, 'base64');
+	const answer = await uploadFile(proxy, signed);
+	expect(answer.body.provenance).toEqual({ c2pa: 'kept', digital_source_type: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' });
+	expect((await download(answer.body.imageUrl)).bytes.equals(signed)).toBe(true);
+	// The same bytes, one of them changed after signing: the manifest no longer validates.
+	const changed = Buffer.from(signed);
+	changed[changed.length - 100] ^= 0xff;
+	expect((await uploadFile(proxy, changed)).body.provenance).toEqual({ c2pa: 'none', digital_source_type: null });
 });
 
 test('a delete removes the object from the bucket', async () => {

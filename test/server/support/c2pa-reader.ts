@@ -4,6 +4,7 @@
  * implementation, not by anything of ours.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { initSync, WasmReader } from '@contentauth/c2pa-wasm';
 
 let ready = false;
@@ -44,4 +45,9 @@ export function activeManifest(report: C2paReport) {
 export function actionsOf(report: C2paReport): any[] {
 	const assertion = activeManifest(report).assertions.find((candidate) => candidate.label.startsWith('c2pa.actions'));
 	return assertion?.data.actions ?? [];
+}
+
+/** The root of the certificate a service made for itself in `dataDir`: the anchor to validate its manifests against. */
+export function ownTrustAnchor(dataDir: string): string {
+	return readFileSync(join(dataDir, 'c2pa', 'signer-chain.pem'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.at(-1)!;
 }

@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { download, expectApiError, postJson, uploadFile } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
-import { makeImage, makeMov, makeMp4, makePdf, makeWebm } from '../support/media';
+import { makeImage, makeMov, makeMp4, makePdf, makeWebm, samePixels } from '../support/media';
 
 let server: RunningServer;
 let media: MediaHost;
@@ -201,10 +201,15 @@ describe('output_format conversion', () => {
 		expect(Math.abs(data[last + 2]! - 90)).toBeLessThan(12);
 	});
 
-	it('same format as the input keeps the bytes', async () => {
-		const png = await makeImage('png');
+	it('same format as the input is still re-encoded (its metadata goes), same size and pixels', async () => {
+		const png = await sharp(await makeImage('png')).withExif({ IFD0: { Artist: 'Someone' } }).png().toBuffer();
 		const answer = await uploadFile(server, png, { output_format: 'png' });
-		await expectHosted(answer.body.imageUrl, png, 'image/png');
+		const file = await download(answer.body.imageUrl);
+		expect(file.headers.get('content-type')).toBe('image/png');
+		expect(file.bytes.equals(png)).toBe(false);
+		const meta = await sharp(file.bytes).metadata();
+		expect({ width: meta.width, height: meta.height, exif: meta.exif }).toEqual({ width: 64, height: 48, exif: undefined });
+		expect(await samePixels(file.bytes, png)).toBe(true);
 	});
 
 	it('refuses an unknown output_format, naming it', async () => {
