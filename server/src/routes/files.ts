@@ -8,7 +8,22 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
 import { hostedFileHeaders, missingFileHeaders } from '../storage/cache-headers';
+import { errorResponses, noBody } from '../schema-docs/route-schemas';
 import { parseRange } from './range';
+
+const schema = {
+	tags: ['Files'],
+	operationId: 'downloadFile',
+	summary: 'A hosted file (public, no auth); supports Range, ETag and If-None-Match',
+	params: { type: 'object', properties: { name: { type: 'string', description: 'id.ext as in the URL' } }, required: ['name'] },
+	response: {
+		200: { description: 'The bytes', content: { 'image/*': { schema: { type: 'string', format: 'binary' } }, 'video/*': { schema: { type: 'string', format: 'binary' } } } },
+		206: { description: 'A byte range', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+		302: noBody('Redirect to object storage (S3 with presigned downloads)'),
+		304: noBody('Not modified'),
+		...errorResponses([404, 'Unknown, expired or deleted'], [416, 'Range not satisfiable']),
+	},
+};
 
 const notFound = () => new ImageGenError(404, 'File not found: it never existed, has expired or was deleted', { code: 'file_not_found' });
 
@@ -20,6 +35,7 @@ export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 		method: ['GET', 'HEAD'],
 		url: '/files/:name',
 		exposeHeadRoute: false,
+		schema,
 		handler: async (request: FastifyRequest<{ Params: { name: string } }>, reply) => {
 			const file = await files.get(request.params.name);
 			if (!file) {
