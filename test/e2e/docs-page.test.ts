@@ -74,6 +74,8 @@ test('every operation of the document is listed under its group, with its method
 	expect(await page.locator('.opblock').count()).toBe(listed.length);
 	const groups = await page.locator('.opblock-tag').evaluateAll((all) => all.map((each) => each.getAttribute('data-tag')));
 	expect(groups).toEqual(document.tags.map((tag: { name: string }) => tag.name));
+	const schemas = await page.locator('section.models [data-json-schema-level="0"] > .json-schema-2020-12-head .json-schema-2020-12__title').allTextContents();
+	expect(schemas).toEqual(Object.entries(document.components.schemas).map(([name, schema]) => (schema as { title?: string }).title ?? name));
 	await page.screenshot({ path: join(ARTIFACTS, 'docs.png') });
 });
 
@@ -108,4 +110,12 @@ test('a link to an operation opens the page at that operation, expanded', async 
 
 test('nothing the page did broke its Content-Security-Policy or threw', () => {
 	expect(browser.problems).toEqual([]);
+});
+
+test('when the document cannot be loaded, the page says so instead of staying blank', async () => {
+	await page.route('**/docs/json', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":{}}' }));
+	await page.goto('about:blank');
+	await page.goto(`${server.origin}/docs`);
+	await page.getByText('Failed to load API definition').waitFor();
+	expect(await page.locator('.opblock').count()).toBe(0);
 });

@@ -22,6 +22,6 @@ export default async function docsPageRoutes(fastify: FastifyInstance): Promise<
 		validatorUrl: false,
 		theme: { title: 'ImageGen API' },
 		// BaseLayout: no top bar, whose box would load any document by URL.
-		uiConfig: { layout: 'BaseLayout', deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0, tryItOutEnabled: false },
+		uiConfig: { layout: 'BaseLayout', deepLinking: true, docExpansion: 'list', tryItOutEnabled: false },
 	});
 }
