@@ -10,8 +10,10 @@ import { CONTENT_SECURITY_POLICY, PAGE_HEADERS } from './static-site';
 export const DOCS_PATH = '/docs';
 
 export default async function docsPageRoutes(fastify: FastifyInstance): Promise<void> {
-	// The same policy as every page of the service: Swagger UI runs from its own files with no
-	// inline script or style element, and fetches only this origin (the document, "Try it out").
+	// The same strict policy as every page of the service, and Swagger UI needs nothing beyond it:
+	// its scripts and style sheets are files with no inline script or style element
+	// (script-src/style-src 'self'), it fetches only this origin (connect-src 'self': the document
+	// and "Try it out"), and the icons its style sheet inlines are data: images (img-src data:).
 	fastify.addHook('onSend', async (_request, reply) => {
 		reply.headers(PAGE_HEADERS);
 	});

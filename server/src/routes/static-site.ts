@@ -1,5 +1,5 @@
 /**
- * Pages the service serves from its own package (the operator page, the API docs): static HTML,
+ * Pages the service serves from its own package (the operator page): static HTML,
  * CSS and ES modules with no build step, and their libraries, all from this package, with no CDN.
  * So a page works offline, under a Content-Security-Policy that allows only this origin and no
  * inline script or style. The files are read once at start and served from memory. Only the names
