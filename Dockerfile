@@ -13,7 +13,6 @@ COPY core core
 COPY server/src server/src
 COPY server/bin server/bin
 COPY server/admin server/admin
-COPY server/docs server/docs
 COPY server/README.md server/LICENSE server/
 RUN npx tsc -p server/tsconfig.json \
 	&& npm pack --workspace server --pack-destination /tmp \

@@ -1,47 +1,69 @@
-/** Shapes of the service's successful answers, shared by the server and the nodes. */
-import type { ModelId } from './models';
+/**
+ * Shapes of the service's successful answers, shared by the server and the nodes: zod schemas,
+ * whose inferred types the code uses and which the service's routes declare, so the OpenAPI
+ * document states the very shapes the handlers are type-checked against. The nodes import only
+ * the types.
+ */
+import { z } from 'zod/v3';
+import { MODEL_IDS } from './models';
+
+const instant = z.string().datetime({ offset: true });
 
 /**
- * What an answer says about a file's marks (DESIGN.md, "Provenance"): `signed` carries our C2PA
- * manifest, `kept` an upload's own manifest hosted unchanged, one that c2pa-rs validated; an
- * upload's `digital_source_type` comes only from such a manifest, never from XMP alone.
+ * What an answer says about a file's marks: `signed` carries our C2PA manifest, `kept` an upload's
+ * own manifest hosted unchanged, one that c2pa-rs validated; an upload's `digital_source_type`
+ * comes only from such a manifest, never from XMP alone.
  */
-export interface Provenance {
-	c2pa: 'signed' | 'kept' | 'none';
-	digital_source_type: string | null;
-}
+export const provenanceSchema = z
+	.object({ c2pa: z.enum(['signed', 'kept', 'none']), digital_source_type: z.string().url().nullable() })
+	.describe("The file's marks: signed (our C2PA manifest), kept (an upload's own manifest that validates, hosted unchanged) or none; an upload's digital_source_type comes only from a manifest that validates");
+export type Provenance = z.infer<typeof provenanceSchema>;
 
 /** `seed`: the one the image was made with (the caller's, or drawn for them). */
-export type GeneratedImage = ({ url: string; expires_at: string } | { b64_json: string }) & { seed: number; provenance?: Provenance };
+const imageMarks = { seed: z.number().int(), provenance: provenanceSchema.optional() };
+export const generatedImageSchema = z.union([
+	z.object({ url: z.string().url(), expires_at: instant, ...imageMarks }),
+	z.object({ b64_json: z.string(), ...imageMarks }),
+]);
+export type GeneratedImage = z.infer<typeof generatedImageSchema>;
 
-export interface GenerationResponse {
-	created: number;
-	model: ModelId;
-	output_format: string;
-	data: GeneratedImage[];
-	usage: { images: number; cost_usd: number };
-}
+export const generationResponseSchema = z
+	.object({
+		created: z.number().int().describe('Unix seconds'),
+		model: z.enum(MODEL_IDS),
+		output_format: z.string(),
+		data: z.array(generatedImageSchema),
+		usage: z.object({ images: z.number().int(), cost_usd: z.number() }),
+	})
+	.describe('The image');
+export type GenerationResponse = z.infer<typeof generationResponseSchema>;
 
 /** What every hosted file is described by; services before these fields answered only the URL and expiry. */
-export interface HostedFileFields {
-	expiresAt: string;
+const hostedFileFields = {
+	expiresAt: instant,
 	/** The file id in the URL, without extension. */
-	id?: string;
-	mimeType?: string;
-	sizeBytes?: number;
+	id: z.string().optional(),
+	mimeType: z.string().optional(),
+	sizeBytes: z.number().int().optional(),
 	/** Absent from services that did not record provenance. */
-	provenance?: Provenance;
-}
+	provenance: provenanceSchema.optional(),
+};
 
-export type UploadResponse = ({ imageUrl: string } | { videoUrl: string }) & HostedFileFields;
+export const uploadResponseSchema = z
+	.union([z.object({ imageUrl: z.string().url(), ...hostedFileFields }), z.object({ videoUrl: z.string().url(), ...hostedFileFields })])
+	.describe('Hosted');
+export type UploadResponse = z.infer<typeof uploadResponseSchema>;
 
 /** `GET /v1/files/<id>`. */
-export interface FileInfoResponse {
-	id: string;
-	url: string;
-	mimeType: string;
-	sizeBytes: number;
-	createdAt: string;
-	expiresAt: string;
-	provenance: Provenance;
-}
+export const fileInfoResponseSchema = z
+	.object({
+		id: z.string(),
+		url: z.string().url(),
+		mimeType: z.string(),
+		sizeBytes: z.number().int(),
+		createdAt: instant,
+		expiresAt: instant,
+		provenance: provenanceSchema,
+	})
+	.describe('The file');
+export type FileInfoResponse = z.infer<typeof fileInfoResponseSchema>;

@@ -6,6 +6,7 @@
  * every engine.
  */
 import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config';
 import { ImageGenError } from '../../core/errors';
@@ -37,6 +38,9 @@ import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
+import { serviceVersion } from './runtime/service-version';
+import { openApiOptions, sharedSchemas } from './schema-docs/openapi';
+import { serializerCompiler, validatorCompiler } from './schema-docs/route-schemas';
 import { STREAM_HIGH_WATER_MARK } from './storage/stream-high-water-mark';
 
 const MULTIPART_FIELD_BYTES = 1024;
@@ -145,6 +149,12 @@ async function registerService(
 	// Uploads are JSON or multipart; anything else (text/plain included) is a 415.
 	app.removeContentTypeParser('text/plain');
 	installErrorHandling(app, { maxJsonBytes: config.maxJsonBytes, maxUploadBytes: config.maxUploadBytes });
+	// Route schemas are zod (schema-docs/route-schemas.ts); the document is drawn from them, so
+	// @fastify/swagger listens before any route is added.
+	app.setValidatorCompiler(validatorCompiler);
+	app.setSerializerCompiler(serializerCompiler);
+	for (const schema of sharedSchemas()) app.addSchema(schema);
+	await app.register(swagger, openApiOptions(serviceVersion()));
 	await app.register(multipart, {
 		limits: {
 			// Our own byte counter enforces the limit (and names the field); this is a backstop.

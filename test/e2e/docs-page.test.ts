@@ -1,18 +1,16 @@
 /**
- * The API reference page (GET /docs) in the Chromium that npm brings, against the built CLI on
- * loopback. The page is drawn from the running service's own /v1/openapi.json, so the test checks
- * it against that document: every operation and schema is on the page, each model's generation
- * body shows its own fields and limits, and a limit the operator set (the retention) shows as set.
- * The page must run under its Content-Security-Policy without a single violation, and say so
- * plainly when the document cannot be loaded. Screenshot: test-artifacts/docs.png.
+ * The API reference page (GET /docs, Swagger UI) in the Chromium that npm brings, against the
+ * built CLI on loopback (with an admin key, so every route is there). The page is drawn from the
+ * running service's own /v1/openapi.json, so the test checks it against that document: every
+ * operation is listed under its group with its method and path, each operation shows the key it
+ * takes (an API key, the admin key, or none), and every file comes from the service under its
+ * strict Content-Security-Policy without a single violation or error. Screenshot:
+ * test-artifacts/docs.png.
  */
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { MODEL_IDS, PROMPT_MAX_LENGTH } from '../../core/models';
 import { startServer, type RunningServer } from '../helpers/server';
 import { ARTIFACTS, openBrowser, type Browser } from './support/browser';
-
-const RETENTION_SECONDS = 3600;
 
 let server: RunningServer;
 let browser: Browser;
@@ -20,12 +18,12 @@ let page: Page;
 let document: any;
 
 beforeAll(async () => {
-	server = await startServer({ args: ['--retention-seconds', String(RETENTION_SECONDS)] });
+	server = await startServer({ args: ['--admin-key', 'admin-secret-0123456789'] });
 	document = await (await fetch(`${server.origin}/v1/openapi.json`)).json();
 	browser = await openBrowser({ width: 1280, height: 900 });
 	page = browser.page;
 	await page.goto(`${server.origin}/docs`);
-	await page.locator('body[data-ready=true]').waitFor();
+	await page.locator('.opblock').first().waitFor();
 }, 120_000);
 
 afterAll(async () => {
@@ -34,68 +32,80 @@ afterAll(async () => {
 });
 
 const operations = () =>
-	Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item as Record<string, { operationId: string }>).map(([method, operation]) => ({ path, method, id: operation.operationId })));
+	Object.entries(document.paths).flatMap(([path, item]) =>
+		Object.entries(item as Record<string, { operationId: string; tags: string[]; security?: Array<Record<string, unknown>> }>).map(([method, operation]) => ({
+			path,
+			method,
+			id: operation.operationId,
+			tag: operation.tags[0]!,
+			scheme: operation.security ? Object.keys(operation.security[0]!)[0]! : null,
+		})),
+	);
 
-test('the page and its assets come from the service, without a key, under a strict Content-Security-Policy', async () => {
+test('the page and its files come from the service, without a key, under a strict Content-Security-Policy', async () => {
 	const response = await fetch(`${server.origin}/docs`);
 	expect(response.status).toBe(200);
 	const policy = response.headers.get('content-security-policy') ?? '';
+	expect(policy).toContain("default-src 'none'");
 	expect(policy).toContain("script-src 'self'");
 	expect(policy).not.toContain('unsafe');
+	expect(response.headers.get('x-content-type-options')).toBe('nosniff');
 	const html = await response.text();
 	expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=|\son[a-z]+=/i);
 	expect(html).not.toMatch(/https?:\/\//);
-	for (const asset of ['docs.js', 'schema-text.js', 'docs.css']) {
-		const served = await fetch(`${server.origin}/docs/assets/${asset}`);
+	const scripts = [...html.matchAll(/<script src="([^"]+)"/g)].map((match) => match[1]!);
+	expect(scripts.length).toBeGreaterThan(0);
+	for (const script of scripts) {
+		const served = await fetch(new URL(script, `${server.origin}/docs`));
 		expect(served.status).toBe(200);
-		expect((await fetch(`${server.origin}/docs/assets/${asset}`, { headers: { 'if-none-match': served.headers.get('etag')! } })).status).toBe(304);
+		expect(served.headers.get('content-security-policy')).toBe(policy);
 	}
-	expect((await fetch(`${server.origin}/docs/assets/..%2Fpackage.json`)).status).toBe(404);
-	expect((await fetch(`${server.origin}/docs/assets/index.html`)).status).toBe(404);
+	expect((await fetch(`${server.origin}/docs/static/..%2F..%2Fpackage.json`)).status).toBe(404);
 });
 
-test('every operation of the document has its section, with method, path and a link from the side bar', async () => {
+test('every operation of the document is listed under its group, with its method and path', async () => {
 	const listed = operations();
 	expect(listed.length).toBeGreaterThan(20);
-	for (const { path, method, id } of listed) {
-		const section = page.locator(`section.operation#${id}`);
-		await expect(section.locator('h3').textContent()).resolves.toBe(`${method.toUpperCase()} ${path}${document.paths[path][method].security ? 'API key' : ''}`);
-		expect(await page.locator(`#nav a[href="#${id}"]`).count()).toBe(1);
+	for (const { path, method, id, tag } of listed) {
+		const block = page.locator(`#operations-${tag}-${id}`);
+		await expect(block.locator('.opblock-summary-method').textContent()).resolves.toBe(method.toUpperCase());
+		await expect(block.locator('.opblock-summary-path').getAttribute('data-path')).resolves.toBe(path);
 	}
-	expect(await page.locator('section.operation').count()).toBe(listed.length);
-	for (const name of Object.keys(document.components.schemas)) expect(await page.locator(`section.schema[id="schema-${name}"]`).count()).toBe(1);
-});
-
-test("the generation body shows one shape per model, each with that model's own fields and limits", async () => {
-	const body = page.locator('#generateImage [data-content-type="application/json"]');
-	const shapes = await body.locator('details[data-variant]').evaluateAll((all) => all.map((each) => each.getAttribute('data-variant')));
-	expect(shapes).toEqual([...MODEL_IDS]);
-	const shape = (model: string) => body.locator(`details[data-variant="${model}"]`);
-	expect(await shape('textimage-v2').locator('tr[data-field=negative_prompt]').count()).toBe(1);
-	expect(await shape('p-image').locator('tr[data-field=negative_prompt]').count()).toBe(0);
-	expect(await shape('p-image-edit').locator('tr[data-field=images] .required').count()).toBe(1);
-	await expect(shape('p-image').locator('tr[data-field=prompt] .rules').textContent()).resolves.toContain(`at most ${PROMPT_MAX_LENGTH} characters`);
-	await expect(shape('p-image-edit').locator('tr[data-field=images] .rules').textContent()).resolves.toContain('at most 10 items');
-});
-
-test('limits are the running service\'s own, and the error shape is spelled out', async () => {
-	const expiresIn = page.locator('#schema-UploadJsonRequest tr[data-field=expires_in] .rules');
-	await expect(expiresIn.textContent()).resolves.toContain(`≤ ${RETENTION_SECONDS}`);
-	const error = page.locator('#schema-Error');
-	for (const field of ['error.message', 'error.type', 'error.param', 'error.code']) {
-		expect(await error.locator(`tr[data-field="${field}"] .required`).count()).toBe(1);
-	}
-	expect(await page.locator('#uploadFile [data-content-type]').evaluateAll((all) => all.map((each) => each.getAttribute('data-content-type')))).toEqual(['application/json', 'multipart/form-data']);
+	expect(await page.locator('.opblock').count()).toBe(listed.length);
+	const groups = await page.locator('.opblock-tag').evaluateAll((all) => all.map((each) => each.getAttribute('data-tag')));
+	expect(groups).toEqual(document.tags.map((tag: { name: string }) => tag.name));
+	const schemas = await page.locator('section.models [data-json-schema-level="0"] > .json-schema-2020-12-head .json-schema-2020-12__title').allTextContents();
+	expect(schemas).toEqual(Object.entries(document.components.schemas).map(([name, schema]) => (schema as { title?: string }).title ?? name));
 	await page.screenshot({ path: join(ARTIFACTS, 'docs.png') });
-	await page.locator('#generateImage').screenshot({ path: join(ARTIFACTS, 'docs-generation.png') });
 });
 
-test('a link to an operation opens the page at that operation', async () => {
-	await page.goto(`${server.origin}/docs#uploadFile`);
-	await page.locator('body[data-ready=true]').waitFor();
-	await expect(page.locator('#uploadFile').isVisible()).resolves.toBe(true);
-	const top = await page.locator('#uploadFile').evaluate((element) => element.getBoundingClientRect().top);
-	expect(top).toBeLessThan(200);
+test('each operation shows the key it takes: the admin key on admin routes and /metrics, an API key on the API, none on public routes', async () => {
+	const listed = operations();
+	expect(new Set(listed.map(({ scheme }) => scheme))).toEqual(new Set([null, 'apiKey', 'adminKey']));
+	for (const { id, tag, scheme } of listed) {
+		const lock = page.locator(`#operations-${tag}-${id} .authorization__btn`);
+		expect({ id, locks: await lock.count() }).toEqual({ id, locks: scheme ? 1 : 0 });
+	}
+	const schemeShown = async (tag: string, id: string) => {
+		await page.locator(`#operations-${tag}-${id} .authorization__btn`).click();
+		const dialog = page.locator('.dialog-ux .modal-ux');
+		const names = await dialog.locator('.auth-container h4').allTextContents();
+		await dialog.locator('.close-modal').click();
+		return names.map((name) => name.trim().split(/\s/)[0]);
+	};
+	await expect(schemeShown('Operators', 'metrics')).resolves.toEqual(['adminKey']);
+	await expect(schemeShown('Operators', 'createKey')).resolves.toEqual(['adminKey']);
+	await expect(schemeShown('Images', 'generateImage')).resolves.toEqual(['apiKey']);
+	await expect(schemeShown('Agents', 'mcp')).resolves.toEqual(['apiKey']);
+});
+
+test('a link to an operation opens the page at that operation, expanded', async () => {
+	await page.goto('about:blank');
+	await page.goto(`${server.origin}/docs#/Files/uploadFile`);
+	const block = page.locator('#operations-Files-uploadFile');
+	await block.locator('.opblock-body').waitFor();
+	await expect(block.locator('.opblock-body').textContent()).resolves.toContain('multipart/form-data');
+	await page.locator('#operations-Files-uploadFile').screenshot({ path: join(ARTIFACTS, 'docs-upload.png') });
 });
 
 test('nothing the page did broke its Content-Security-Policy or threw', () => {
@@ -103,8 +113,9 @@ test('nothing the page did broke its Content-Security-Policy or threw', () => {
 });
 
 test('when the document cannot be loaded, the page says so instead of staying blank', async () => {
-	await page.route('**/v1/openapi.json', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":{}}' }));
+	await page.route('**/docs/json', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":{}}' }));
+	await page.goto('about:blank');
 	await page.goto(`${server.origin}/docs`);
-	await page.locator('body[data-ready=error]').waitFor();
-	await expect(page.locator('[role=alert]').textContent()).resolves.toMatch(/could not be loaded: \/v1\/openapi\.json answered 503/);
+	await page.getByText('Failed to load API definition').waitFor();
+	expect(await page.locator('.opblock').count()).toBe(0);
 });

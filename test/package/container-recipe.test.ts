@@ -100,7 +100,7 @@ describe('Dockerfile', () => {
 	test('the build stage copies every source folder the published package lists in "files"', () => {
 		const copied = new Set(dockerfile[0]!.filter((instruction) => instruction.keyword === 'COPY').flatMap((instruction) => instruction.argument.split(/\s+/).slice(0, -1)));
 		const listed = (JSON.parse(read('server/package.json')).files as string[]).filter((entry) => !entry.startsWith('dist'));
-		expect(listed).toEqual(expect.arrayContaining(['admin', 'docs', 'bin']));
+		expect(listed).toEqual(expect.arrayContaining(['admin', 'bin']));
 		expect(listed.filter((entry) => !copied.has(`server/${entry}`))).toEqual([]);
 	});
 

@@ -61,9 +61,9 @@ afterAll(async () => {
 
 describe('the tarball', () => {
 	test('holds the committed bin, compiled JavaScript of the service and core, the operator page, README, LICENSE and package.json only', () => {
-		const unexpected = files.filter((file) => !/^(bin\/imagegen-server\.js|dist\/(server\/src|core)\/.+\.js|(admin|docs)\/[a-z-]+\.(html|css|js)|package\.json|README\.md|LICENSE)$/.test(file));
+		const unexpected = files.filter((file) => !/^(bin\/imagegen-server\.js|dist\/(server\/src|core)\/.+\.js|admin\/[a-z-]+\.(html|css|js)|package\.json|README\.md|LICENSE)$/.test(file));
 		expect(unexpected).toEqual([]);
-		const required = ['bin/imagegen-server.js', 'dist/server/src/cli.js', 'dist/server/src/app.js', 'dist/core/models.js', 'dist/core/schemas.js', 'admin/index.html', 'admin/admin.js', 'docs/index.html', 'docs/docs.js', 'README.md', 'LICENSE'];
+		const required = ['bin/imagegen-server.js', 'dist/server/src/cli.js', 'dist/server/src/app.js', 'dist/core/models.js', 'dist/core/schemas.js', 'admin/index.html', 'admin/admin.js', 'README.md', 'LICENSE'];
 		for (const file of required) {
 			expect(files).toContain(file);
 		}
@@ -143,6 +143,14 @@ describe('installed into an empty folder and started with npx', () => {
 		const answer = await fetch(`${origin}/healthz`);
 		expect(answer.status).toBe(200);
 		expect(await answer.json()).toMatchObject({ status: 'ok' });
+	});
+
+	test('/docs answers the reference page and the renderer\'s files from the installed dependencies', async () => {
+		const page = await fetch(`${origin}/docs`);
+		expect(page.status).toBe(200);
+		const script = /<script src="([^"]+swagger-ui-bundle\.js)"/.exec(await page.text())?.[1];
+		expect(script).toBeDefined();
+		expect((await fetch(new URL(script!, `${origin}/docs`))).status).toBe(200);
 	});
 
 	test('/v1 refuses a request without the key', async () => {

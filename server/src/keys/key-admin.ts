@@ -2,24 +2,29 @@
  * What the admin API and `imagegen-server keys` do to managed keys, on whichever engine holds
  * them, and the key object both answer with (secrets only in the create and rotate answers).
  */
+import { z } from 'zod/v3';
 import { invalidField } from '../../../core/errors';
 import { roundUsd } from '../../../core/units';
 import type { CreateKeyRequest, UpdateKeyRequest } from './key-schemas';
 import type { KeyPatch, KeyStore } from './key-store';
-import { newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type ManagedKey } from './managed-key';
+import { BUDGET_PERIODS, newKeyId, newSecret, periodEnd, periodStart, type KeyBudget, type ManagedKey } from './managed-key';
 
-export interface KeyObject {
-	object: 'api_key';
-	id: string;
-	name: string;
-	prefix: string;
-	created_at: string;
-	expires_at: string | null;
-	blocked: boolean;
-	models: string[] | null;
-	rate_limit_per_minute: number | null;
-	budget: { limit_usd: number; period: KeyBudget['period']; spent_usd: number; resets_at: string | null } | null;
-}
+/** The key object of every answer; its shape is the admin routes' documented answer. */
+export const keyObjectSchema = z
+	.object({
+		object: z.literal('api_key'),
+		id: z.string(),
+		name: z.string(),
+		prefix: z.string(),
+		created_at: z.string().datetime(),
+		expires_at: z.string().datetime().nullable(),
+		blocked: z.boolean(),
+		models: z.array(z.string()).nullable(),
+		rate_limit_per_minute: z.number().int().nullable(),
+		budget: z.object({ limit_usd: z.number(), period: z.enum(BUDGET_PERIODS), spent_usd: z.number(), resets_at: z.string().datetime().nullable() }).nullable(),
+	})
+	.describe('The key');
+export type KeyObject = z.infer<typeof keyObjectSchema>;
 
 export type KeyObjectWithSecret = KeyObject & { key: string };
 

@@ -15,5 +15,11 @@ export default async function adminPageRoutes(fastify: FastifyInstance): Promise
 		folder: 'admin',
 		files: ['admin.css', 'admin.js', 'api.js', 'chart.js', 'format.js'],
 		libraries: { 'uPlot.esm.js': join(uplot, 'uPlot.esm.js'), 'uPlot.min.css': join(uplot, 'uPlot.min.css') },
+		documented: {
+			tag: 'Operators',
+			operationId: 'adminPage',
+			summary: 'The operator web page (public: it signs in with the admin key in the browser; only with --admin-key)',
+			assetSummary: 'A script, style sheet or chart library of the operator page',
+		},
 	});
 }

@@ -14,11 +14,27 @@
  * While shutting down Fastify answers 503 for it like for everything else.
  */
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod/v3';
+import type { ZodTypeProvider } from '../schema-docs/route-schemas';
 
 const PROBE_TIMEOUT_MS = 2_000;
 const PROBE_REUSE_MS = 1_000;
 
-type EngineState = 'ok' | 'unreachable';
+const engineState = z.enum(['ok', 'unreachable']);
+type EngineState = z.infer<typeof engineState>;
+const ledgerCounts = z.object({ status: z.string(), pending: z.number().int() });
+
+const schema = {
+	tags: ['Operators'],
+	operationId: 'health',
+	summary: 'Readiness: ok, or degraded while the usage ledger cannot write',
+	response: {
+		200: z.object({ status: z.enum(['ok', 'degraded']), ledger: ledgerCounts.optional() }).describe('Ready (degraded: usage lines are queued, not lost)'),
+		503: z
+			.object({ status: z.literal('degraded'), engines: z.record(engineState), ledger: ledgerCounts })
+			.describe('PostgreSQL or the bucket cannot be reached, or shutting down; see Retry-After'),
+	},
+};
 
 interface Probe {
 	at: number;
@@ -57,13 +73,13 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
 		return last.result;
 	};
 
-	app.get('/healthz', async (_request, reply) => {
+	app.withTypeProvider<ZodTypeProvider>().get('/healthz', { schema }, async (_request, reply) => {
 		const states = await engines();
 		const ledger = app.usageLedger.health();
 		const ledgerCounts = { status: ledger.status, pending: ledger.pending };
 		if (Object.values(states).includes('unreachable')) {
-			return reply.status(503).header('retry-after', '2').send({ status: 'degraded', engines: states, ledger: ledgerCounts });
+			return reply.status(503).header('retry-after', '2').send({ status: 'degraded' as const, engines: states, ledger: ledgerCounts });
 		}
-		return ledger.status === 'ok' ? { status: 'ok' } : { status: 'degraded', ledger: ledgerCounts };
+		return ledger.status === 'ok' ? { status: 'ok' as const } : { status: 'degraded' as const, ledger: ledgerCounts };
 	});
 }

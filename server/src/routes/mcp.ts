@@ -19,6 +19,7 @@ import { keyPolicyOf } from '../keys/authenticate';
 import { sendApiError } from '../http/error-handler';
 import { callTool, toolsFor, type ToolCaller } from '../mcp/tools';
 import { clientGoneSignal } from '../http/client-gone';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses } from '../schema-docs/route-schemas';
 
 export const MCP_PATH = '/mcp';
 
@@ -33,10 +34,34 @@ const BATCH_REFUSED = {
 	error: { code: ErrorCode.InvalidRequest, message: 'JSON-RPC batches are not accepted (MCP 2025-06-18 has none): send one message per request' },
 } as const;
 
+const JSON_RPC_ANSWER = { type: 'object', description: 'The JSON-RPC answer' };
+
+/** The body documents only: the MCP SDK reads the JSON-RPC message itself. */
+const postSchema = {
+	tags: ['Agents'],
+	operationId: 'mcp',
+	summary: 'Model Context Protocol, Streamable HTTP, stateless: tools generate_image, upload_file, get_file, delete_file, list_models',
+	...API_KEY_AUTH,
+	body: { type: 'object', description: 'One JSON-RPC 2.0 message (a batch is refused)' },
+	response: {
+		200: JSON_RPC_ANSWER,
+		202: { description: 'A notification was accepted', type: 'null' },
+		400: { ...JSON_RPC_ANSWER, description: 'A JSON-RPC batch (an array): refused whole, before any call runs, with JSON-RPC error -32600' },
+		...errorResponses(...AUTH_ERRORS, [406, 'Accept must list application/json and text/event-stream']),
+	},
+};
+const notOfferedSchema = (operationId: string, summary: string) => ({
+	tags: ['Agents'],
+	operationId,
+	summary,
+	...API_KEY_AUTH,
+	response: errorResponses(...AUTH_ERRORS, [405, 'Send every message with POST']),
+});
+
 export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
 	const { maxJsonBytes, maxUploadBytes } = scope.config;
 
-	scope.post(MCP_PATH, async (request, reply) => {
+	scope.post(MCP_PATH, { schema: postSchema }, async (request, reply) => {
 		if (Array.isArray(request.body)) return reply.code(400).send(BATCH_REFUSED);
 		const apiKey = keyPolicyOf(request);
 		const caller: ToolCaller = { apiKeyId: request.apiKeyId, apiKey, clientGone: clientGoneSignal(reply) };
@@ -64,6 +89,6 @@ export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
 		reply.header('allow', 'POST');
 		return sendApiError(reply, new ImageGenError(405, 'This MCP endpoint is stateless: send every message with POST', { code: 'method_not_allowed' }));
 	};
-	scope.get(MCP_PATH, notOffered);
-	scope.delete(MCP_PATH, notOffered);
+	scope.get(MCP_PATH, { schema: notOfferedSchema('mcpStream', 'Not offered (stateless)') }, notOffered);
+	scope.delete(MCP_PATH, { schema: notOfferedSchema('mcpSession', 'Not offered (no sessions)') }, notOffered);
 }

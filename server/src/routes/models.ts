@@ -3,9 +3,40 @@
  * models sees only those.
  */
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod/v3';
+import { MODEL_IDS } from '../../../core/models';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type ZodTypeProvider } from '../schema-docs/route-schemas';
 
-export default async function modelRoutes(v1: FastifyInstance): Promise<void> {
+const names = z.array(z.string());
+const modelSchema = z.object({
+	id: z.enum(MODEL_IDS),
+	object: z.literal('model'),
+	display_name: z.string(),
+	description: z.string(),
+	fields: names,
+	required: names,
+	aspect_ratios: names,
+	output_formats: names,
+	response_formats: names,
+	style_types: names.optional(),
+	magic_prompt_options: names.optional(),
+	limits: z.record(z.number().int()),
+	defaults: z.record(z.string()),
+	pricing: z.object({ per_image_usd: z.number() }),
+	providers: names.describe('The hosts that serve the model, in the order a fallback chain tries them'),
+});
+
+const schema = {
+	tags: ['Images'],
+	operationId: 'listModels',
+	summary: 'The models this key may use, with their fields, limits, prices and hosts',
+	...API_KEY_AUTH,
+	response: { 200: z.object({ object: z.literal('list'), data: z.array(modelSchema) }).describe('The catalog'), ...errorResponses(...AUTH_ERRORS) },
+};
+
+export default async function modelRoutes(scope: FastifyInstance): Promise<void> {
+	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	const catalog = catalogInForce(v1.config.priceOverrides, v1.providers);
-	v1.get('/models', async (request) => catalogFor(catalog, request.apiKey?.models));
+	v1.get('/models', { schema }, async (request) => catalogFor(catalog, request.apiKey?.models));
 }

@@ -9,18 +9,46 @@
  * MCP tool `upload_file` shares.
  */
 import type { FastifyInstance } from 'fastify';
+import { uploadResponseSchema } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
+import { uploadOptionsJsonSchema, type JsonSchema } from '../schema-docs/json-schema';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, IDEMPOTENCY_KEY_HEADER, type ZodTypeProvider } from '../schema-docs/route-schemas';
 import { fingerprintJson } from '../idempotency/idempotency';
 import { answerMultipartUpload, type MultipartUploadServices } from '../uploads/multipart';
 import { clientGoneSignal } from '../http/client-gone';
 
 const ROUTE = '/v1/uploads';
 
+/** The bodies document only: uploads/ parses both forms itself (a multipart file is streamed, never buffered for a validator). */
+function uploadSchema(retentionSeconds: number) {
+	const options = uploadOptionsJsonSchema(retentionSeconds);
+	const mediaInput = { type: 'string', minLength: 1, description: 'An http(s) URL, a data URI or raw base64' };
+	const json: JsonSchema = {
+		type: 'object',
+		description: "Exactly one of 'file' (the bytes decide image or video), 'image' or 'video'.",
+		properties: { file: mediaInput, image: mediaInput, video: mediaInput, ...options },
+		additionalProperties: false,
+	};
+	const form: JsonSchema = { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' }, ...options } };
+	return {
+		tags: ['Files'],
+		operationId: 'uploadFile',
+		summary: 'Host an image or video for a limited time, optionally converted or fitted',
+		...API_KEY_AUTH,
+		headers: IDEMPOTENCY_KEY_HEADER,
+		body: { content: { 'application/json': { schema: json }, 'multipart/form-data': { schema: form } } },
+		response: {
+			200: uploadResponseSchema,
+			...errorResponses([400, 'A field is wrong (param names it)'], ...AUTH_ERRORS, [409, 'Idempotency-Key conflict'], [413, 'Larger than the upload limit'], [415, 'Not a supported image or video'], [507, 'Storage full']),
+		},
+	};
+}
+
 export default async function uploadRoutes(v1: FastifyInstance): Promise<void> {
 	const { maxUploadBytes, retentionSeconds } = v1.config;
 	const multipart: MultipartUploadServices = { route: ROUTE, store: v1.hostedFiles, uploads: v1.uploads, idempotency: v1.idempotency, maxUploadBytes, retentionSeconds };
 
-	v1.post('/uploads', async (request, reply) => {
+	v1.withTypeProvider<ZodTypeProvider>().post('/uploads', { schema: uploadSchema(retentionSeconds) }, async (request, reply) => {
 		try {
 			const key = v1.idempotency.keyOf(request);
 			if (request.isMultipart()) return v1.idempotency.reply(reply, await answerMultipartUpload(request, reply, key, multipart));

@@ -1,8 +1,9 @@
 /** GET /v1/usage: the calling key's images and cost per model and UTC day, optionally between dates. */
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
-import { roundUsd } from '../../../core/units';
 import { isRealDateTime } from '../http/calendar';
+import { usageAnswer, usageResponseSchema } from '../usage/usage-response';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type ZodTypeProvider } from '../schema-docs/route-schemas';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -14,9 +15,22 @@ function dateParameter(value: unknown, name: 'from' | 'to'): string | undefined 
 	return value;
 }
 
-export default async function usageRoutes(v1: FastifyInstance): Promise<void> {
+const DATE_QUERY = { type: 'string', pattern: DATE.source, description: 'A UTC day as YYYY-MM-DD' };
+
+/** The query documents only: the handler checks it, naming the parameter at fault. */
+const schema = {
+	tags: ['Usage'],
+	operationId: 'usage',
+	summary: "The key's images and cost per model and UTC day",
+	...API_KEY_AUTH,
+	querystring: { type: 'object', properties: { from: DATE_QUERY, to: DATE_QUERY }, additionalProperties: false },
+	response: { 200: usageResponseSchema, ...errorResponses([400, 'A bad date'], ...AUTH_ERRORS) },
+};
+
+export default async function usageRoutes(scope: FastifyInstance): Promise<void> {
+	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	const ledger = v1.usageLedger;
-	v1.get('/usage', async (request) => {
+	v1.get('/usage', { schema }, async (request) => {
 		const query = request.query as Record<string, unknown>;
 		for (const key of Object.keys(query)) {
 			if (key !== 'from' && key !== 'to') throw invalidField(key, `Unknown query parameter '${key}': use from and to (YYYY-MM-DD)`, 'unknown_field');
@@ -24,8 +38,6 @@ export default async function usageRoutes(v1: FastifyInstance): Promise<void> {
 		const from = dateParameter(query.from, 'from');
 		const to = dateParameter(query.to, 'to');
 		if (from && to && from > to) throw invalidField('from', `'from' (${from}) is after 'to' (${to})`);
-		const data = await ledger.rows(request.apiKeyId, from, to);
-		const total = data.reduce((sum, row) => ({ images: sum.images + row.images, cost_usd: sum.cost_usd + row.cost_usd }), { images: 0, cost_usd: 0 });
-		return { object: 'usage', from: from ?? null, to: to ?? null, data, total: { images: total.images, cost_usd: roundUsd(total.cost_usd) } };
+		return usageAnswer(await ledger.rows(request.apiKeyId, from, to), from, to);
 	});
 }
