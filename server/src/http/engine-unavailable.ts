@@ -51,11 +51,13 @@ export function isEngineUnreachable(error: unknown, depth = 0): boolean {
 
 /**
  * Errors raised by our engines' drivers (as opposed to a request body's parser): a socket or file
- * system call, a PostgreSQL answer, an S3 answer. Never the client's fault, whatever they say.
+ * system call, an SQLite or PostgreSQL answer, an S3 answer. Never the client's fault, whatever they say.
  */
 export function isEngineError(error: unknown): boolean {
 	if (typeof error !== 'object' || error === null || error instanceof ImageGenError) return false;
 	const shape = error as ErrorShape & { syscall?: unknown; severity?: unknown };
+	// better-sqlite3's SqliteError: every code it gives starts so (SQLITE_FULL, SQLITE_CORRUPT, …).
+	if (typeof shape.code === 'string' && shape.code.startsWith('SQLITE_')) return true;
 	return isEngineUnreachable(error) || typeof shape.syscall === 'string' || typeof shape.severity === 'string' || typeof shape.$metadata === 'object';
 }
 

@@ -18,6 +18,7 @@ import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { openSqliteDatabase } from '../sqlite/database';
+import { conditionOf } from '../sqlite/condition';
 import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
@@ -47,6 +48,8 @@ declare module 'fastify' {
 export interface Backends extends Engines {
 	/** Closed last, after every engine that uses it. */
 	close?: () => Promise<void>;
+	/** Told of every request that failed: the embedded database learns of a full disk or a damaged page. */
+	noteFailure?: (error: unknown) => void;
 }
 
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
@@ -71,6 +74,8 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			await reportLegacyFiles(config.dataDir, log);
 		}
 		const usageLedger = new SqliteUsageLedger(database, { log });
+		const condition = conditionOf(database);
+		condition.start();
 		return {
 			storage,
 			fileMetadata,
@@ -78,7 +83,9 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			rateLimiter: new MemoryRateLimiter(config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
+			noteFailure: (error) => condition.noteFailure(error),
 			close: async () => {
+				await condition.stop();
 				await groupCommitOf(database).close();
 				database.close();
 			},
@@ -141,6 +148,8 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		fastify.decorate('keyStore', backends.keyStore);
+		const { noteFailure } = backends;
+		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
 			await backends.usageLedger.close();

@@ -7,6 +7,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { isDamage, quickCheckProblems } from './condition';
 import { migrateSqlite, type SqliteMigrationLog } from './migrate';
 
 export type SqliteDatabase = Database.Database;
@@ -34,6 +35,7 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 	createPrivately(databasePath(dataDir));
 	const database = new Database(databasePath(dataDir), { timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
 	try {
+		refuseDamaged(database);
 		// Only takes effect on a new file (before the first table): freed pages can then be given back
 		// to the file system in steps, so the file stops growing once retention has turned over.
 		database.pragma('auto_vacuum = INCREMENTAL');
@@ -46,8 +48,26 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 		return database;
 	} catch (error) {
 		database.close();
+		if (isDamage(error)) throw damaged(database, [(error as Error).message], error);
 		throw error;
 	}
+}
+
+/**
+ * A damaged page is found now rather than by the first request that reads it (each of which would
+ * fail): `quick_check` reads every page once.
+ */
+function refuseDamaged(database: SqliteDatabase): void {
+	const problems = quickCheckProblems(database);
+	if (problems.length > 0) throw damaged(database, problems);
+}
+
+function damaged(database: SqliteDatabase, problems: readonly string[], cause?: unknown): Error {
+	return new Error(
+		`the database ${database.name} is damaged (PRAGMA quick_check: ${problems.slice(0, 3).join('; ')}). ` +
+			'Stop every process on the data dir and restore the latest copy made by `imagegen-server backup`',
+		{ cause },
+	);
 }
 
 /**

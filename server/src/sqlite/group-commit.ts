@@ -16,6 +16,7 @@
  */
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { conditionOf } from './condition';
 import type { SqliteDatabase } from './database';
 
 const datasync = promisify(fdatasync);
@@ -105,16 +106,21 @@ export class SqliteGroupCommit {
 			outcomes = this.commitBatch(batch);
 		} catch (error) {
 			// The commit itself failed (the lock stayed busy past the timeout, a full disk): none of it happened.
+			conditionOf(this.database).noteFailure(error);
 			for (const queued of batch) queued.reject(error);
 			return;
 		} finally {
 			if (this.inWalMode) this.database.pragma('synchronous = FULL');
 		}
+		conditionOf(this.database).noteWritten();
 		// Failures and writes that need no sync are answered now; the rest after the log's sync.
 		const waiting: Array<{ queued: Queued; value: unknown }> = [];
 		outcomes.forEach((outcome, index) => {
 			const queued = batch[index]!;
-			if (!outcome.ok) queued.reject(outcome.error);
+			if (!outcome.ok) {
+				conditionOf(this.database).noteFailure(outcome.error);
+				queued.reject(outcome.error);
+			}
 			else if (queued.durable) waiting.push({ queued, value: outcome.value });
 			else queued.resolve(outcome.value);
 		});

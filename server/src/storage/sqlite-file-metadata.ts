@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
+import { conditionOf } from '../sqlite/condition';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
@@ -194,6 +195,10 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async ping(): Promise<void> {
 		this.statements.ping.get();
+	}
+
+	condition(): 'ok' | 'full' | 'damaged' {
+		return conditionOf(this.database).current().state;
 	}
 
 	private instant(now: Date | undefined): number {
