@@ -61,6 +61,21 @@ export function isEngineError(error: unknown): boolean {
 	return isEngineUnreachable(error) || typeof shape.syscall === 'string' || typeof shape.severity === 'string' || typeof shape.$metadata === 'object';
 }
 
+/** Another process held the embedded database's write lock for longer than the service waits. */
+export function isDatabaseBusy(error: unknown): boolean {
+	const code = (error as { code?: unknown } | null)?.code;
+	return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+/** Its 503: nothing was written, and the lock is usually free again within seconds. */
+export function databaseBusy(cause: unknown): ImageGenError {
+	return new ImageGenError(503, 'The database is busy: another process holds its write lock. Nothing was changed; retry in a few seconds', {
+		code: 'database_busy',
+		retryAfterSeconds: ENGINE_RETRY_AFTER_SECONDS,
+		cause,
+	});
+}
+
 /** The 503 for an unreachable engine; `cause` is kept for the log, never shown. */
 export function serviceUnavailable(cause: unknown, code = 'service_unavailable'): ImageGenError {
 	const what = code === 'storage_unavailable' ? 'The file storage' : 'A storage engine of the service';

@@ -6,7 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
 import { formatBytes } from '../../../core/units';
-import { isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
+import { databaseBusy, isDatabaseBusy, isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
 import { insufficientStorage, isStorageFull } from './storage-full';
 
 export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUploadBytes: number }): ImageGenError {
@@ -51,6 +51,7 @@ export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUp
 	}
 	// A full disk or database: whichever engine found it, the same 507 as for the bytes.
 	if (isStorageFull(error)) return insufficientStorage(error);
+	if (isDatabaseBusy(error)) return databaseBusy(error);
 	// PostgreSQL or the bucket down: retryable, and the driver's text (internal addresses) stays in the log.
 	if (isEngineUnreachable(error)) return serviceUnavailable(error);
 	return new ImageGenError(500, 'Internal server error', { code: 'internal_error', cause: error });

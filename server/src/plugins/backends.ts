@@ -55,7 +55,7 @@ export interface Backends extends Engines {
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
 export async function openBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
-	const database = openSqliteDatabase(config.dataDir, { log });
+	const database = openSqliteDatabase(config.dataDir, { log, serving: true });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqliteFileMetadata(database);

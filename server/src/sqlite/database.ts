@@ -7,6 +7,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { BUSY_WAIT_MS, waitFromTimers } from './busy';
 import { isDamage, quickCheckProblems } from './condition';
 import { migrateSqlite, type SqliteMigrationLog } from './migrate';
 
@@ -15,15 +16,20 @@ export type SqliteDatabase = Database.Database;
 export const DATABASE_FILE = 'imagegen.db';
 
 /**
- * How long a statement waits for another process's write lock before it fails with SQLITE_BUSY
- * (answered as a 503 with Retry-After, never a 500). Writers hold the lock for one short
- * transaction, so a wait this long means something is wrong, not merely busy.
+ * How long a statement of a command (keys, backup) or of the service's start waits for another
+ * process's write lock before it fails with SQLITE_BUSY. SQLite waits in the calling thread:
+ * fine for a command, not for a serving service (see `serving`).
  */
-export const BUSY_TIMEOUT_MS = 5_000;
+export const BUSY_TIMEOUT_MS = BUSY_WAIT_MS;
 
 export interface OpenSqliteOptions {
 	log?: SqliteMigrationLog;
 	busyTimeoutMs?: number;
+	/**
+	 * The service's connection: once migrated, a statement never waits for a lock in SQLite (that
+	 * would stop the event loop); its writes wait from a timer instead (`whenUnlocked`).
+	 */
+	serving?: boolean;
 }
 
 export function databasePath(dataDir: string): string {
@@ -45,6 +51,7 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 		database.pragma('synchronous = FULL');
 		database.pragma('foreign_keys = ON');
 		migrateSqlite(database, options.log);
+		if (options.serving) waitFromTimers(database);
 		return database;
 	} catch (error) {
 		database.close();
