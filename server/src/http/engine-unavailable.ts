@@ -38,8 +38,7 @@ export function isEngineUnreachable(error: unknown, depth = 0): boolean {
 	const shape = error as ErrorShape;
 	const code = typeof shape.code === 'string' ? shape.code : '';
 	if (SOCKET_CODES.has(code) || POSTGRES_CODES.has(code) || code.startsWith('08')) return true;
-	// Another process held the embedded database's write lock for longer than the busy wait.
-	if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return true;
+	if (isDatabaseBusy(error)) return true;
 	const message = typeof shape.message === 'string' ? shape.message : '';
 	if (PG_CONNECTION_MESSAGES.some((text) => message.includes(text))) return true;
 	const status = shape.$metadata?.httpStatusCode;

@@ -20,10 +20,15 @@ export const QUICK_CHECK_INTERVAL_MS = 15 * 60_000;
 
 const DAMAGE_CODES = /^SQLITE_(CORRUPT|NOTADB)/;
 
-/** The first lines of what `quick_check` found; `ok` alone when nothing. */
+/** What `quick_check` found, one problem a line (none when the file is whole). */
 export function quickCheckProblems(database: SqliteDatabase): string[] {
 	const rows = database.pragma('quick_check(10)') as Array<{ quick_check: string }>;
-	return rows.map((row) => row.quick_check).filter((line) => line !== 'ok');
+	return problemLines(rows.map((row) => row.quick_check));
+}
+
+/** SQLite may put several problems in one row, under a heading naming the schema. */
+function problemLines(rows: readonly string[]): string[] {
+	return rows.flatMap((row) => row.split('\n')).filter((line) => line !== 'ok' && !/^\*\*\* in database \w+ \*\*\*$/.test(line));
 }
 
 export function isDamage(error: unknown): boolean {
@@ -39,7 +44,7 @@ let answer;
 try {
 	const database = new Database(workerData.file, { readonly: true, fileMustExist: true, timeout: 0 });
 	try {
-		answer = { problems: database.pragma('quick_check(10)').map((row) => row.quick_check).filter((line) => line !== 'ok') };
+		answer = { rows: database.pragma('quick_check(10)').map((row) => row.quick_check) };
 	} finally {
 		database.close();
 	}
@@ -93,14 +98,14 @@ export class SqliteCondition {
 
 	private async runCheck(): Promise<DatabaseState> {
 		const worker = new Worker(CHECK_IN_WORKER, { eval: true, workerData: { file: this.database.name, driver: require.resolve('better-sqlite3') } });
-		const answer = await new Promise<{ problems?: string[]; error?: { code?: string; message: string } }>((resolve, reject) => {
+		const answer = await new Promise<{ rows?: string[]; error?: { code?: string; message: string } }>((resolve, reject) => {
 			worker.once('message', resolve);
 			worker.once('error', reject);
 			worker.once('exit', (code) => reject(new Error(`the database check ended with code ${code} before answering`)));
 		});
 		await worker.terminate();
 		this.checkedAt = new Date();
-		if (answer.problems) this.damage = answer.problems;
+		if (answer.rows) this.damage = problemLines(answer.rows);
 		else if (answer.error && isDamage(answer.error)) this.damage = [answer.error.message];
 		else if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
 		return this.current().state;

@@ -71,7 +71,7 @@ function refuseDamaged(database: SqliteDatabase): void {
 
 function damaged(database: SqliteDatabase, problems: readonly string[], cause?: unknown): Error {
 	return new Error(
-		`the database ${database.name} is damaged (PRAGMA quick_check: ${problems.slice(0, 3).join('; ')}). ` +
+		`the database ${database.name} is damaged (PRAGMA quick_check: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? '; …' : ''}). ` +
 			'Stop every process on the data dir and restore the latest copy made by `imagegen-server backup`',
 		{ cause },
 	);
