@@ -68,10 +68,15 @@ export class SqliteCondition {
 		return { state, ...(this.checkedAt ? { checkedAt: this.checkedAt } : {}), ...(this.damage.length > 0 ? { problems: this.damage } : {}) };
 	}
 
-	/** Told of every failed database call: a full disk or a damaged page changes the state. */
-	noteFailure(error: unknown): void {
-		if ((error as { code?: unknown } | null)?.code === 'SQLITE_FULL') this.full = true;
+	/**
+	 * Told of every failed database call and failed request: a full disk or a damaged page changes
+	 * the state. The SQLite error may be the cause of the one a request answered with (a 507).
+	 */
+	noteFailure(error: unknown, depth = 0): void {
+		if (typeof error !== 'object' || error === null || depth > 5) return;
+		if ((error as { code?: unknown }).code === 'SQLITE_FULL') this.full = true;
 		else if (isDamage(error)) this.damage = [String((error as Error).message)];
+		else this.noteFailure((error as { cause?: unknown }).cause, depth + 1);
 	}
 
 	/** Told of every committed write: there was room. */
