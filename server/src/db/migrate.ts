@@ -33,6 +33,7 @@ async function applyMissing(client: PoolClient, migrations: readonly Migration[]
 		)`);
 	const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
 	const done = new Set(rows.map((row) => row.version));
+	refuseNewerSchema(done, migrations);
 	const applied: number[] = [];
 	for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
 		if (done.has(migration.version)) continue;
@@ -48,4 +49,19 @@ async function applyMissing(client: PoolClient, migrations: readonly Migration[]
 		log?.info({ version: migration.version, name: migration.name }, 'database migrated');
 	}
 	return applied;
+}
+
+/**
+ * A version this release has no step for was applied by a newer one: its tables may mean things
+ * this code would misread or overwrite, so nothing runs on it.
+ */
+function refuseNewerSchema(applied: ReadonlySet<number>, migrations: readonly Migration[]): void {
+	const current = Math.max(0, ...applied);
+	const newest = Math.max(0, ...migrations.map((migration) => migration.version));
+	if (current > newest) {
+		throw new Error(
+			`the database has schema version ${current}, but the newest this release knows is ${newest}: a newer imagegen-server migrated it. ` +
+				'Run that release (or a newer one), or restore a backup taken before the upgrade',
+		);
+	}
 }

@@ -38,8 +38,7 @@ export function isEngineUnreachable(error: unknown, depth = 0): boolean {
 	const shape = error as ErrorShape;
 	const code = typeof shape.code === 'string' ? shape.code : '';
 	if (SOCKET_CODES.has(code) || POSTGRES_CODES.has(code) || code.startsWith('08')) return true;
-	// Another process held the embedded database's write lock for longer than the busy wait.
-	if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return true;
+	if (isDatabaseBusy(error)) return true;
 	const message = typeof shape.message === 'string' ? shape.message : '';
 	if (PG_CONNECTION_MESSAGES.some((text) => message.includes(text))) return true;
 	const status = shape.$metadata?.httpStatusCode;
@@ -51,12 +50,29 @@ export function isEngineUnreachable(error: unknown, depth = 0): boolean {
 
 /**
  * Errors raised by our engines' drivers (as opposed to a request body's parser): a socket or file
- * system call, a PostgreSQL answer, an S3 answer. Never the client's fault, whatever they say.
+ * system call, an SQLite or PostgreSQL answer, an S3 answer. Never the client's fault, whatever they say.
  */
 export function isEngineError(error: unknown): boolean {
 	if (typeof error !== 'object' || error === null || error instanceof ImageGenError) return false;
 	const shape = error as ErrorShape & { syscall?: unknown; severity?: unknown };
+	// better-sqlite3's SqliteError: every code it gives starts so (SQLITE_FULL, SQLITE_CORRUPT, …).
+	if (typeof shape.code === 'string' && shape.code.startsWith('SQLITE_')) return true;
 	return isEngineUnreachable(error) || typeof shape.syscall === 'string' || typeof shape.severity === 'string' || typeof shape.$metadata === 'object';
+}
+
+/** Another process held the embedded database's write lock for longer than the service waits. */
+export function isDatabaseBusy(error: unknown): boolean {
+	const code = (error as { code?: unknown } | null)?.code;
+	return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+/** Its 503: nothing was written, and the lock is usually free again within seconds. */
+export function databaseBusy(cause: unknown): ImageGenError {
+	return new ImageGenError(503, 'The database is busy: another process holds its write lock. Nothing was changed; retry in a few seconds', {
+		code: 'database_busy',
+		retryAfterSeconds: ENGINE_RETRY_AFTER_SECONDS,
+		cause,
+	});
 }
 
 /** The 503 for an unreachable engine; `cause` is kept for the log, never shown. */

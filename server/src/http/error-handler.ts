@@ -6,7 +6,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
 import { formatBytes } from '../../../core/units';
-import { isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
+import { databaseBusy, isDatabaseBusy, isEngineUnreachable, serviceUnavailable } from './engine-unavailable';
+import { insufficientStorage, isStorageFull } from './storage-full';
 
 export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUploadBytes: number }): ImageGenError {
 	if (error instanceof ImageGenError) return error;
@@ -48,6 +49,9 @@ export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUp
 		const known = status === 404 || status === 413 || status === 415 || status === 429 ? status : 400;
 		return new ImageGenError(known, fastifyError.message || 'Bad request', { code: 'invalid_request' });
 	}
+	// A full disk or database: whichever engine found it, the same 507 as for the bytes.
+	if (isStorageFull(error)) return insufficientStorage(error);
+	if (isDatabaseBusy(error)) return databaseBusy(error);
 	// PostgreSQL or the bucket down: retryable, and the driver's text (internal addresses) stays in the log.
 	if (isEngineUnreachable(error)) return serviceUnavailable(error);
 	return new ImageGenError(500, 'Internal server error', { code: 'internal_error', cause: error });

@@ -8,6 +8,7 @@
  * Clock: the `now` passed in, else this machine's (shared by every process on one data dir).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { whenUnlocked } from '../sqlite/busy';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
@@ -100,9 +101,9 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
 	async claim(claim: IdempotencyClaim, now: Date = new Date()): Promise<ClaimOutcome> {
 		for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
-			const state = this.decide(claim, now.getTime());
+			const state = await whenUnlocked(this.database, () => this.decide(claim, now.getTime()));
 			if (state !== 'replay') return { state };
-			const answer = this.readAnswer(claim);
+			const answer = await whenUnlocked(this.database, () => this.readAnswer(claim));
 			if (answer) return { state: 'replay', answer };
 			// Swept or forgotten between the decision and the read: decide again.
 		}
@@ -110,22 +111,22 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 	}
 
 	async complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void> {
-		this.completeAnswer(apiKeyId, key, answer);
+		await whenUnlocked(this.database, () => this.completeAnswer(apiKeyId, key, answer));
 	}
 
 	async release(apiKeyId: string, key: string): Promise<void> {
-		this.statements.release.run(apiKeyId, key);
+		await whenUnlocked(this.database, () => this.statements.release.run(apiKeyId, key));
 	}
 
 	async forgetFile(apiKeyId: string, fileId: string): Promise<number> {
-		return this.statements.forgetFile.run(apiKeyId, fileId).changes;
+		return (await whenUnlocked(this.database, () => this.statements.forgetFile.run(apiKeyId, fileId))).changes;
 	}
 
 	/** In batches, each its own short transaction, then gives the freed pages back. */
 	async sweep(now: Date = new Date()): Promise<number> {
 		let removed = 0;
 		for (;;) {
-			const { changes } = this.statements.sweep.run({ now: now.getTime(), limit: SWEEP_BATCH });
+			const { changes } = await whenUnlocked(this.database, () => this.statements.sweep.run({ now: now.getTime(), limit: SWEEP_BATCH }));
 			removed += changes;
 			if (changes < SWEEP_BATCH) break;
 			await nextTurn();

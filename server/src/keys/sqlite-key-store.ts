@@ -9,6 +9,7 @@
  * ends, then is deleted by the next admission of that key.
  */
 import type { SqliteDatabase } from '../sqlite/database';
+import { whenUnlocked } from '../sqlite/busy';
 import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
 import { KEY_COLUMNS, toManagedKey, type KeyRow } from './key-rows';
 import { fromMicros, toMicros, type ManagedKey } from './managed-key';
@@ -76,7 +77,7 @@ export class SqliteKeyStore implements KeyStore {
 	}
 
 	async create(key: ManagedKey): Promise<void> {
-		this.statements.insert.run(toRow(key));
+		await whenUnlocked(this.database, () => this.statements.insert.run(toRow(key)));
 	}
 
 	async list(options: { includeRevoked?: boolean } = {}): Promise<ManagedKey[]> {
@@ -101,16 +102,17 @@ export class SqliteKeyStore implements KeyStore {
 			statement = this.database.prepare(`UPDATE api_keys SET ${columns.map((column) => `${column} = @${column}`).join(', ')} WHERE id = @id AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`);
 			this.updates.set(signature, statement);
 		}
-		const row = statement.get({ ...values, id }) as KeyRow | undefined;
+		const update = statement;
+		const row = (await whenUnlocked(this.database, () => update.get({ ...values, id }))) as KeyRow | undefined;
 		return row ? toManagedKey(row) : null;
 	}
 
 	async revoke(id: string, at: Date): Promise<boolean> {
-		return this.statements.revoke.run(at.getTime(), id).changes === 1;
+		return (await whenUnlocked(this.database, () => this.statements.revoke.run(at.getTime(), id))).changes === 1;
 	}
 
 	async rotate(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): Promise<ManagedKey | null> {
-		const row = this.statements.rotate.get({ id, hash: secret.hash, prefix: secret.prefix, until: millisOrNull(previousValidUntil) });
+		const row = await whenUnlocked(this.database, () => this.statements.rotate.get({ id, hash: secret.hash, prefix: secret.prefix, until: millisOrNull(previousValidUntil) }));
 		return row ? toManagedKey(row) : null;
 	}
 
@@ -120,15 +122,15 @@ export class SqliteKeyStore implements KeyStore {
 	}
 
 	async reserve(reservation: Reservation, now: Date = new Date()): Promise<Admission> {
-		return this.admit.immediate(reservation, now.getTime());
+		return whenUnlocked(this.database, () => this.admit.immediate(reservation, now.getTime()));
 	}
 
 	async settle(reservationId: string, amountUsd: number): Promise<void> {
-		this.settleOnce.immediate(reservationId, toMicros(amountUsd));
+		await whenUnlocked(this.database, () => this.settleOnce.immediate(reservationId, toMicros(amountUsd)));
 	}
 
 	async release(reservationId: string): Promise<void> {
-		this.settleOnce.immediate(reservationId, null);
+		await whenUnlocked(this.database, () => this.settleOnce.immediate(reservationId, null));
 	}
 
 	async spent(keyId: string, since: Date): Promise<number> {

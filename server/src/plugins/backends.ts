@@ -18,6 +18,7 @@ import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { SqliteRateLimiter } from '../limits/sqlite-rate-limiter';
 import { openSqliteDatabase } from '../sqlite/database';
+import { conditionOf } from '../sqlite/condition';
 import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
@@ -47,12 +48,14 @@ declare module 'fastify' {
 export interface Backends extends Engines {
 	/** Closed last, after every engine that uses it. */
 	close?: () => Promise<void>;
+	/** Told of every request that failed: the embedded database learns of a full disk or a damaged page. */
+	noteFailure?: (error: unknown) => void;
 }
 
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
 export async function openBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
-	const database = openSqliteDatabase(config.dataDir, { log });
+	const database = openSqliteDatabase(config.dataDir, { log, serving: true });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqliteFileMetadata(database);
@@ -71,6 +74,8 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			await reportLegacyFiles(config.dataDir, log);
 		}
 		const usageLedger = new SqliteUsageLedger(database, { log });
+		const condition = conditionOf(database);
+		condition.start();
 		return {
 			storage,
 			fileMetadata,
@@ -78,7 +83,9 @@ export async function openBackends(config: ServiceConfig, log: LedgerLogger): Pr
 			rateLimiter: new SqliteRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
+			noteFailure: (error) => condition.noteFailure(error),
 			close: async () => {
+				await condition.stop();
 				await groupCommitOf(database).close();
 				database.close();
 			},
@@ -141,6 +148,8 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		fastify.decorate('keyStore', backends.keyStore);
+		const { noteFailure } = backends;
+		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
 			await backends.usageLedger.close();

@@ -10,6 +10,7 @@ import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSyn
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { BUSY_TIMEOUT_MS, createPrivately } from './database';
+import { refuseNewerSchema } from './migrate';
 
 export interface BackupResult {
 	/** The copy's schema version (PRAGMA user_version), the same as the source's. */
@@ -75,6 +76,7 @@ function copyInto(source: string, temp: string): void {
 		throw error;
 	}
 	try {
+		refuseNewerSchema(database);
 		database.prepare('VACUUM INTO ?').run(temp);
 	} catch (error) {
 		if ((error as { code?: string }).code === 'SQLITE_NOTADB') throw new BackupRefused('data-dir', `${source} is not an SQLite database`);

@@ -7,6 +7,8 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { BUSY_WAIT_MS, waitFromTimers } from './busy';
+import { isDamage, quickCheckProblems } from './condition';
 import { migrateSqlite, type SqliteMigrationLog } from './migrate';
 
 export type SqliteDatabase = Database.Database;
@@ -14,15 +16,20 @@ export type SqliteDatabase = Database.Database;
 export const DATABASE_FILE = 'imagegen.db';
 
 /**
- * How long a statement waits for another process's write lock before it fails with SQLITE_BUSY
- * (answered as a 503 with Retry-After, never a 500). Writers hold the lock for one short
- * transaction, so a wait this long means something is wrong, not merely busy.
+ * How long a statement of a command (keys, backup) or of the service's start waits for another
+ * process's write lock before it fails with SQLITE_BUSY. SQLite waits in the calling thread:
+ * fine for a command, not for a serving service (see `serving`).
  */
-export const BUSY_TIMEOUT_MS = 5_000;
+export const BUSY_TIMEOUT_MS = BUSY_WAIT_MS;
 
 export interface OpenSqliteOptions {
 	log?: SqliteMigrationLog;
 	busyTimeoutMs?: number;
+	/**
+	 * The service's connection: once migrated, a statement never waits for a lock in SQLite (that
+	 * would stop the event loop); its writes wait from a timer instead (`whenUnlocked`).
+	 */
+	serving?: boolean;
 }
 
 export function databasePath(dataDir: string): string {
@@ -34,6 +41,7 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 	createPrivately(databasePath(dataDir));
 	const database = new Database(databasePath(dataDir), { timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
 	try {
+		refuseDamaged(database);
 		// Only takes effect on a new file (before the first table): freed pages can then be given back
 		// to the file system in steps, so the file stops growing once retention has turned over.
 		database.pragma('auto_vacuum = INCREMENTAL');
@@ -43,11 +51,30 @@ export function openSqliteDatabase(dataDir: string, options: OpenSqliteOptions =
 		database.pragma('synchronous = FULL');
 		database.pragma('foreign_keys = ON');
 		migrateSqlite(database, options.log);
+		if (options.serving) waitFromTimers(database);
 		return database;
 	} catch (error) {
 		database.close();
+		if (isDamage(error)) throw damaged(database, [(error as Error).message], error);
 		throw error;
 	}
+}
+
+/**
+ * A damaged page is found now rather than by the first request that reads it (each of which would
+ * fail): `quick_check` reads every page once.
+ */
+function refuseDamaged(database: SqliteDatabase): void {
+	const problems = quickCheckProblems(database);
+	if (problems.length > 0) throw damaged(database, problems);
+}
+
+function damaged(database: SqliteDatabase, problems: readonly string[], cause?: unknown): Error {
+	return new Error(
+		`the database ${database.name} is damaged (PRAGMA quick_check: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? '; …' : ''}). ` +
+			'Stop every process on the data dir and restore the latest copy made by `imagegen-server backup`',
+		{ cause },
+	);
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqliteDatabase } from './database';
+import { whenUnlocked } from './busy';
 
 export interface FreePagesOptions {
 	/** Pages given back per step (4 KiB each by default). */
@@ -22,7 +23,7 @@ export async function releaseFreePages(database: SqliteDatabase, options: FreePa
 	for (let step = 0; step < maxSteps; step += 1) {
 		const free = database.pragma('freelist_count', { simple: true }) as number;
 		if (free === 0) break;
-		database.exec(`PRAGMA incremental_vacuum(${Math.min(free, pagesPerStep)})`);
+		await whenUnlocked(database, () => database.exec(`PRAGMA incremental_vacuum(${Math.min(free, pagesPerStep)})`));
 		released += free - (database.pragma('freelist_count', { simple: true }) as number);
 		await nextTurn();
 	}

@@ -16,6 +16,8 @@
  */
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { whenUnlocked } from './busy';
+import { conditionOf } from './condition';
 import type { SqliteDatabase } from './database';
 
 const datasync = promisify(fdatasync);
@@ -99,23 +101,38 @@ export class SqliteGroupCommit {
 			for (const queued of batch) queued.reject(new Error('the database connection is not open'));
 			return;
 		}
-		let outcomes: Outcome[];
+		// Tried at once; while another process holds the lock, again from a timer (sqlite/busy.ts).
+		const committed = whenUnlocked(this.database, () => this.commitOnce(batch)).then(
+			(outcomes) => this.answer(batch, outcomes),
+			(error: unknown) => {
+				// The commit itself failed (the lock stayed busy past the wait, a full disk): none of it happened.
+				conditionOf(this.database).noteFailure(error);
+				for (const queued of batch) queued.reject(error);
+			},
+		);
+		this.pending.add(committed);
+		void committed.finally(() => this.pending.delete(committed));
+	}
+
+	private commitOnce(batch: readonly Queued[]): Outcome[] {
 		try {
 			if (this.inWalMode) this.database.pragma('synchronous = NORMAL');
-			outcomes = this.commitBatch(batch);
-		} catch (error) {
-			// The commit itself failed (the lock stayed busy past the timeout, a full disk): none of it happened.
-			for (const queued of batch) queued.reject(error);
-			return;
+			return this.commitBatch(batch);
 		} finally {
 			if (this.inWalMode) this.database.pragma('synchronous = FULL');
 		}
+	}
+
+	private answer(batch: readonly Queued[], outcomes: readonly Outcome[]): void {
+		conditionOf(this.database).noteWritten();
 		// Failures and writes that need no sync are answered now; the rest after the log's sync.
 		const waiting: Array<{ queued: Queued; value: unknown }> = [];
 		outcomes.forEach((outcome, index) => {
 			const queued = batch[index]!;
-			if (!outcome.ok) queued.reject(outcome.error);
-			else if (queued.durable) waiting.push({ queued, value: outcome.value });
+			if (!outcome.ok) {
+				conditionOf(this.database).noteFailure(outcome.error);
+				queued.reject(outcome.error);
+			} else if (queued.durable) waiting.push({ queued, value: outcome.value });
 			else queued.resolve(outcome.value);
 		});
 		if (waiting.length === 0) return;

@@ -14,7 +14,7 @@ export interface SqliteMigrationLog {
 export function migrateSqlite(database: Database.Database, log?: SqliteMigrationLog, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number[] {
 	const steps = [...migrations].sort((a, b) => a.version - b.version);
 	const applied = database.transaction(() => {
-		const current = database.pragma('user_version', { simple: true }) as number;
+		const current = refuseNewerSchema(database, migrations);
 		const done: SqliteMigration[] = [];
 		for (const step of steps) {
 			if (step.version <= current) continue;
@@ -30,4 +30,20 @@ export function migrateSqlite(database: Database.Database, log?: SqliteMigration
 	}).immediate();
 	for (const step of applied) log?.info({ version: step.version, name: step.name }, 'database migrated');
 	return applied.map((step) => step.version);
+}
+
+/**
+ * A schema this release does not know was made by a newer one: its tables may mean things this
+ * code would misread or overwrite, so nothing runs on it. Answers the file's version otherwise.
+ */
+export function refuseNewerSchema(database: Database.Database, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number {
+	const current = database.pragma('user_version', { simple: true }) as number;
+	const newest = Math.max(0, ...migrations.map((step) => step.version));
+	if (current > newest) {
+		throw new Error(
+			`the database ${database.name} has schema version ${current}, but the newest this release knows is ${newest}: a newer imagegen-server wrote it. ` +
+				'Run that release (or a newer one), or restore a backup taken before the upgrade',
+		);
+	}
+	return current;
 }

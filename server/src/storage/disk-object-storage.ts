@@ -2,7 +2,9 @@
  * Object storage in a directory: `<key>` holds the bytes of a complete object. A write goes to
  * `.tmp-<key>` in the same directory and is renamed into place when complete, so a reader never
  * sees half an object and a crash leaves only a temp file, which `removeIncomplete` (or the
- * start-up cleanup) deletes.
+ * start-up cleanup) deletes. The temp file is synced before the rename and the directory after it,
+ * and only then does the write resolve: the row that publishes an object is synced too, and after
+ * a power cut it must not point at a name the disk never got, or at an empty file.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
@@ -47,7 +49,9 @@ export class DiskObjectStorage implements ObjectStorage {
 		const temp = this.tempPath(key);
 		try {
 			const size = Buffer.isBuffer(source) ? await this.writeBuffer(temp, source, options.signal) : await this.writeStream(temp, source, options.signal);
+			await syncToDisk(temp);
 			await rename(temp, this.path(key));
+			await syncToDisk(this.directory);
 			return size;
 		} catch (error) {
 			await removeQuietly(temp);
@@ -112,6 +116,19 @@ export class DiskObjectStorage implements ObjectStorage {
 	private tempPath(key: string): string {
 		if (!KEY.test(key)) throw new Error(`invalid storage key '${key}'`);
 		return join(this.directory, `${TEMP_PREFIX}${key}`);
+	}
+}
+
+/**
+ * fsync through a descriptor of our own: it writes back every dirty page of the file, whoever
+ * wrote them. For a directory, it makes the names created or renamed in it durable.
+ */
+async function syncToDisk(path: string): Promise<void> {
+	const handle = await open(path, 'r');
+	try {
+		await handle.sync();
+	} finally {
+		await handle.close();
 	}
 }
 

@@ -84,5 +84,7 @@ export interface FileMetadataStore {
 	sweepExpired(dispose: (batch: ExpiredEntry[]) => Promise<void>, options: { now?: Date; batchSize: number }): Promise<number>;
 	/** Resolves when the store answers (the health check); rejects while it cannot be reached. */
 	ping?(): Promise<void>;
+	/** An embedded database's own state, beyond reachable: out of room, or a page found damaged. */
+	condition?(): 'ok' | 'full' | 'damaged';
 	close?(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
+import { insufficientStorage, isStorageFull } from '../http/storage-full';
 import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
 import { streamedBytes } from '../runtime/young-generation';
 import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
@@ -94,12 +95,5 @@ export function unsupportedMedia(field: string): ImageGenError {
 
 /** Out-of-space errors become a 507; ImageGenErrors pass through; anything else stays as it is. */
 export function storageError(error: unknown): unknown {
-	const code = (error as NodeJS.ErrnoException)?.code;
-	const name = (error as { name?: string })?.name;
-	if (code === 'ENOSPC' || code === 'EDQUOT' || name === 'EntityTooLarge' || name === 'QuotaExceeded') {
-		return new ImageGenError(507, 'The server has no storage space left for this file; try again later', {
-			code: 'insufficient_storage',
-		});
-	}
-	return error;
+	return isStorageFull(error) ? insufficientStorage(error) : error;
 }

@@ -8,6 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
+import { conditionOf } from '../sqlite/condition';
+import { whenUnlocked } from '../sqlite/busy';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
@@ -134,12 +136,12 @@ export class SqliteFileMetadata implements FileMetadataStore {
 	}
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
-		const row = this.statements.get.get(id, this.instant(now));
+		const row = await whenUnlocked(this.database, () => this.statements.get.get(id, this.instant(now)));
 		return row ? toFileRecord(row) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
-		const row = this.statements.remove.get({ id, ownerKeyId, now: this.instant(now) });
+		const row = await whenUnlocked(this.database, () => this.statements.remove.get({ id, ownerKeyId, now: this.instant(now) }));
 		return row ? toFileRecord(row) : null;
 	}
 
@@ -155,15 +157,15 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		try {
 			for (;;) {
 				const token = randomBytes(12).toString('base64url');
-				const rows = this.statements.takeExpired.all({ token, now, until: now + this.sweepLeaseMs, limit: options.batchSize });
+				const rows = await whenUnlocked(this.database, () => this.statements.takeExpired.all({ token, now, until: now + this.sweepLeaseMs, limit: options.batchSize }));
 				if (rows.length === 0) return disposed;
 				try {
 					await dispose(rows.map((row) => ({ id: row.id, storageKey: row.storage_key, published: row.published === 1 })));
 				} catch (error) {
-					this.giveBack(rows, token);
+					await whenUnlocked(this.database, () => this.giveBack(rows, token));
 					throw error;
 				}
-				this.forgetTaken(rows, token);
+				await whenUnlocked(this.database, () => this.forgetTaken(rows, token));
 				disposed += rows.length;
 				if (rows.length < options.batchSize) return disposed;
 			}
@@ -181,7 +183,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		for (const row of this.statements.reservations.all()) {
 			if (row.writer_pid === null || writerAlive(row.writer_pid)) continue;
 			await removeBytes(row.storage_key);
-			released += this.statements.forgetReservation.run(row.id).changes;
+			released += (await whenUnlocked(this.database, () => this.statements.forgetReservation.run(row.id))).changes;
 		}
 		return released;
 	}
@@ -194,6 +196,10 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async ping(): Promise<void> {
 		this.statements.ping.get();
+	}
+
+	condition(): 'ok' | 'full' | 'damaged' {
+		return conditionOf(this.database).current().state;
 	}
 
 	private instant(now: Date | undefined): number {

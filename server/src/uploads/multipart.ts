@@ -12,6 +12,7 @@ import { isUploadOptionField, parseUploadOption, parseUploadOptions } from '../.
 import { FingerprintHasher, type IdempotentAnswer } from '../idempotency/idempotency';
 import type { HostedFiles, StagedFile } from '../storage/hosted-files';
 import { isEngineError } from '../http/engine-unavailable';
+import { isStorageFull } from '../http/storage-full';
 import { clientGoneSignal } from '../http/client-gone';
 import { isFitting, refuseImageOptionsForVideo, type UploadPlan, type Uploads } from './uploads';
 
@@ -136,7 +137,7 @@ function multipartError(error: unknown): unknown {
 	if (error instanceof ImageGenError) return error;
 	const { code, statusCode } = error as { code?: string; statusCode?: number };
 	if (code?.startsWith('FST_') || statusCode !== undefined) return error;
-	if (code === 'ENOSPC' || code === 'EDQUOT') return error;
+	if (isStorageFull(error)) return error;
 	// Our own engines failing (PostgreSQL, the bucket) is never the client's fault: a 503 or a 500.
 	if (isEngineError(error)) return error;
 	return new ImageGenError(400, `The multipart body is malformed: ${(error as Error)?.message ?? 'unreadable'}`, {

@@ -94,6 +94,23 @@ describe('migrations', () => {
 			await pool.end();
 		}
 	});
+	it('refuses a database a newer release migrated, naming its version and the newest this release knows, and changes nothing', async () => {
+		const url = await postgres.createDatabase();
+		const database = await open(url);
+		const newest = Math.max(...ALL_VERSIONS);
+		await database.pool.query("INSERT INTO schema_migrations (version, name) VALUES ($1, 'from a newer release')", [newest + 95]);
+		const before = await appliedVersions(database);
+
+		const error = await openDatabase(url).then(
+			(again) => {
+				opened.push(again);
+				return new Error('opened');
+			},
+			(caught: Error) => caught,
+		);
+		expect(error.message).toMatch(new RegExp(`--database-url: .*schema version ${newest + 95}, but the newest this release knows is ${newest}`));
+		expect(await appliedVersions(database)).toEqual(before);
+	});
 });
 
 describe('an open database', () => {

@@ -1,0 +1,88 @@
+/**
+ * Hosted bytes are on the disk before the row that publishes them: each write syncs its temp file
+ * before the rename and the directory after it, and only then resolves, for bytes held in memory
+ * (generated images, JSON uploads) and for streams (multipart uploads) alike.
+ *
+ * Seen from outside the process: the built driver runs in a child under strace, which reports the
+ * system calls in the order they finished; a sync of another descriptor or a rename without one
+ * shows there as it would on the disk.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SERVER_CLI } from '../../helpers/server';
+
+const DRIVER = join(SERVER_CLI, '..', 'storage', 'disk-object-storage.js');
+const straceAvailable = spawnSync('strace', ['-V']).status === 0;
+
+let directory = '';
+beforeEach(() => {
+	directory = join(mkdtempSync(join(tmpdir(), 'imagegen-disk-sync-')), 'files');
+});
+afterEach(() => rmSync(join(directory, '..'), { recursive: true, force: true }));
+
+type Event = { call: 'sync' | 'rename' | 'written'; path: string };
+
+/** Writes one buffer and one stream through the driver; answers the calls that matter, in order. */
+function traceWrites(): Event[] {
+	const script = `
+		const { DiskObjectStorage } = require(${JSON.stringify(DRIVER)});
+		const { Readable } = require('node:stream');
+		const { accessSync } = require('node:fs');
+		const { join } = require('node:path');
+		// A failing access() of a named path marks in the trace the moment a write resolved.
+		const mark = (name) => { try { accessSync(join(${JSON.stringify(directory)}, name)); } catch {} };
+		(async () => {
+			const storage = new DiskObjectStorage({ directory: ${JSON.stringify(directory)} });
+			await storage.init();
+			await storage.write('buffered.png', Buffer.alloc(4096, 1), { contentType: 'image/png' });
+			mark('written-buffered.png');
+			await storage.write('streamed.mp4', Readable.from([Buffer.alloc(70000, 2), Buffer.alloc(70000, 3)]), { contentType: 'video/mp4' });
+			mark('written-streamed.mp4');
+		})().catch((error) => { console.error(error); process.exit(1); });
+	`;
+	const traced = spawnSync('strace', ['-f', '-qq', '-y', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,access,faccessat,faccessat2', process.execPath, '-e', script], {
+		encoding: 'utf8',
+	});
+	expect(traced.status).toBe(0);
+	return parseTrace(traced.stderr);
+}
+
+/** strace prints a call that another thread interrupted as `<unfinished ...>`, then `<... resumed>`: the latter is when it finished. */
+function parseTrace(trace: string): Event[] {
+	const events: Event[] = [];
+	const unfinished = new Map<string, string>();
+	for (const line of trace.split('\n')) {
+		const pid = /^\[pid\s+(\d+)\]/.exec(line)?.[1] ?? 'main';
+		const body = line.replace(/^\[pid\s+\d+\]\s*/, '');
+		if (body.includes('<unfinished ...>')) {
+			unfinished.set(pid, body);
+			continue;
+		}
+		const call = /^<\.\.\. \w+ resumed>/.test(body) ? `${unfinished.get(pid) ?? ''}${body}` : body;
+		const sync = /^f(?:data)?sync\(\d+<([^>]+)>/.exec(call);
+		if (sync && / = 0\s*$/.test(call)) events.push({ call: 'sync', path: sync[1]! });
+		const rename = /^rename(?:at2?)?\((?:[^,]+, )?"([^"]+)", (?:[^,]+, )?"([^"]+)"/.exec(call);
+		if (rename && / = 0\s*$/.test(call)) events.push({ call: 'rename', path: `${rename[1]} -> ${rename[2]}` });
+		const access = /^(?:access|faccessat2?)\((?:[^,]+, )?"[^"]*\/(written-[^"]+)"/.exec(call);
+		if (access) events.push({ call: 'written', path: access[1]! });
+	}
+	return events;
+}
+
+(straceAvailable ? it : it.skip)('syncs the temp file before the rename and the directory after it, before the write resolves, for buffers and streams', () => {
+	const events = traceWrites();
+	const at = (call: Event['call'], path: string) => {
+		const index = events.findIndex((event) => event.call === call && event.path === path);
+		if (index < 0) throw new Error(`no ${call} of ${path} in ${JSON.stringify(events)}`);
+		return index;
+	};
+	for (const key of ['buffered.png', 'streamed.mp4']) {
+		const renamed = at('rename', `${directory}/.tmp-${key} -> ${directory}/${key}`);
+		expect(at('sync', `${directory}/.tmp-${key}`)).toBeLessThan(renamed);
+		const directorySynced = events.findIndex((event, index) => index > renamed && event.call === 'sync' && event.path === directory);
+		expect(directorySynced).toBeGreaterThan(renamed);
+		expect(directorySynced).toBeLessThan(at('written', `written-${key}`));
+	}
+});
