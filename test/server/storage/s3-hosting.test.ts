@@ -56,7 +56,7 @@ test("an upload's own manifest is read back from the bucket and validated before
 	expect((await download(answer.body.imageUrl)).bytes.equals(signed)).toBe(true);
 	// The same bytes, one of them changed after signing: the manifest no longer validates.
 	const changed = Buffer.from(signed);
-	changed[changed.length - 100] ^= 0xff;
+	changed[changed.length - 100]! ^= 0xff;
 	expect((await uploadFile(proxy, changed)).body.provenance).toEqual({ c2pa: 'none', digital_source_type: null });
 });
 
