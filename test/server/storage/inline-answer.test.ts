@@ -106,3 +106,24 @@ test('a file shorter than recorded breaks the stream instead of sending a short 
 	if ('gone' in opened) throw new Error('unexpectedly gone');
 	await expect(readAll(opened.stream)).rejects.toThrow(/200000 bytes where 300000 were recorded/);
 });
+
+test('a storage that cannot be reached is a 503 before anything is sent, and nothing stays open', async () => {
+	const file = await stored(randomBytes(100));
+	const opened = await stored(randomBytes(100));
+	const storage = files.storage;
+	const reads: NodeJS.ReadableStream[] = [];
+	const unreachable = Object.assign(Object.create(storage) as typeof storage, {
+		read: async (key: string) => {
+			if (key === file.storageKey) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+			const bytes = await storage.read(key);
+			if (bytes) reads.push(bytes);
+			return bytes;
+		},
+	});
+	const failing = new HostedFiles({ storage: unreachable, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(opened.id), new InlineFile(file.id)]));
+	const answer = openInlineAnswer(failing, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER);
+	await expect(answer).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
+	expect(reads).toHaveLength(1);
+	expect((reads[0] as unknown as { destroyed: boolean }).destroyed).toBe(true);
+});
