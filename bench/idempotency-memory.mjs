@@ -26,7 +26,7 @@ const WARM_UP = 60;
 const SAMPLES = 30;
 
 /** Noise does not compress: about 0.7 MB of PNG, 0.9 MB once in base64. */
-function noisyPicture() {
+export function noisyPicture() {
 	const side = 480;
 	return sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
 }
@@ -85,7 +85,7 @@ async function oneService(node, upstream, idempotent) {
 }
 
 /** Node 24 from the n8n cache (installed on first use), with the SQLite addon built for it. */
-function node24() {
+export function node24() {
 	const { ensureN8n } = require('../scripts/n8n/install.cjs');
 	const { ensureSqliteAddon } = require('../scripts/sqlite-addon.cjs');
 	return ensureN8n().then(({ nodeBin, nodeHome }) => {

@@ -1,14 +1,15 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,history,image-work,keys,provenance,marking-fairness` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { historyStartupBench } from './history-startup.mjs';
 import { idempotencyBench } from './idempotency.mjs';
-import { idempotencyMemoryBench } from './idempotency-memory.mjs';
+import { idempotencyMemoryBench, node24 } from './idempotency-memory.mjs';
 import { imageWorkBench } from './image-work.mjs';
+import { inlineMemoryBench } from './inline-memory.mjs';
 import { keysBench } from './keys.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
@@ -18,7 +19,7 @@ import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -111,6 +112,25 @@ if (only.includes('idempotency-memory')) {
 		const label = `${r.generations} idempotent b64_json generations, ${r.node}`;
 		rows.push([`${label}: RSS after`, `${r.idempotent.afterMb} MB`, `${r.plain.afterMb} MB without keys`, r.ratio, '', '']);
 		rows.push([`${label}: RSS added`, `${r.addedMb} MB (grew ${r.idempotent.growthMb} MB)`, `grew ${r.plain.growthMb} MB without keys`, '', `< ${IDEMPOTENCY_MAX_ADDED_MB} MB`, r.addedMb < IDEMPOTENCY_MAX_ADDED_MB && r.idempotent.growthMb < IDEMPOTENCY_MAX_ADDED_MB ? 'yes' : 'NO']);
+	}
+}
+
+// Target: memory bounded by how inline answers flow, not by how many were answered.
+const INLINE_MAX_GROWTH_MB = 30;
+const INLINE_MAX_PEAK_MB = 256;
+
+if (only.includes('inline-memory')) {
+	log('inline-memory: 1,200 idempotent b64_json generations (≈ 4 MB answers) in one service, RSS after 150 / 300 / 600 / 1,200, under this Node and Node 24');
+	const nodes = [process.execPath, ...(Number(process.versions.node.split('.')[0]) >= 24 ? [] : [await node24()])];
+	results.inlineMemory = [];
+	for (const node of nodes) {
+		const r = await inlineMemoryBench({ node });
+		results.inlineMemory.push(r);
+		const label = `${r.generations} idempotent b64_json generations, ${r.node}`;
+		const levels = Object.entries(r.rssMb).map(([count, mb]) => `${count}: ${mb}`).join(', ');
+		rows.push([`${label}: RSS after`, `${levels} MB`, `${r.startMb} MB at start`, '', '', '']);
+		rows.push([`${label}: RSS growth ${r.growthFrom} → ${r.generations}`, `${r.growthMb} MB`, '', '', `< ${INLINE_MAX_GROWTH_MB} MB`, r.growthMb < INLINE_MAX_GROWTH_MB ? 'yes' : 'NO']);
+		rows.push([`${label}: peak RSS`, `${r.peakMb} MB`, '', '', `< ${INLINE_MAX_PEAK_MB} MB`, r.peakMb < INLINE_MAX_PEAK_MB ? 'yes' : 'NO']);
 	}
 }
 

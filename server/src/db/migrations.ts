@@ -154,4 +154,13 @@ export const MIGRATIONS: readonly Migration[] = [
 			ALTER TABLE files ADD COLUMN provenance jsonb;
 		`,
 	},
+	{
+		version: 6,
+		name: 'idempotent answers keep their inline images as stored files',
+		sql: `
+			-- Where each stored file's base64 goes in the body of an inline answer; NULL on rows
+			-- written before, whose bodies hold their images and are replayed as they are.
+			ALTER TABLE idempotency_keys ADD COLUMN inline_files jsonb;
+		`,
+	},
 ];

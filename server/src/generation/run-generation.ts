@@ -1,7 +1,8 @@
 /**
  * One generation, from a validated request to the answer body: the caller's key policy is
  * enforced (allowed models, budget: generation/key-policy.ts), the model's provider draws, every
- * image is normalized and re-hosted under our retention (or inlined), and usage is recorded.
+ * image is normalized and stored under our retention (an inline one too: it is sent from storage),
+ * and usage is recorded.
  * Every way in (HTTP, MCP) runs generations through this, so every one obeys the key's limits.
  * The time limit and the client going away both stop the provider; they end in different errors.
  */
@@ -16,6 +17,7 @@ import { ImageWork } from '../media/image-work';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { PriceOverrides } from '../config/prices';
 import type { HostedFiles } from '../storage/hosted-files';
+import { InlineFile } from '../storage/inline-answer';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
@@ -57,7 +59,15 @@ export interface GenerationCaller {
 	clientGone: AbortSignal;
 }
 
-export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationResponse>;
+/** An inline image as the runner answers it: its stored file, whose bytes go out as `b64_json` (storage/inline-answer.ts). */
+export type InlineGeneratedImage = Omit<Extract<GeneratedImage, { b64_json: string }>, 'b64_json'> & { b64_json: InlineFile };
+
+/** The answer of a generation; written as JSON it is the API's GenerationResponse. */
+export interface GenerationAnswer extends Omit<GenerationResponse, 'data'> {
+	data: Array<Exclude<GeneratedImage, { b64_json: string }> | InlineGeneratedImage>;
+}
+
+export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationAnswer>;
 
 /** The API has no `n`: each request asks for one image, and the budget admits the price of one. */
 const IMAGES_PER_REQUEST = 1;
@@ -85,7 +95,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		}
 	};
 
-	const run = async (request: GenerationRequest, caller: GenerationCaller, seen: Observed): Promise<GenerationResponse> => {
+	const run = async (request: GenerationRequest, caller: GenerationCaller, seen: Observed): Promise<GenerationAnswer> => {
 		// Drawn here when absent, so every host gets one and the answer can say which it was.
 		const generation = { ...request, seed: request.seed ?? randomInt(0, SEED_MAX + 1) };
 		const seed = generation.seed;
@@ -94,7 +104,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		checkProviderLimits(generation, provider);
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
 		const hold = await budgets.admit(caller.apiKey, price);
-		const data: GeneratedImage[] = [];
+		const data: GenerationAnswer['data'] = [];
 		let servedBy: string;
 		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
 		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
@@ -115,12 +125,13 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					prompt: generation.prompt,
 					source: image.bytes === bytes ? undefined : { bytes, media: sniffMedia(bytes)!, changes: image.changes },
 				});
+				// Inline images are stored too, and sent from storage in chunks: neither the answer nor an
+				// idempotent record of it holds the image whole. Not synced on its own: the usage line
+				// below is made durable before the answer, and its sync of the same database covers this row.
+				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
 				if (generation.response_format === 'b64_json') {
-					data.push({ b64_json: marked.bytes.toString('base64'), seed, provenance: marked.provenance });
+					data.push({ b64_json: new InlineFile(stored.id), seed, provenance: marked.provenance });
 				} else {
-					// Not synced on its own: the usage line below is made durable before the answer, and
-					// its sync of the same database covers this row.
-					const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
 					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
 				}
 			}

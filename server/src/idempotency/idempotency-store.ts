@@ -7,7 +7,10 @@ export interface StoredAnswer {
 	status: number;
 	/** Content-Type of the body. */
 	contentType: string;
-	/** The body exactly as first sent (replayed byte for byte). */
+	/**
+	 * The body exactly as first sent (replayed byte for byte), but for the bytes of `inlineFiles`:
+	 * those are left out here and sent from storage.
+	 */
 	body: string;
 	/**
 	 * Ids of the hosted files the answer points at: deleting one of them forgets the answer, so a
@@ -15,6 +18,17 @@ export interface StoredAnswer {
 	 * replay (so one whose file expired first can be told apart), never sent.
 	 */
 	fileIds?: readonly string[];
+	/**
+	 * Hosted files whose bytes the answer carries as base64 JSON strings (`b64_json`), in the order
+	 * they come: each is spliced into `body` at `at` when sent. They are in `fileIds` too.
+	 */
+	inlineFiles?: readonly InlineFilePart[];
+}
+
+export interface InlineFilePart {
+	fileId: string;
+	/** Where in `body` (a string index) the file's base64 goes, between the quotes left there. */
+	at: number;
 }
 
 export interface IdempotencyClaim {

@@ -152,7 +152,7 @@ export async function runIdempotent(options: RunIdempotentOptions): Promise<Idem
 				return runClaimed(options);
 			case 'replay': {
 				const gone = options.goneFiles && outcome.answer.fileIds?.length ? await options.goneFiles(outcome.answer.fileIds) : [];
-				if (gone.length === 0) return { status: outcome.answer.status, contentType: outcome.answer.contentType, body: outcome.answer.body, replayed: true };
+				if (gone.length === 0) return sentAnswer(outcome.answer, true);
 				if (++staleReplays > MAX_STALE_REPLAYS) throw new Error(`an idempotent answer pointing at gone files could not be forgotten after ${MAX_STALE_REPLAYS} attempts`);
 				for (const fileId of gone) await store.forgetFile(apiKeyId, fileId);
 				break;
@@ -196,7 +196,14 @@ async function runClaimed(options: RunIdempotentOptions): Promise<IdempotentAnsw
 		options.onStoreError?.(error);
 		await store.release(apiKeyId, key).catch(() => undefined);
 	}
-	return { status: answer.status, contentType: answer.contentType, body: answer.body, replayed: false };
+	return sentAnswer(answer, false);
+}
+
+/** What the client gets: the answer without the file ids kept for the store. */
+function sentAnswer(answer: StoredAnswer, replayed: boolean): IdempotentAnswer {
+	const sent: IdempotentAnswer = { status: answer.status, contentType: answer.contentType, body: answer.body, replayed };
+	if (answer.inlineFiles?.length) sent.inlineFiles = answer.inlineFiles;
+	return sent;
 }
 
 /**

@@ -7,7 +7,7 @@
  * Clock: the `now` passed in, else the database's (shared by every replica), as for file metadata.
  */
 import type { Pool } from 'pg';
-import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
+import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, InlineFilePart, StoredAnswer } from './idempotency-store';
 
 interface HeldRow {
 	fingerprint: string;
@@ -16,6 +16,8 @@ interface HeldRow {
 	content_type: string | null;
 	body: string | null;
 	file_ids: string[] | null;
+	/** `StoredAnswer.inlineFiles`; NULL when the answer has none (and on rows written before there were any). */
+	inline_files: InlineFilePart[] | null;
 	takeable: boolean;
 }
 
@@ -29,13 +31,13 @@ const CLAIM = `
 		$5::timestamptz - $7::timestamptz + COALESCE($6::timestamptz, now()))
 	ON CONFLICT (api_key_id, key) DO UPDATE
 	SET fingerprint = EXCLUDED.fingerprint, completed = false, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
-		status = NULL, content_type = NULL, body = NULL
+		status = NULL, content_type = NULL, body = NULL, inline_files = NULL
 	WHERE held.expires_at <= COALESCE($6::timestamptz, now())
 		OR (NOT held.completed AND held.lease_until <= COALESCE($6::timestamptz, now()) AND held.fingerprint = EXCLUDED.fingerprint)
 	RETURNING 1`;
 
 const READ = `
-	SELECT fingerprint, completed, status, content_type, body, file_ids,
+	SELECT fingerprint, completed, status, content_type, body, file_ids, inline_files,
 		expires_at <= COALESCE($3::timestamptz, now())
 			OR (NOT completed AND lease_until <= COALESCE($3::timestamptz, now()) AND fingerprint = $4) AS takeable
 	FROM idempotency_keys WHERE api_key_id = $1 AND key = $2`;
@@ -62,6 +64,7 @@ export class PgIdempotencyStore implements IdempotencyStore {
 			if (held.completed) {
 				const answer: StoredAnswer = { status: held.status!, contentType: held.content_type!, body: held.body! };
 				if (held.file_ids?.length) answer.fileIds = held.file_ids;
+				if (held.inline_files?.length) answer.inlineFiles = held.inline_files;
 				return { state: 'replay', answer };
 			}
 			return { state: 'in_progress' };
@@ -71,8 +74,8 @@ export class PgIdempotencyStore implements IdempotencyStore {
 
 	async complete(apiKeyId: string, key: string, answer: StoredAnswer): Promise<void> {
 		await this.pool.query(
-			'UPDATE idempotency_keys SET completed = true, status = $3, content_type = $4, body = $5, file_ids = $6 WHERE api_key_id = $1 AND key = $2 AND NOT completed',
-			[apiKeyId, key, answer.status, answer.contentType, answer.body, answer.fileIds ?? []],
+			'UPDATE idempotency_keys SET completed = true, status = $3, content_type = $4, body = $5, file_ids = $6, inline_files = $7 WHERE api_key_id = $1 AND key = $2 AND NOT completed',
+			[apiKeyId, key, answer.status, answer.contentType, answer.body, answer.fileIds ?? [], answer.inlineFiles?.length ? JSON.stringify(answer.inlineFiles) : null],
 		);
 	}
 

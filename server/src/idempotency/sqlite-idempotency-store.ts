@@ -3,7 +3,9 @@
  * A claim is decided in one IMMEDIATE transaction (it holds the write lock from its first read),
  * so two processes never both claim a key. The answer's body (text in a BLOB column) is read only for a replay,
  * after the decision, so neither the heap nor the write lock carries it; the ids of the files an
- * answer points at are rows of `idempotency_files`, found by file id when a file is deleted.
+ * answer points at are rows of `idempotency_files`, found by file id when a file is deleted. An
+ * inline image is not in the body: the body keeps the answer around it and `inline_files` says
+ * which stored file goes where.
  *
  * Clock: the `now` passed in, else this machine's (shared by every process on one data dir).
  */
@@ -11,7 +13,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { whenUnlocked } from '../sqlite/busy';
 import type { SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
-import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, StoredAnswer } from './idempotency-store';
+import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, InlineFilePart, StoredAnswer } from './idempotency-store';
 
 /** Rows deleted per transaction by a sweep: the write lock is never held for long. */
 export const SWEEP_BATCH = 500;
@@ -29,6 +31,8 @@ interface AnswerRow {
 	status: number;
 	content_type: string;
 	body: string;
+	/** JSON of `StoredAnswer.inlineFiles`; NULL when the answer has none (and on rows written before there were any). */
+	inline_files: string | null;
 }
 
 /** A replay races at most a sweep or a forgotten file per attempt; this many in a row is a bug. */
@@ -48,11 +52,11 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 			forgetRow: database.prepare('DELETE FROM idempotency_keys WHERE id = ?'),
 			insert: database.prepare('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, lease_until, expires_at) VALUES (?, ?, ?, ?, ?)'),
 			answer: database.prepare<[string, string, string], AnswerRow>(
-				'SELECT id, status, content_type, body FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND fingerprint = ? AND completed = 1',
+				'SELECT id, status, content_type, body, inline_files FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND fingerprint = ? AND completed = 1',
 			),
 			fileIds: database.prepare<[number], { file_id: string }>('SELECT file_id FROM idempotency_files WHERE answer_id = ? ORDER BY position'),
-			complete: database.prepare<[number, string, string, string, string], { id: number }>(
-				'UPDATE idempotency_keys SET completed = 1, status = ?, content_type = ?, body = ? WHERE api_key_id = ? AND key = ? AND completed = 0 RETURNING id',
+			complete: database.prepare<[number, string, string, string | null, string, string], { id: number }>(
+				'UPDATE idempotency_keys SET completed = 1, status = ?, content_type = ?, body = ?, inline_files = ? WHERE api_key_id = ? AND key = ? AND completed = 0 RETURNING id',
 			),
 			addFile: database.prepare('INSERT INTO idempotency_files (answer_id, position, file_id) VALUES (?, ?, ?)'),
 			release: database.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND completed = 0'),
@@ -84,7 +88,8 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 			// The body goes in as text, not as a Buffer (and comes back as a string): a Buffer of a
 			// few MB lives outside the heap until V8's next collection, and under inline answers
 			// those dead copies were tens of MB of resident memory (bench/idempotency-memory.mjs).
-			const row = this.statements.complete.get(answer.status, answer.contentType, answer.body, apiKeyId, key);
+			const inlineFiles = answer.inlineFiles?.length ? JSON.stringify(answer.inlineFiles) : null;
+			const row = this.statements.complete.get(answer.status, answer.contentType, answer.body, inlineFiles, apiKeyId, key);
 			if (!row) return;
 			(answer.fileIds ?? []).forEach((fileId, position) => this.statements.addFile.run(row.id, position, fileId));
 		}).immediate;
@@ -93,6 +98,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 			const row = this.statements.answer.get(claim.apiKeyId, claim.key, claim.fingerprint);
 			if (!row) return undefined;
 			const answer: StoredAnswer = { status: row.status, contentType: row.content_type, body: row.body };
+			if (row.inline_files !== null) answer.inlineFiles = JSON.parse(row.inline_files) as InlineFilePart[];
 			const fileIds = this.statements.fileIds.all(row.id).map((file) => file.file_id);
 			if (fileIds.length > 0) answer.fileIds = fileIds;
 			return answer;

@@ -3,10 +3,13 @@
  * answer, through the configured IdempotencyStore (embedded or PostgreSQL, so a repeat on another
  * replica replays too). Without the header the request simply runs.
  */
+import { finished } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, referencedFileIds, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
+import type { StoredAnswer } from '../idempotency/idempotency-store';
+import { inlineAnswerBody, openInlineAnswer } from '../storage/inline-answer';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -17,7 +20,10 @@ declare module 'fastify' {
 export interface IdempotentRun {
 	key: string | undefined;
 	fingerprint: () => string;
-	/** The request's work; what it answers is sent as JSON with status 200. */
+	/**
+	 * The request's work; what it answers is sent as JSON with status 200, its inline files
+	 * (storage/inline-answer.ts) as base64 strings read from storage.
+	 */
 	run: () => Promise<unknown>;
 	/** Stops waiting for a running first request (the client left). */
 	signal?: AbortSignal;
@@ -31,8 +37,11 @@ export interface Idempotency {
 	 * without running it again. Throws what the run throws, and the 422 / 409 of a key in use.
 	 */
 	answer(request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer>;
-	/** Sends an answer of `answer` byte for byte, marked when it is a replay. */
-	reply(reply: FastifyReply, answer: IdempotentAnswer): FastifyReply;
+	/**
+	 * Sends an answer of `answer` byte for byte, marked when it is a replay; its inline files are
+	 * opened before anything is sent, and streamed.
+	 */
+	reply(reply: FastifyReply, answer: IdempotentAnswer): Promise<FastifyReply>;
 	/** `answer` then `reply`. */
 	send(request: FastifyRequest, reply: FastifyReply, options: IdempotentRun): Promise<FastifyReply>;
 }
@@ -42,6 +51,15 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_WAIT_MS = 10_000;
 /** Beyond the slowest a request may take, before its claim counts as left by a dead process. */
 const LEASE_MARGIN_MS = 60_000;
+/** A replay whose inline file went between the check and the read runs again; this many in a row is a bug. */
+const MAX_REPLAY_ATTEMPTS = 3;
+
+/** An answer's inline files are gone: a replay runs again, a fresh answer is a 500. */
+class InlineFilesGone extends Error {
+	constructor(readonly fileIds: readonly string[]) {
+		super(`the inline files ${fileIds.join(', ')} of an answer are gone`);
+	}
+}
 
 function stillRunning(): ImageGenError {
 	return new ImageGenError(409, 'The client went away while a request with this Idempotency-Key was still running', {
@@ -59,10 +77,12 @@ export default fp(
 		const waitMs = Math.min(MAX_WAIT_MS, config.generationTimeoutMs / 2);
 
 		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
-			const run = async () => {
+			const run = async (): Promise<StoredAnswer> => {
 				const result = await options.run();
+				const { body, inlineFiles } = inlineAnswerBody(result);
 				// Remembered with the answer, so deleting one of these files forgets it (a repeat runs again).
-				return { status: 200, contentType: JSON_TYPE, body: JSON.stringify(result), fileIds: referencedFileIds(result) };
+				const fileIds = [...referencedFileIds(result), ...inlineFiles.map((part) => part.fileId)];
+				return { status: 200, contentType: JSON_TYPE, body, fileIds, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) };
 			};
 			if (options.key === undefined) return { ...(await run()), replayed: false };
 			try {
@@ -88,15 +108,45 @@ export default fp(
 				throw error;
 			}
 		};
-		const reply = (target: FastifyReply, sent: IdempotentAnswer): FastifyReply => {
+		const reply = async (target: FastifyReply, sent: IdempotentAnswer): Promise<FastifyReply> => {
+			let body: string | NodeJS.ReadableStream = sent.body;
+			if (sent.inlineFiles?.length) {
+				const opened = await openInlineAnswer(fastify.hostedFiles, sent, target.request.apiKeyId);
+				if ('gone' in opened) throw new InlineFilesGone(opened.gone);
+				target.header('content-length', String(opened.length));
+				body = opened.stream;
+			}
 			if (sent.replayed) target.header(REPLAYED_HEADER, 'true');
-			return target.status(sent.status).type(sent.contentType).send(sent.body);
+			return target.status(sent.status).type(sent.contentType).send(body);
+		};
+		/** An answer nobody will replay keeps its inline files only until it is sent. */
+		const removeOnceSent = (target: FastifyReply, sent: IdempotentAnswer) => {
+			const owner = target.request.apiKeyId;
+			finished(target.raw, () => {
+				for (const { fileId } of sent.inlineFiles ?? []) {
+					fastify.hostedFiles.remove(fileId, owner).catch((error: unknown) => target.log.error({ err: error, fileId }, 'removing a sent inline image failed'));
+				}
+			});
+		};
+		const send = async (request: FastifyRequest, target: FastifyReply, options: IdempotentRun): Promise<FastifyReply> => {
+			for (let attempt = 1; ; attempt += 1) {
+				const sent = await answer(request, options);
+				if (options.key === undefined) removeOnceSent(target, sent);
+				try {
+					return await reply(target, sent);
+				} catch (error) {
+					if (!(error instanceof InlineFilesGone && sent.replayed && attempt < MAX_REPLAY_ATTEMPTS)) throw error;
+					// Deleted or expired between the replay's check and its read: as for any answer whose
+					// file is gone, it is forgotten and the request runs again.
+					for (const fileId of error.fileIds) await fastify.idempotencyStore.forgetFile(request.apiKeyId, fileId);
+				}
+			}
 		};
 		const idempotency: Idempotency = {
 			keyOf: (request) => parseIdempotencyKey(request.headers[IDEMPOTENCY_KEY_HEADER]),
 			answer,
 			reply,
-			send: async (request, target, options) => reply(target, await answer(request, options)),
+			send,
 		};
 		fastify.decorate('idempotency', idempotency);
 	},

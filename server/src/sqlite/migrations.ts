@@ -140,10 +140,20 @@ const RATE_LIMITS = `
 	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_at);
 `;
 
+/**
+ * An inline (`b64_json`) answer is remembered without its images: where each stored file's base64
+ * goes in the body (JSON, `StoredAnswer.inlineFiles`). NULL on rows written before, whose bodies
+ * hold their images and are replayed as they are.
+ */
+const INLINE_FILES = `
+	ALTER TABLE idempotency_keys ADD COLUMN inline_files TEXT;
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
 	{ version: 3, name: 'the usage ledger', sql: USAGE },
 	{ version: 4, name: 'managed keys and their charges', sql: KEYS },
 	{ version: 5, name: 'rate limit buckets', sql: RATE_LIMITS },
+	{ version: 6, name: 'idempotent answers keep their inline images as stored files', sql: INLINE_FILES },
 ];

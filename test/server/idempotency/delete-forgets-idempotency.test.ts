@@ -4,7 +4,9 @@
  * live URL instead of replaying one that is 404. The same when the file expired first (an upload's
  * `expires_in` is shorter than the retention the answer is kept for).
  */
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { call, download, postJson } from '../support/http';
@@ -58,6 +60,24 @@ async function expire(server: RunningServer, fileId: string): Promise<RunningSer
 	});
 }
 
+/**
+ * Moves a file's expiry into the past in its metadata, whichever engine holds it (a generated
+ * image lives as long as the retention, which is also how long its answer is kept).
+ */
+async function expireNow(server: RunningServer, fileId: string): Promise<void> {
+	const args = server.process.spawnargs;
+	if (args.includes('--database-url')) {
+		await expire(server, fileId);
+		return;
+	}
+	const database = new Database(join(server.dataDir, 'imagegen.db'));
+	try {
+		expect(database.prepare('UPDATE files SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, fileId).changes).toBe(1);
+	} finally {
+		database.close();
+	}
+}
+
 describe.each(configurations)('%s', (_name, argsOf) => {
 	let server: RunningServer;
 	beforeAll(async () => {
@@ -104,6 +124,52 @@ describe.each(configurations)('%s', (_name, argsOf) => {
 		expect(repeat.status).toBe(200);
 		expect(repeat.headers.get('idempotent-replayed')).toBeNull();
 		expect((await download(repeat.body.data[0].url)).status).toBe(200);
+	});
+
+	describe('an inline (b64_json) generation, whose answer is replayed from its stored image', () => {
+		const inlineBody = (seed: number) => ({ model: 'p-image', prompt: 'a lighthouse, inline', response_format: 'b64_json', seed });
+		const stored = () => new Set(readdirSync(join(server.dataDir, 'files')).filter((name) => name.endsWith('.png')));
+		/** Generates with `key`; answers the first answer and the id of the image stored for it. */
+		async function generatedInline(key: string, seed: number): Promise<{ body: any; fileId: string }> {
+			const before = stored();
+			const first = await postJson(as(OWNER), '/v1/images/generations', inlineBody(seed), { headers: { 'idempotency-key': key } });
+			expect(first.status).toBe(200);
+			const added = [...stored()].filter((name) => !before.has(name));
+			expect(added).toHaveLength(1);
+			return { body: first.body, fileId: idOf(added[0]!) };
+		}
+		async function expectRunsAgain(key: string, seed: number, first: any): Promise<void> {
+			const repeat = await postJson(as(OWNER), '/v1/images/generations', inlineBody(seed), { headers: { 'idempotency-key': key } });
+			expect(repeat.status).toBe(200);
+			expect(repeat.headers.get('idempotent-replayed')).toBeNull();
+			expect(repeat.body.created).toBeGreaterThanOrEqual(first.created);
+			expect(repeat.body.data[0].b64_json.length).toBeGreaterThan(100);
+			const again = await postJson(as(OWNER), '/v1/images/generations', inlineBody(seed), { headers: { 'idempotency-key': key } });
+			expect(again.headers.get('idempotent-replayed')).toBe('true');
+			expect(again.body).toEqual(repeat.body);
+		}
+
+		test('its image deleted: a repeat runs again', async () => {
+			const key = newKey();
+			const { body, fileId } = await generatedInline(key, 11);
+			expect((await call(as(OWNER), `/v1/files/${fileId}`, { method: 'DELETE' })).status).toBe(204);
+			await expectRunsAgain(key, 11, body);
+		});
+
+		test('its image’s bytes gone from storage without the service hearing of it: a repeat runs again', async () => {
+			const key = newKey();
+			const { body, fileId } = await generatedInline(key, 12);
+			const name = [...stored()].find((entry) => entry.startsWith(`${fileId}.`))!;
+			rmSync(join(server.dataDir, 'files', name));
+			await expectRunsAgain(key, 12, body);
+		});
+
+		test('its image expired before the answer did: a repeat runs again', async () => {
+			const key = newKey();
+			const { body, fileId } = await generatedInline(key, 13);
+			await expireNow(server, fileId);
+			await expectRunsAgain(key, 13, body);
+		});
 	});
 
 	test('answers that point at other files, and other keys’ answers, are kept', async () => {

@@ -6,7 +6,9 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { startCountingUpstream, type CountingUpstream } from '../support/counting-upstream';
-import { call, expectApiError, type ApiAnswer } from '../support/http';
+import Database from 'better-sqlite3';
+import sharp from 'sharp';
+import { call, eventually, expectApiError, type ApiAnswer } from '../support/http';
 import { makeImage } from '../support/media';
 
 const OWNER = 'owner-key-0123456789';
@@ -59,6 +61,38 @@ describe('generations', () => {
 		expect(second.headers.get('content-type')).toBe(first.headers.get('content-type'));
 		expect(upstream.calls - callsBefore).toBe(1);
 		expect((await usageImages(OWNER)) - imagesBefore).toBe(1);
+	});
+
+	test('inline (b64_json): replayed byte for byte from the stored image; the record keeps the answer without the image', async () => {
+		const key = newKey();
+		const body = { model: 'p-image', prompt: 'a harbour, inline', response_format: 'b64_json', seed: 3 };
+		const before = upstream.calls;
+		const first = await generate(key, body);
+		const second = await generate(key, body);
+		expect(first.status).toBe(200);
+		expect(second.headers.get('idempotent-replayed')).toBe('true');
+		expect(second.body).toBe(first.body);
+		expect(upstream.calls - before).toBe(1);
+		for (const answer of [first, second]) expect(Number(answer.headers.get('content-length'))).toBe(Buffer.byteLength(answer.body));
+		const image: string = JSON.parse(first.body).data[0].b64_json;
+		expect((await sharp(Buffer.from(image, 'base64')).metadata()).format).toBe('png');
+
+		const database = new Database(join(server.dataDir, 'imagegen.db'), { readonly: true });
+		try {
+			const row = database.prepare('SELECT CAST(body AS TEXT) AS body FROM idempotency_keys WHERE key = ?').get(key) as { body: string };
+			expect(row.body).toBe(first.body.replace(image, ''));
+		} finally {
+			database.close();
+		}
+	});
+
+	test('inline without a key: the image stored to send it is removed once sent', async () => {
+		const pngs = () => readdirSync(join(server.dataDir, 'files')).filter((name) => name.endsWith('.png')).sort();
+		const files = pngs();
+		const answer = await generate(undefined, { model: 'p-image', prompt: 'a harbour, once', response_format: 'b64_json' });
+		expect(answer.status).toBe(200);
+		expect(JSON.parse(answer.body).data[0].b64_json.length).toBeGreaterThan(100);
+		expect(await eventually(() => pngs().join() === files.join())).toBe(true);
 	});
 
 	test('the same body with keys reordered and spaced differently still replays', async () => {

@@ -1,8 +1,8 @@
 /**
  * The hosting features on S3 storage (s3rver on loopback), over real HTTP: fitting reads the staged
  * image back from the bucket, so does validating an upload's own manifest, a delete removes the
- * object, an idempotent upload replays, and
- * `--file-delivery redirect` still answers 302 to a presigned URL while the file exists.
+ * object, an idempotent upload replays, an inline generation is sent and replayed from the bucket,
+ * and `--file-delivery redirect` still answers 302 to a presigned URL while the file exists.
  */
 import sharp from 'sharp';
 import { startServer, type RunningServer } from '../../helpers/server';
@@ -79,6 +79,22 @@ test('an idempotent multipart upload replays byte for byte', async () => {
 	const first = await send();
 	const second = await send();
 	expect(second).toEqual({ replayed: 'true', body: first.body });
+});
+
+test('an idempotent inline generation is sent from the bucket, and replayed from it byte for byte', async () => {
+	const send = async () => {
+		const response = await fetch(`${proxy.baseUrl}/images/generations`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${proxy.apiKey}`, 'content-type': 'application/json', 'idempotency-key': 's3-inline-1' },
+			body: JSON.stringify({ model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', seed: 5 }),
+		});
+		return { status: response.status, replayed: response.headers.get('idempotent-replayed'), length: response.headers.get('content-length'), body: await response.text() };
+	};
+	const first = await send();
+	expect(first.status).toBe(200);
+	expect(Number(first.length)).toBe(Buffer.byteLength(first.body));
+	expect((await sharp(Buffer.from(JSON.parse(first.body).data[0].b64_json, 'base64')).metadata()).width).toBe(1024);
+	expect(await send()).toEqual({ ...first, replayed: 'true' });
 });
 
 test('redirect delivery: 302 to a presigned URL that serves the bytes; after a delete, 404 without a redirect', async () => {

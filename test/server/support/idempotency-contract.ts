@@ -121,6 +121,27 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				expect(await store.claim(claimOf())).toEqual({ state: 'replay', answer: { ...answer(), fileIds: ['file-one', 'file-two'] } });
 			});
 
+			it('keeps an inline answer as its envelope and where each stored file goes, and gives that back with its replay', async () => {
+				const envelope = '{"data":[{"b64_json":"","seed":1},{"b64_json":"","seed":2}]}';
+				// File ids of this test's own: the tests share one backing.
+				const [one, two] = [`${key}-one`, `${key}-two`];
+				const inline: StoredAnswer = {
+					...answer(envelope),
+					fileIds: [one, two],
+					inlineFiles: [
+						{ fileId: one, at: envelope.indexOf('""') + 1 },
+						{ fileId: two, at: envelope.lastIndexOf('""') + 1 },
+					],
+				};
+				await store.claim(claimOf());
+				await store.complete('key-a', key, inline);
+				expect(await store.claim(claimOf())).toEqual({ state: 'replay', answer: inline });
+				const reopened = await open();
+				expect(await reopened.claim(claimOf())).toEqual({ state: 'replay', answer: inline });
+				expect(await reopened.forgetFile('key-a', two)).toBe(1);
+				expect(await reopened.claim(claimOf())).toEqual({ state: 'claimed' });
+			});
+
 			it('forgets a released claim, so the repeat (even with another body) runs', async () => {
 				await store.claim(claimOf());
 				await store.release('key-a', key);
@@ -213,6 +234,13 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				expect(runs).toBe(1);
 				expect(first).toEqual({ ...answer(), replayed: false });
 				expect(second).toEqual({ ...answer(), replayed: true });
+			});
+
+			it('hands the inline files of an answer to the caller, first and on replay', async () => {
+				const inline: StoredAnswer = { ...answer('{"b64_json":""}'), fileIds: ['file-one'], inlineFiles: [{ fileId: 'file-one', at: 13 }] };
+				const { fileIds: _kept, ...sent } = inline;
+				expect(await run({ run: async () => inline })).toEqual({ ...sent, replayed: false });
+				expect(await run({ run: async () => answer('never') })).toEqual({ ...sent, replayed: true });
 			});
 
 			it('runs again when a file the stored answer points at is gone, and remembers the new answer', async () => {

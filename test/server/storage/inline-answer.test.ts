@@ -1,0 +1,129 @@
+/**
+ * Inline answers sent from storage (server/src/storage/inline-answer.ts) on the embedded engines:
+ * the text is exactly the JSON of the answer with each file's base64, for every size around the
+ * 3-byte groups and the read chunks; it comes in bounded pieces, never the whole image at once;
+ * and a file that is gone, another key's, or not the size recorded is never sent as if whole.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MEDIA_DETAILS } from '../../../core/media';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
+import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
+import { InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
+import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
+import { STREAM_HIGH_WATER_MARK } from '../../../server/src/storage/stream-high-water-mark';
+
+const OWNER = 'owner-key-id-0001';
+let dataDir: string;
+let database: SqliteDatabase;
+let files: HostedFiles;
+
+beforeEach(async () => {
+	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-inline-'));
+	const storage = new DiskObjectStorage({ directory: join(dataDir, 'files') });
+	await storage.init();
+	database = openSqliteDatabase(dataDir);
+	files = new HostedFiles({ storage, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+});
+afterEach(() => {
+	database.close();
+	rmSync(dataDir, { recursive: true, force: true });
+});
+
+const stored = (bytes: Buffer, owner = OWNER) => files.putBuffer(bytes, MEDIA_DETAILS.png, owner);
+
+/** An answer shaped like a generation's, with `inline` where its images go. */
+function answerWith(inline: unknown[]) {
+	return { created: 1767261600, model: 'p-image', output_format: 'png', data: inline.map((b64_json, seed) => ({ b64_json, seed, provenance: { c2pa: 'signed', digital_source_type: 'é ✓ \u2028' } })), usage: { images: inline.length, cost_usd: 0.0035 } };
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<{ text: string; pieces: number[] }> {
+	const pieces: number[] = [];
+	const chunks: Buffer[] = [];
+	for await (const chunk of stream as AsyncIterable<Buffer>) {
+		pieces.push(chunk.length);
+		chunks.push(chunk);
+	}
+	return { text: Buffer.concat(chunks).toString('utf8'), pieces };
+}
+
+async function sent(images: FileRecord[], owner = OWNER) {
+	const { body, inlineFiles } = inlineAnswerBody(answerWith(images.map((file) => new InlineFile(file.id))));
+	return openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, owner);
+}
+
+test.each([1, 2, 3, 4, 5, STREAM_HIGH_WATER_MARK - 1, STREAM_HIGH_WATER_MARK, STREAM_HIGH_WATER_MARK + 1, 3 * 65_536 + 2, 1_000_001])(
+	'a file of %i bytes: exactly the JSON with its base64, of the length announced',
+	async (size) => {
+		const bytes = randomBytes(size);
+		const small = randomBytes(7);
+		const opened = await sent([await stored(bytes), await stored(small)]);
+		if ('gone' in opened) throw new Error('unexpectedly gone');
+		const { text } = await readAll(opened.stream);
+		expect(text).toBe(JSON.stringify(answerWith([bytes.toString('base64'), small.toString('base64')])));
+		expect(Buffer.byteLength(text)).toBe(opened.length);
+	},
+);
+
+test('the envelope is kept without the images, and says where each one goes', async () => {
+	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile('file-one'), new InlineFile('file-two')]));
+	expect(body).toBe(JSON.stringify(answerWith(['', ''])));
+	expect(inlineFiles.map((part) => part.fileId)).toEqual(['file-one', 'file-two']);
+	for (const part of inlineFiles) expect(body.slice(part.at - 13, part.at + 1)).toBe('{"b64_json":""');
+});
+
+test('a 6 MB image goes out in pieces no larger than a read chunk’s base64, never whole', async () => {
+	const bytes = randomBytes(6 * 1024 * 1024);
+	const opened = await sent([await stored(bytes)]);
+	if ('gone' in opened) throw new Error('unexpectedly gone');
+	const { text, pieces } = await readAll(opened.stream);
+	expect(text.length).toBeGreaterThan(8 * 1024 * 1024);
+	expect(pieces.length).toBeGreaterThan(40);
+	expect(Math.max(...pieces)).toBeLessThanOrEqual(Math.ceil((STREAM_HIGH_WATER_MARK + 2) / 3) * 4);
+});
+
+test('a deleted file, or another key’s, is gone: nothing is sent', async () => {
+	const kept = await stored(randomBytes(100));
+	const deleted = await stored(randomBytes(100));
+	expect(await files.remove(deleted.id, OWNER)).toBe(true);
+	expect(await sent([kept, deleted])).toEqual({ gone: [deleted.id] });
+	expect(await sent([kept], 'other-key-id-0002')).toEqual({ gone: [kept.id] });
+});
+
+test('bytes missing from storage while the record lives: gone too', async () => {
+	const file = await stored(randomBytes(100));
+	await files.storage.delete([file.storageKey]);
+	expect(await sent([file])).toEqual({ gone: [file.id] });
+});
+
+test('a file shorter than recorded breaks the stream instead of sending a short answer', async () => {
+	const file = await stored(randomBytes(300_000));
+	truncateSync(join(dataDir, 'files', file.storageKey), 200_000);
+	const opened = await sent([file]);
+	if ('gone' in opened) throw new Error('unexpectedly gone');
+	await expect(readAll(opened.stream)).rejects.toThrow(/200000 bytes where 300000 were recorded/);
+});
+
+test('a storage that cannot be reached is a 503 before anything is sent, and nothing stays open', async () => {
+	const file = await stored(randomBytes(100));
+	const opened = await stored(randomBytes(100));
+	const storage = files.storage;
+	const reads: NodeJS.ReadableStream[] = [];
+	const unreachable = Object.assign(Object.create(storage) as typeof storage, {
+		read: async (key: string) => {
+			if (key === file.storageKey) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+			const bytes = await storage.read(key);
+			if (bytes) reads.push(bytes);
+			return bytes;
+		},
+	});
+	const failing = new HostedFiles({ storage: unreachable, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(opened.id), new InlineFile(file.id)]));
+	const answer = openInlineAnswer(failing, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER);
+	await expect(answer).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
+	expect(reads).toHaveLength(1);
+	expect((reads[0] as unknown as { destroyed: boolean }).destroyed).toBe(true);
+});
