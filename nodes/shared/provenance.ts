@@ -1,4 +1,4 @@
-/** The service's `provenance` of a file (DESIGN.md, "Provenance"), as the nodes put it in an item's JSON. */
+/** The service's `provenance` of a file (docs/provenance.md), as the nodes put it in an item's JSON. */
 import type { IDataObject } from 'n8n-workflow';
 import type { Provenance } from '../../core/api';
 

@@ -1,5 +1,5 @@
 // The credential and the demo workflow (generate → edit → upload) that `npm start` imports and
-// the browser test opens. Parameter names follow DESIGN.md's workflow contract.
+// the browser test opens. Parameter names are the nodes' public names (docs/nodes.md): saved workflows depend on them.
 'use strict';
 
 const CREDENTIAL_ID = 'imageGenLocal001';

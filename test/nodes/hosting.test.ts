@@ -1,5 +1,5 @@
 /**
- * The nodes with the service's hosting features (DESIGN.md, "Hosting features"): lifetime, Fit For,
+ * The nodes with the service's hosting features (docs/api.md, "Hosted files"): lifetime, Fit For,
  * file info and delete, richer upload answers, seeds and idempotent replays. Run through n8n-core
  * against the real server on loopback; these need a service that has those features.
  */

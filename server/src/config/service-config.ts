@@ -47,7 +47,7 @@ export interface ServiceConfig {
 	provenance: ProvenanceConfig;
 }
 
-/** How generated images are marked (DESIGN.md, "Provenance"). */
+/** How generated images are marked (docs/provenance.md). */
 export interface ProvenanceConfig {
 	enabled: boolean;
 	includePrompt: boolean;

@@ -1,5 +1,5 @@
 /**
- * Converted and fitted uploads with their provenance carried over (DESIGN.md, "Provenance"):
+ * Converted and fitted uploads with their provenance carried over (docs/provenance.md):
  * marked while the original is still at hand as a local file (its own manifest read by c2pa-rs
  * once, when a byte search says it may carry one), and a fit into `max_bytes` made again into
  * the room the marks leave when they would push it over.

@@ -1,5 +1,5 @@
 /**
- * Marks images right before they are stored or inlined (DESIGN.md, "Provenance"): an XMP packet
+ * Marks images right before they are stored or inlined (docs/provenance.md): an XMP packet
  * with the IPTC digital source type, then a C2PA manifest signed with the operator's certificate
  * whose hash binding covers those XMP bytes too. An image that came with its own manifest keeps
  * it as the parent ingredient of ours.

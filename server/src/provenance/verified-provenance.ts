@@ -1,6 +1,6 @@
 /**
  * What an image's own C2PA manifest says, believed only once c2pa-rs has parsed and validated it
- * (DESIGN.md, "Provenance": what we sign we have verified). A byte search may say a file might
+ * (docs/provenance.md, "What is verified before it is signed"). A byte search may say a file might
  * carry a manifest (provenance-scan.ts); only this says it does. XMP and IPTC are never read
  * here: anyone can write them.
  */

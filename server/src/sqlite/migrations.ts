@@ -28,7 +28,7 @@ const FILES = `
 		size INTEGER,
 		etag TEXT,
 		created_at INTEGER,
-		-- JSON: what the file says about its marks (DESIGN.md, "Provenance"); NULL answers as none.
+		-- JSON: what the file says about its marks (docs/provenance.md); NULL answers as none.
 		provenance TEXT,
 		sweep_token TEXT,
 		sweep_until INTEGER

@@ -22,7 +22,7 @@ export interface FileRecord {
 	ownerKeyId: string;
 	createdAt: Date;
 	expiresAt: Date;
-	/** What the bytes carry (DESIGN.md, "Provenance"); absent on files stored before it was recorded. */
+	/** What the bytes carry (docs/provenance.md); absent on files stored before it was recorded. */
 	provenance?: Provenance;
 }
 

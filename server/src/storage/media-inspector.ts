@@ -16,7 +16,7 @@ import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 export class InspectingStream extends Transform {
 	size = 0;
 	media: SniffedMedia | null = null;
-	/** The marks the bytes carry, found as they pass (DESIGN.md, "Provenance"). */
+	/** The marks the bytes carry, found as they pass (docs/provenance.md). */
 	readonly provenance = new ProvenanceScan();
 	/** Resolves once the type is decided (null: the stream ended without a recognisable type). */
 	readonly sniffed: Promise<SniffedMedia | null>;

@@ -1,5 +1,5 @@
 /**
- * Every generated image carries both marks (DESIGN.md, "Provenance"), checked by readers nobody
+ * Every generated image carries both marks (docs/provenance.md), checked by readers nobody
  * here wrote: ExifTool reads the XMP, c2pa-rs validates the C2PA manifest (claim, signature,
  * actions, hash binding) against the certificate the service made and kept in its data dir.
  */

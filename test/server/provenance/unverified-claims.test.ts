@@ -1,5 +1,5 @@
 /**
- * What we sign we have verified (DESIGN.md, "Provenance"): an upload's digital source type,
+ * What we sign we have verified (docs/provenance.md): an upload's digital source type,
  * creator or credit reaches our manifest and the answer only from a C2PA manifest that c2pa-rs
  * parses and validates, never from XMP anyone can write or from bytes that merely look like a
  * manifest store; `kept` only for a manifest that validates.

@@ -1,6 +1,6 @@
 /**
  * Uploads that are converted or fitted keep their provenance and lose what identifies a place or
- * a device (DESIGN.md, "Provenance"): our signed manifest with the original as parent ingredient;
+ * a device (docs/provenance.md): our signed manifest with the original as parent ingredient;
  * the original's XMP digital source type, creator and copyright carried on in XMP as the
  * uploader's words (the answer names a source type only from a manifest that validates); no GPS,
  * serial numbers or owner names; the orientation applied. Read back by ExifTool and c2pa-rs.

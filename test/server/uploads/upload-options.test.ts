@@ -1,5 +1,5 @@
 /**
- * Upload options over real HTTP (DESIGN.md, "Hosting features"): `expires_in` sets the file's
+ * Upload options over real HTTP (docs/api.md, "Hosted files"): `expires_in` sets the file's
  * lifetime, `max_side` / `max_bytes` fit images, and the answer describes the stored file. Both
  * the JSON and the multipart form, with bad values refused naming the field.
  */
