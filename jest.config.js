@@ -27,7 +27,6 @@ const INTEGRATION = [
 	'test/server/media/image-bombs.test.ts',
 	'test/server/plugins/lazy-engines.test.ts',
 	'test/server/replicas/',
-	'test/server/runtime/young-generation.test.ts',
 	'test/server/service/faults.test.ts',
 	'test/server/service/fuzz.test.ts',
 	'test/server/service/history.test.ts',

@@ -4,12 +4,8 @@
  * service and prints where it listens. `imagegen-server keys …` manages keys instead (cli/keys-cli.ts),
  * `imagegen-server backup …` copies the data dir's database (cli/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
-// First: restarts with the allocator's mmap threshold fixed, before anything else loads.
-import './runtime/malloc-threshold-at-start';
-// Then: sizes libuv's thread pool before anything uses it.
+// First: sizes libuv's thread pool before anything uses it.
 import './runtime/thread-pool';
-// Second: keeps start-up from growing V8's young generation for good.
-import { releaseYoungGeneration } from './runtime/young-generation-at-start';
 import { mkdir } from 'node:fs/promises';
 import { loadOrCreateApiKey } from './cli/api-key-file';
 import { createService } from './app';
@@ -72,7 +68,6 @@ async function main(): Promise<void> {
 
 	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
-	releaseYoungGeneration();
 
 	let stopping = false;
 	const stop = (signal: NodeJS.Signals) => {

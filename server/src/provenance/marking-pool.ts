@@ -1,20 +1,22 @@
 /**
- * Marks images in a small pool of worker threads (marking-worker.ts), so the CPU the C2PA engine
- * spends on a large image (≈ 7 ms per MB: c2pa-rs hashes the whole file in WebAssembly) is not
- * taken from the event loop that serves every other request. Worker threads are threads of their
- * own, not libuv's: the pool never holds a thread that file I/O or sharp needs. The workers start
- * with the first image, so a service that never marks a large one never carries them (each holds
- * its own C2PA engine, ≈ 15 MB).
+ * Marks images in a small pool of worker threads (piscina running marking-worker.ts), so the CPU
+ * the C2PA engine spends on a large image (≈ 7 ms per MB: c2pa-rs hashes the whole file in
+ * WebAssembly) is not taken from the event loop that serves every other request. Worker threads are
+ * threads of their own, not libuv's: the pool never holds a thread that file I/O or sharp needs.
+ * The workers start with the first image, so a service that never marks a large one never carries
+ * them (each holds its own C2PA engine, ≈ 15 MB).
  *
  * The queue is bounded (`canTake`; past it, 503 `provenance_busy`). A worker that dies fails only
- * the image it was marking (503 `provenance_unavailable`) and is replaced. `close()` lets every
- * accepted image finish.
+ * the image it was marking (503 `provenance_unavailable`) and piscina starts another; when no
+ * worker can start at all, the pool gives up and refuses images (`canTake` is false). `close()`
+ * lets every accepted image finish: that wait is counted here, because piscina's own `close()`
+ * may stop a busy worker once any other is idle.
  */
-import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
+import { Piscina } from 'piscina';
 import { ImageGenError } from '../../../core/errors';
 import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
-import type { MarkingJob, MarkingWorkerData } from './marking-worker';
+import type { MarkingAnswer, MarkingJob, MarkingWorkerData } from './marking-worker';
 
 export interface MarkingPoolOptions {
 	workerData: MarkingWorkerData;
@@ -29,42 +31,22 @@ export interface MarkingPoolOptions {
 /** The compiled worker beside this file (absent when run from the TypeScript sources). */
 export const MARKING_WORKER_SCRIPT = join(__dirname, 'marking-worker.js');
 
-type JobBody = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts };
-
-interface Pending {
-	body: JobBody;
-	resolve: (marked: MarkedImage) => void;
-	reject: (error: unknown) => void;
-}
-
-interface PoolWorker {
-	worker: Worker;
-	/** The job it is marking, by id. */
-	busyWith: { id: number; pending: Pending } | undefined;
-	/** Started its script; one that dies before is not started again (it would die again). */
-	online: boolean;
-}
-
-type WorkerAnswer = { id: number; marked: MarkedImage } | { id: number; error: string };
-
 export class MarkingPool implements ProvenanceMarker {
-	private readonly workers: PoolWorker[] = [];
-	private readonly queue: Pending[] = [];
+	private pool: Piscina<MarkingJob, MarkingAnswer> | undefined;
 	private readonly maxQueued: number;
-	private readonly workerScript: string;
-	private nextId = 1;
+	/** Every image accepted and not yet answered: what `close()` waits for. */
+	private readonly accepted = new Set<Promise<unknown>>();
 	private closing = false;
-	private idle: (() => void) | undefined;
-	private started = false;
+	/** No worker could start: images go elsewhere from now on. */
+	private brokenBy: Error | undefined;
 
 	constructor(private readonly options: MarkingPoolOptions) {
 		this.maxQueued = options.maxQueued ?? 64;
-		this.workerScript = options.workerScript ?? MARKING_WORKER_SCRIPT;
 	}
 
 	/** Whether an image submitted now would be accepted. */
 	canTake(): boolean {
-		return !this.closing && this.queue.length < this.maxQueued && (!this.started || this.workers.length > 0);
+		return !this.closing && !this.brokenBy && (this.pool?.queueSize ?? 0) < this.maxQueued;
 	}
 
 	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
@@ -78,70 +60,55 @@ export class MarkingPool implements ProvenanceMarker {
 	/** Waits for every accepted image, then stops the workers. */
 	async close(): Promise<void> {
 		this.closing = true;
-		if (this.queue.length > 0 || this.workers.some((entry) => entry.busyWith)) await new Promise<void>((resolve) => (this.idle = resolve));
-		await Promise.all(this.workers.map((entry) => entry.worker.terminate()));
+		await Promise.allSettled(this.accepted);
+		await this.pool?.destroy();
 	}
 
-	private submit(body: JobBody): Promise<MarkedImage> {
-		this.start();
+	private submit(job: MarkingJob): Promise<MarkedImage> {
 		if (this.closing) return Promise.reject(unavailable('the service is shutting down'));
-		if (this.workers.length === 0) return Promise.reject(unavailable('no marking worker could be started'));
-		if (this.queue.length >= this.maxQueued) {
+		if (this.brokenBy) return Promise.reject(unavailable('no marking worker could be started', this.brokenBy));
+		const pool = (this.pool ??= this.start());
+		if (pool.queueSize >= this.maxQueued) {
 			return Promise.reject(new ImageGenError(503, 'Too many images are waiting to be marked; retry shortly', { code: 'provenance_busy' }));
 		}
-		return new Promise<MarkedImage>((resolve, reject) => {
-			this.queue.push({ body, resolve, reject });
-			this.dispatch();
+		const marked = pool.run(job).then(
+			(answer) => {
+				if ('failed' in answer) throw new Error(`marking the image failed: ${answer.failed}`);
+				// The worker handed its memory over: wrap it, do not copy it.
+				const { bytes } = answer.marked;
+				return { ...answer.marked, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+			},
+			// The worker ended (crashed, or the pool was stopped) with this image on it.
+			(error: unknown) => {
+				throw unavailable('the worker marking it stopped', error instanceof Error ? error : new Error(String(error)));
+			},
+		);
+		this.accepted.add(marked);
+		const settled = () => this.accepted.delete(marked);
+		marked.then(settled, settled);
+		return marked;
+	}
+
+	private start(): Piscina<MarkingJob, MarkingAnswer> {
+		const threads = this.options.threads ?? 1;
+		const pool = new Piscina<MarkingJob, MarkingAnswer>({
+			filename: this.options.workerScript ?? MARKING_WORKER_SCRIPT,
+			workerData: this.options.workerData,
+			minThreads: threads,
+			maxThreads: threads,
+			// Bounded here (`canTake`), not by piscina's own limit.
+			maxQueue: Infinity,
+			recordTiming: false,
 		});
-	}
-
-	private start(): void {
-		if (this.started || this.closing) return;
-		this.started = true;
-		for (let index = 0; index < (this.options.threads ?? 1); index++) this.workers.push(this.spawn());
-	}
-
-	private dispatch(): void {
-		for (const entry of this.workers) {
-			if (entry.busyWith || this.queue.length === 0) continue;
-			const pending = this.queue.shift()!;
-			const id = this.nextId++;
-			entry.busyWith = { id, pending };
-			entry.worker.postMessage({ id, ...pending.body } as MarkingJob);
-		}
-		if (this.closing && this.queue.length === 0 && !this.workers.some((entry) => entry.busyWith)) this.idle?.();
-	}
-
-	private spawn(): PoolWorker {
-		const entry: PoolWorker = { worker: new Worker(this.workerScript, { workerData: this.options.workerData }), busyWith: undefined, online: false };
-		entry.worker.once('online', () => (entry.online = true));
-		entry.worker.on('message', (answer: WorkerAnswer) => {
-			const job = entry.busyWith;
-			if (!job || job.id !== answer.id) return;
-			entry.busyWith = undefined;
-			if ('error' in answer) job.pending.reject(new Error(`marking the image failed: ${answer.error}`));
-			else job.pending.resolve({ ...answer.marked, bytes: Buffer.from(answer.marked.bytes.buffer, answer.marked.bytes.byteOffset, answer.marked.bytes.byteLength) });
-			this.dispatch();
+		// A worker that fails with no image on it, or that cannot even start. piscina replaces the
+		// first kind; after the second it starts no more, and images left in its queue would wait
+		// for ever: they fail now (503) and later images are marked elsewhere.
+		pool.on('error', (error: Error) => {
+			if (pool.threads.length > 0 || this.brokenBy) return;
+			this.brokenBy = error;
+			void pool.destroy();
 		});
-		// A worker that dies takes only its own image with it; the next image gets a new worker.
-		entry.worker.once('error', (error) => this.replace(entry, error));
-		entry.worker.once('exit', (code) => this.replace(entry, new Error(`the marking worker exited with code ${code}`)));
-		// The pool alone never keeps the process alive.
-		entry.worker.unref();
-		return entry;
-	}
-
-	private replace(entry: PoolWorker, cause: Error): void {
-		const index = this.workers.indexOf(entry);
-		if (index === -1) return;
-		const job = entry.busyWith;
-		entry.busyWith = undefined;
-		job?.pending.reject(unavailable('the worker marking it stopped', cause));
-		if (this.closing || !entry.online) this.workers.splice(index, 1);
-		else this.workers[index] = this.spawn();
-		// Images still queued when the last worker could not start would wait for ever.
-		if (this.workers.length === 0) for (const pending of this.queue.splice(0)) pending.reject(unavailable('no marking worker could be started', cause));
-		this.dispatch();
+		return pool;
 	}
 }
 

@@ -1,13 +1,14 @@
 /**
- * A worker thread of the marking pool (marking-pool.ts): the CPU-heavy part of marking an image
- * (XMP embedding, c2pa-rs hashing and building the manifest, the COSE signature) runs here, off
- * the service's event loop. Each message is one image; the answer carries the job's id.
+ * A worker thread of the marking pool (marking-pool.ts, run by piscina): the CPU-heavy part of
+ * marking an image (XMP embedding, c2pa-rs hashing and building the manifest, the COSE signature)
+ * runs here, off the service's event loop. Each call is one image. A marking that fails is answered
+ * as such, so the pool tells it apart from a worker that died.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import type { KeyObject } from 'node:crypto';
-import { streamedBytes } from '../runtime/young-generation';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { CoseSigner } from './cose-signer';
-import { C2paProvenanceMarker, convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts } from './provenance-marker';
+import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage } from './provenance-marker';
 
 export interface MarkingWorkerData {
 	key: KeyObject;
@@ -16,7 +17,10 @@ export interface MarkingWorkerData {
 	creatorTool: string;
 }
 
-export type MarkingJob = { id: number; kind: 'generated'; facts: GeneratedImageFacts } | { id: number; kind: 'converted'; facts: ConvertedUploadFacts };
+export type MarkingJob = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts };
+
+/** `marked.bytes` arrives as a plain Uint8Array (structured clone). */
+export type MarkingAnswer = { marked: MarkedImage } | { failed: string };
 
 const data = workerData as MarkingWorkerData;
 const marker = new C2paProvenanceMarker({
@@ -25,17 +29,18 @@ const marker = new C2paProvenanceMarker({
 	creatorTool: data.creatorTool,
 });
 
-parentPort!.on('message', (job: MarkingJob) => {
-	const marked = job.kind === 'generated' ? marker.markGenerated(revivedGenerated(job.facts)) : marker.markConverted(revivedConverted(job.facts));
-	marked
-		.then(
-			(result) => parentPort!.postMessage({ id: job.id, marked: result }, ownBuffer(result.bytes)),
-			(error: unknown) => parentPort!.postMessage({ id: job.id, error: error instanceof Error ? error.message : String(error) }),
-		)
-		// The job's copies are garbage now, outside this thread's small JavaScript heap, where V8
-		// would leave tens of MB of them until it next needs a collection.
-		.finally(() => streamedBytes(job.kind === 'generated' ? generatedBytesRead(job.facts) : convertedBytesRead(job.facts)));
-});
+/** Answers a MarkingAnswer, the marked one wrapped so that piscina transfers its bytes. */
+export default async function markInWorker(job: MarkingJob): Promise<MarkingAnswer | ReturnType<typeof move>> {
+	let marked: MarkedImage;
+	try {
+		marked = job.kind === 'generated' ? await marker.markGenerated(revivedGenerated(job.facts)) : await marker.markConverted(revivedConverted(job.facts));
+	} catch (error) {
+		return { failed: error instanceof Error ? error.message : String(error) };
+	}
+	const answer: MarkingAnswer = { marked };
+	// piscina posts the value with these buffers in its transfer list.
+	return move({ [transferableSymbol]: ownBuffer(marked.bytes), [valueSymbol]: answer });
+}
 
 /**
  * The marked image's memory, handed over to the service's thread instead of copied, when the

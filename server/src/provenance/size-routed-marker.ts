@@ -8,7 +8,6 @@
  * image, and refusing it would throw the work away.
  */
 import type { MarkingObservation } from '../metrics/service-metrics';
-import { streamedBytes } from '../runtime/young-generation';
 import type { MarkingPool } from './marking-pool';
 import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type ProvenanceMarker } from './provenance-marker';
 
@@ -49,10 +48,6 @@ export class SizeRoutedMarker implements ProvenanceMarker {
 		const started = performance.now();
 		const marked = await mark(pool ?? this.inThread);
 		this.observe(thread, (performance.now() - started) / 1000);
-		// The image this thread copied to the worker is garbage now, outside the JavaScript heap, and
-		// with the marking gone from this thread V8 collects rarely: 20–30 MB more resident memory
-		// after 150 large inline answers without this (bench/idempotency-memory.mjs).
-		if (thread === 'worker') streamedBytes(bytesRead);
 		return marked;
 	}
 }

@@ -10,7 +10,6 @@ import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } 
 import { formatBytes } from '../../../core/units';
 import { insufficientStorage, isStorageFull } from '../http/storage-full';
 import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
-import { streamedBytes } from '../runtime/young-generation';
 import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
 
 export class InspectingStream extends Transform {
@@ -41,8 +40,6 @@ export class InspectingStream extends Transform {
 
 	override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
 		this.size += chunk.length;
-		// Every streamed body passes here, and its chunks are garbage soon after.
-		streamedBytes(chunk.length);
 		this.provenance.feed(chunk);
 		if (this.size > this.maxBytes) {
 			callback(

@@ -55,9 +55,8 @@ it('a worker that dies fails only the image it held, with a 503, and the next im
 	const dying = join(dir, 'dying-worker.js');
 	writeFileSync(
 		dying,
-		`const { parentPort } = require('node:worker_threads');
-		parentPort.on('message', (job) => { if (job.facts.prompt === 'die') process.exit(3); });
-		require(${JSON.stringify(BUILT_WORKER)});`,
+		`const mark = require(${JSON.stringify(BUILT_WORKER)}).default;
+		module.exports = (job) => (job.facts.prompt === 'die' ? process.exit(3) : mark(job));`,
 	);
 	const marker = pool({ workerScript: dying });
 	const [died, lived] = await Promise.allSettled([marker.markGenerated(generated('die')), marker.markGenerated(generated('live'))]);
@@ -82,5 +81,54 @@ it('close() lets every accepted image finish, then refuses new ones', async () =
 	await marker.close();
 	const marked = await Promise.all(accepted);
 	expect(marked.map((image) => image.provenance.c2pa)).toEqual(Array(5).fill('signed'));
+	await expect(marker.markGenerated(generated())).rejects.toMatchObject({ status: 503, code: 'provenance_unavailable' });
+});
+
+it('a marking that fails fails its image only (not as a lost worker), and the same worker marks the next', async () => {
+	const marker = pool({ threads: 1 });
+	const broken = { ...generated(), bytes: Buffer.from('not a png at all') };
+	const failure = await marker.markGenerated(broken).then(
+		() => undefined,
+		(error: unknown) => error,
+	);
+	expect(failure).toBeInstanceOf(Error);
+	expect((failure as Error).message).toMatch(/^marking the image failed: /);
+	expect(failure).not.toMatchObject({ code: 'provenance_unavailable' });
+	expect((await marker.markGenerated(generated())).provenance.c2pa).toBe('signed');
+});
+
+it('hands the marked bytes back without copying them: the worker is left without its copy', async () => {
+	// The built worker behind a probe that keeps each answer and, asked, says what is left of its bytes there.
+	const probing = join(dir, 'probing-worker.js');
+	writeFileSync(
+		probing,
+		`const { valueSymbol } = require(${JSON.stringify(require.resolve('piscina'))});
+		const mark = require(${JSON.stringify(BUILT_WORKER)}).default;
+		let last;
+		module.exports = async (job) => {
+			if (job.facts.prompt === 'probe') return { failed: 'bytes left: ' + last[valueSymbol].marked.bytes.byteLength };
+			return (last = await mark(job));
+		};`,
+	);
+	const marker = pool({ threads: 1, workerScript: probing });
+	const marked = await marker.markGenerated(generated());
+	expect(marked.bytes.length).toBeGreaterThan(png.length);
+	await expect(marker.markGenerated(generated('probe'))).rejects.toThrow('marking the image failed: bytes left: 0');
+});
+
+it('with several workers, close() still lets every accepted image finish', async () => {
+	const marker = pool({ threads: 2 });
+	const accepted = Array.from({ length: 6 }, (_, index) => marker.markGenerated(generated(`image ${index}`)));
+	await marker.close();
+	expect((await Promise.all(accepted)).map((image) => image.provenance.c2pa)).toEqual(Array(6).fill('signed'));
+});
+
+it('when no worker can start, fails the images it took (503) and takes no more, instead of letting them wait', async () => {
+	const unstartable = join(dir, 'unstartable-worker.js');
+	writeFileSync(unstartable, `throw new Error('this worker cannot start');`);
+	const marker = pool({ threads: 1, workerScript: unstartable });
+	const outcomes = await Promise.allSettled(Array.from({ length: 3 }, () => marker.markGenerated(generated())));
+	expect(outcomes.map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual(Array(3).fill(expect.objectContaining({ status: 503, code: 'provenance_unavailable' })));
+	expect(marker.canTake()).toBe(false);
 	await expect(marker.markGenerated(generated())).rejects.toMatchObject({ status: 503, code: 'provenance_unavailable' });
 });
