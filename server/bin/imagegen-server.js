@@ -8,8 +8,8 @@ const { join } = require('node:path');
 
 /**
  * The Node.js versions the service runs on, as both package.json files' `engines` say: the 22 line
- * from 22.15 (the first 22 with `process.execve`, which the CLI restarts itself with to fix glibc's
- * mmap threshold) and 24 or later. 23 never became a maintained line.
+ * from 22.15 (the release `npm test` runs every suite on) and 24 or later. 23 never became a
+ * maintained line.
  */
 const SUPPORTED_NODE = '^22.15 || >=24';
 
