@@ -12,7 +12,7 @@ import { ideogramProvider } from './providers/ideogram';
 import { prunaProvider } from './providers/pruna';
 import { replicateProvider } from './providers/replicate';
 import { upstreamProvider } from './providers/upstream';
-import { sandboxProvider } from './sandbox-provider';
+import { sandboxProvider } from './providers/sandbox';
 
 /** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
 export type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv) => GenerationProvider;

@@ -1,11 +1,11 @@
 /**
- * The sandbox's edits (server/src/generation/sandbox-render.ts) through the running app: an edit of
+ * The sandbox's edits (server/src/generation/providers/sandbox-render.ts) through the running app: an edit of
  * a sandbox image shows that image transformed, under exactly one legible caption, the edit's.
  */
 import sharp from 'sharp';
-import { mosaicGrid } from '../../../server/src/generation/sandbox-render';
-import { buildTestApp, type InProcessApp } from '../support/app';
-import { samePixels } from '../support/media';
+import { mosaicGrid } from '../../../../server/src/generation/providers/sandbox-render';
+import { buildTestApp, type InProcessApp } from '../../support/app';
+import { samePixels } from '../../support/media';
 
 let service: InProcessApp;
 beforeAll(async () => {

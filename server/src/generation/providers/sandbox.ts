@@ -2,8 +2,8 @@
  * `sandbox`: the default provider. Offline and free, for development and tests; it draws the
  * request (see sandbox-render.ts) instead of running a model.
  */
-import { dimensionsFor } from '../../../core/models';
-import type { GenerationProvider } from './provider';
+import { dimensionsFor } from '../../../../core/models';
+import type { GenerationProvider } from '../provider';
 import { renderSandboxImage } from './sandbox-render';
 
 export const sandboxProvider: GenerationProvider = {

@@ -6,11 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { OutputInfo, OverlayOptions } from 'sharp';
-import { invalidField } from '../../../core/errors';
-import { imageTooLarge, isPixelLimitError } from '../media/image-header';
-import type { ImageJob } from '../media/image-work';
-import sharp from '../media/sharp';
-import type { ImageOutputFormat, StyleType } from '../../../core/models';
+import { invalidField } from '../../../../core/errors';
+import { imageTooLarge, isPixelLimitError } from '../../media/image-header';
+import type { ImageJob } from '../../media/image-work';
+import sharp from '../../media/sharp';
+import type { ImageOutputFormat, StyleType } from '../../../../core/models';
 
 export interface SandboxScene {
 	model: string;
