@@ -56,8 +56,8 @@ function provenanceConfig(values: Values): ProvenanceConfig {
 
 /**
  * One core stays with the event loop. Before Node 24 none: on Node 20 the extra thread left
- * 20–50 MB more resident memory after a run of large inline answers (bench/idempotency-memory.mjs),
- * past the service's bound, where Node 24 stays within it.
+ * 20–50 MB more resident memory after a run of large inline answers (bench/RESULTS.md, "Marking
+ * large images off the event loop"); Node 22 keeps that default until it is measured apart.
  */
 function defaultMarkingThreads(): number {
 	if (Number(process.versions.node.split('.')[0]) < 24) return 0;
