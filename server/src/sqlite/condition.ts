@@ -12,6 +12,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { SqliteDatabase } from './database';
+import { onePerConnection } from './per-connection';
 
 export type DatabaseState = 'ok' | 'full' | 'damaged';
 
@@ -117,14 +118,5 @@ export class SqliteCondition {
 	}
 }
 
-const conditions = new WeakMap<SqliteDatabase, SqliteCondition>();
-
 /** The one condition of a connection, shared by every store that writes through it. */
-export function conditionOf(database: SqliteDatabase): SqliteCondition {
-	let condition = conditions.get(database);
-	if (!condition) {
-		condition = new SqliteCondition(database);
-		conditions.set(database, condition);
-	}
-	return condition;
-}
+export const conditionOf = onePerConnection((database) => new SqliteCondition(database));

@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import { whenUnlocked } from './busy';
 import { conditionOf } from './condition';
 import type { SqliteDatabase } from './database';
+import { onePerConnection } from './per-connection';
 
 const datasync = promisify(fdatasync);
 
@@ -179,14 +180,5 @@ export class SqliteGroupCommit {
 	}
 }
 
-const groups = new WeakMap<SqliteDatabase, SqliteGroupCommit>();
-
 /** The one group commit of a connection, shared by every store that writes through it. */
-export function groupCommitOf(database: SqliteDatabase): SqliteGroupCommit {
-	let group = groups.get(database);
-	if (!group) {
-		group = new SqliteGroupCommit(database);
-		groups.set(database, group);
-	}
-	return group;
-}
+export const groupCommitOf = onePerConnection((database) => new SqliteGroupCommit(database));
