@@ -151,13 +151,18 @@ export class PgUsageLedger implements UsageLedger {
 		return true;
 	}
 
-	/** Writes until the queue is empty or the deadline passes, retrying without the backoff. */
+	/**
+	 * Writes until the queue is empty or the deadline passes, retrying without the backoff. A write
+	 * already sent is waited for even past the deadline: the entries it carries may still land, and
+	 * must not be reported lost (or kept for the next start) while they can. The pool's statement and
+	 * query time-outs bound that wait, a dead connection included.
+	 */
 	private async drain(deadline: number): Promise<void> {
 		while (this.queue.length > 0 && Date.now() < deadline) {
-			// A write that hangs (a dead connection) must not hold close() past its deadline.
-			await settledWithin(this.writing ?? this.write(), deadline - Date.now());
+			await (this.writing ?? this.write());
 			if (this.queue.length > 0) await delay(Math.min(this.retryDelayMs, deadline - Date.now()));
 		}
+		await this.writing;
 	}
 
 	private flushSoon(): void {
@@ -289,17 +294,4 @@ function invalidEntry(entry: UsageEntry): string | undefined {
 
 function delay(ms: number): Promise<void> {
 	return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-}
-
-/** Waits for `work`, or for `ms` if that is shorter, leaving no timer behind either way. */
-async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
-	let timer: NodeJS.Timeout | undefined;
-	const timeout = new Promise<void>((resolve) => {
-		timer = setTimeout(resolve, Math.max(0, ms));
-	});
-	try {
-		await Promise.race([work, timeout]);
-	} finally {
-		clearTimeout(timer);
-	}
 }
