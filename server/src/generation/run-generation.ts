@@ -17,7 +17,7 @@ import { ImageWork } from '../media/image-work';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { PriceOverrides } from '../config/prices';
 import type { HostedFiles } from '../storage/hosted-files';
-import { InlineFile } from '../storage/inline-answer';
+import { InlineBytes, InlineFile } from '../storage/inline-answer';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetHold } from './key-policy';
@@ -57,10 +57,15 @@ export interface GenerationCaller {
 	apiKey: ApiKeyPolicy;
 	/** Aborted when the client goes away, so providers stop working for nobody. */
 	clientGone: AbortSignal;
+	/**
+	 * The answer will be replayed (an `Idempotency-Key`): inline images are stored, and sent from
+	 * storage now and on every replay. Otherwise they go out from memory and are never stored.
+	 */
+	keepsInlineImages?: boolean;
 }
 
-/** An inline image as the runner answers it: its stored file, whose bytes go out as `b64_json` (storage/inline-answer.ts). */
-export type InlineGeneratedImage = Omit<Extract<GeneratedImage, { b64_json: string }>, 'b64_json'> & { b64_json: InlineFile };
+/** An inline image as the runner answers it: its stored file or its bytes, sent as `b64_json` (storage/inline-answer.ts). */
+export type InlineGeneratedImage = Omit<Extract<GeneratedImage, { b64_json: string }>, 'b64_json'> & { b64_json: InlineFile | InlineBytes };
 
 /** The answer of a generation; written as JSON it is the API's GenerationResponse. */
 export interface GenerationAnswer extends Omit<GenerationResponse, 'data'> {
@@ -125,8 +130,13 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					prompt: generation.prompt,
 					source: image.bytes === bytes ? undefined : { bytes, media: sniffMedia(bytes)!, changes: image.changes },
 				});
-				// Inline images are stored too, and sent from storage in chunks: neither the answer nor an
-				// idempotent record of it holds the image whole. Not synced on its own: the usage line
+				if (generation.response_format === 'b64_json' && !caller.keepsInlineImages) {
+					// Nobody will replay this answer: the marked image goes out from memory, in pieces.
+					data.push({ b64_json: new InlineBytes(marked.bytes), seed, provenance: marked.provenance });
+					continue;
+				}
+				// An inline image to be replayed is stored too, and sent from storage in pieces: neither the
+				// answer nor its idempotent record holds it whole. Not synced on its own: the usage line
 				// below is made durable before the answer, and its sync of the same database covers this row.
 				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
 				if (generation.response_format === 'b64_json') {

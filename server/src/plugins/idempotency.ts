@@ -3,13 +3,11 @@
  * answer, through the configured IdempotencyStore (embedded or PostgreSQL, so a repeat on another
  * replica replays too). Without the header the request simply runs.
  */
-import { finished } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ImageGenError } from '../../../core/errors';
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, REPLAYED_HEADER, referencedFileIds, runIdempotent, type IdempotentAnswer } from '../idempotency/idempotency';
-import type { StoredAnswer } from '../idempotency/idempotency-store';
-import { inlineAnswerBody, openInlineAnswer } from '../storage/inline-answer';
+import { inlineAnswerBody, openInlineAnswer, type InlineAnswer } from '../storage/inline-answer';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -36,15 +34,18 @@ export interface Idempotency {
 	 * Runs the request, or with `key` answers what its first run answered (same `fingerprint`)
 	 * without running it again. Throws what the run throws, and the 422 / 409 of a key in use.
 	 */
-	answer(request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer>;
+	answer(request: FastifyRequest, options: IdempotentRun): Promise<SentAnswer>;
 	/**
 	 * Sends an answer of `answer` byte for byte, marked when it is a replay; its inline files are
-	 * opened before anything is sent, and streamed.
+	 * opened before anything is sent, and streamed (images in memory too, in the same pieces).
 	 */
-	reply(reply: FastifyReply, answer: IdempotentAnswer): Promise<FastifyReply>;
+	reply(reply: FastifyReply, answer: SentAnswer): Promise<FastifyReply>;
 	/** `answer` then `reply`. */
 	send(request: FastifyRequest, reply: FastifyReply, options: IdempotentRun): Promise<FastifyReply>;
 }
+
+/** An answer as sent: a replay, or a first run's, whose images nobody will replay may be in memory. */
+export type SentAnswer = IdempotentAnswer & Pick<InlineAnswer, 'inlineBytes'>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** A repeat waits this long for a running first request before it is told to retry (409). */
@@ -76,13 +77,13 @@ export default fp(
 		// Never as long as a generation may take: a client that retried is better told to come back.
 		const waitMs = Math.min(MAX_WAIT_MS, config.generationTimeoutMs / 2);
 
-		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<IdempotentAnswer> => {
-			const run = async (): Promise<StoredAnswer> => {
+		const answer = async (request: FastifyRequest, options: IdempotentRun): Promise<SentAnswer> => {
+			const run = async (): Promise<InlineAnswer> => {
 				const result = await options.run();
-				const { body, inlineFiles } = inlineAnswerBody(result);
+				const { body, inlineFiles, inlineBytes } = inlineAnswerBody(result);
 				// Remembered with the answer, so deleting one of these files forgets it (a repeat runs again).
 				const fileIds = [...referencedFileIds(result), ...inlineFiles.map((part) => part.fileId)];
-				return { status: 200, contentType: JSON_TYPE, body, fileIds, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) };
+				return { status: 200, contentType: JSON_TYPE, body, fileIds, ...(inlineFiles.length > 0 ? { inlineFiles } : {}), ...(inlineBytes.length > 0 ? { inlineBytes } : {}) };
 			};
 			if (options.key === undefined) return { ...(await run()), replayed: false };
 			try {
@@ -108,9 +109,9 @@ export default fp(
 				throw error;
 			}
 		};
-		const reply = async (target: FastifyReply, sent: IdempotentAnswer): Promise<FastifyReply> => {
+		const reply = async (target: FastifyReply, sent: SentAnswer): Promise<FastifyReply> => {
 			let body: string | NodeJS.ReadableStream = sent.body;
-			if (sent.inlineFiles?.length) {
+			if (sent.inlineFiles?.length || sent.inlineBytes?.length) {
 				const opened = await openInlineAnswer(fastify.hostedFiles, sent, target.request.apiKeyId);
 				if ('gone' in opened) throw new InlineFilesGone(opened.gone);
 				target.header('content-length', String(opened.length));
@@ -119,19 +120,9 @@ export default fp(
 			if (sent.replayed) target.header(REPLAYED_HEADER, 'true');
 			return target.status(sent.status).type(sent.contentType).send(body);
 		};
-		/** An answer nobody will replay keeps its inline files only until it is sent. */
-		const removeOnceSent = (target: FastifyReply, sent: IdempotentAnswer) => {
-			const owner = target.request.apiKeyId;
-			finished(target.raw, () => {
-				for (const { fileId } of sent.inlineFiles ?? []) {
-					fastify.hostedFiles.remove(fileId, owner).catch((error: unknown) => target.log.error({ err: error, fileId }, 'removing a sent inline image failed'));
-				}
-			});
-		};
 		const send = async (request: FastifyRequest, target: FastifyReply, options: IdempotentRun): Promise<FastifyReply> => {
 			for (let attempt = 1; ; attempt += 1) {
 				const sent = await answer(request, options);
-				if (options.key === undefined) removeOnceSent(target, sent);
 				try {
 					return await reply(target, sent);
 				} catch (error) {

@@ -54,7 +54,7 @@ export default async function generationRoutes(scope: FastifyInstance): Promise<
 		return v1.idempotency.send(request, reply, {
 			key,
 			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: () => v1.runGeneration(generation, { apiKeyId: request.apiKeyId, apiKey, clientGone: stopWhen }),
+			run: () => v1.runGeneration(generation, { apiKeyId: request.apiKeyId, apiKey, clientGone: stopWhen, keepsInlineImages: key !== undefined }),
 			signal: clientGone,
 		});
 	});

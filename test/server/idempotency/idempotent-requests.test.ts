@@ -86,7 +86,7 @@ describe('generations', () => {
 		}
 	});
 
-	test('inline without a key: the image stored to send it is removed once sent', async () => {
+	test('inline without a key: no image is left in storage', async () => {
 		const pngs = () => readdirSync(join(server.dataDir, 'files')).filter((name) => name.endsWith('.png')).sort();
 		const files = pngs();
 		const answer = await generate(undefined, { model: 'p-image', prompt: 'a harbour, once', response_format: 'b64_json' });

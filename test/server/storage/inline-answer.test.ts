@@ -12,7 +12,7 @@ import { MEDIA_DETAILS } from '../../../core/media';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
-import { InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
+import { InlineBytes, InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { STREAM_HIGH_WATER_MARK } from '../../../server/src/storage/stream-high-water-mark';
 
@@ -82,6 +82,19 @@ test('a 6 MB image goes out in pieces no larger than a read chunk’s base64, ne
 	const { text, pieces } = await readAll(opened.stream);
 	expect(text.length).toBeGreaterThan(8 * 1024 * 1024);
 	expect(pieces.length).toBeGreaterThan(40);
+	expect(Math.max(...pieces)).toBeLessThanOrEqual(Math.ceil((STREAM_HIGH_WATER_MARK + 2) / 3) * 4);
+});
+
+test.each([1, 2, 3, 65_535, 65_536, 1_000_001])('an image of %i bytes in memory: the same JSON, in pieces no larger than a read chunk’s base64', async (size) => {
+	const bytes = randomBytes(size);
+	const small = randomBytes(7);
+	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineBytes(bytes), new InlineBytes(small)]));
+	expect(inlineFiles).toEqual([]);
+	const opened = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineBytes }, OWNER);
+	if ('gone' in opened) throw new Error('unexpectedly gone');
+	const { text, pieces } = await readAll(opened.stream);
+	expect(text).toBe(JSON.stringify(answerWith([bytes.toString('base64'), small.toString('base64')])));
+	expect(Buffer.byteLength(text)).toBe(opened.length);
 	expect(Math.max(...pieces)).toBeLessThanOrEqual(Math.ceil((STREAM_HIGH_WATER_MARK + 2) / 3) * 4);
 });
 
