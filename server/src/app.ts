@@ -41,7 +41,7 @@ import usageRoutes from './routes/usage';
 import { serviceVersion } from './runtime/service-version';
 import { openApiOptions, sharedSchemas } from './schema-docs/openapi';
 import { serializerCompiler, validatorCompiler } from './schema-docs/route-schemas';
-import { STREAM_HIGH_WATER_MARK } from './storage/stream-high-water-mark';
+import { STREAM_HIGH_WATER_MARK } from './storage/byte-streams';
 
 const MULTIPART_FIELD_BYTES = 1024;
 

@@ -43,7 +43,7 @@ export function hostedFileHeaders(file: CacheableFile, now: Date = new Date()): 
 		'access-control-expose-headers': EXPOSED_HEADERS,
 		'cross-origin-resource-policy': 'cross-origin',
 		'x-content-type-options': 'nosniff',
-		'content-disposition': `inline; filename="${safeFileName(file.name)}"`,
+		'content-disposition': inlineContentDisposition(file.name),
 	};
 }
 
@@ -62,7 +62,15 @@ export function cacheSeconds(expiresAt: Date, now: Date): number {
 	return Math.max(0, Math.min(secondsLeft, MAX_CACHE_SECONDS));
 }
 
-function safeFileName(name: string): string {
-	// Our names are URL-safe already; this keeps a header intact should that ever change.
-	return name.replace(/[^A-Za-z0-9._-]/g, '_');
+/**
+ * `Content-Disposition: inline` with a suggested file name (RFC 6266): the plain `filename` for
+ * every client, plus `filename*` (RFC 8187) when the name is not plain ASCII.
+ */
+export function inlineContentDisposition(fileName: string): string {
+	// Quotes, backslashes and control characters cannot appear in a quoted-string as-is; the
+	// fallback name swaps them (and any non-ASCII character) for an underscore.
+	const fallback = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+	if (fallback === fileName) return `inline; filename="${fileName}"`;
+	const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase()}`);
+	return `inline; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }

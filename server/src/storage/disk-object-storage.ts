@@ -11,8 +11,7 @@ import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ByteCounter } from './byte-counter';
-import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
+import { ByteCounter, STREAM_HIGH_WATER_MARK } from './byte-streams';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions } from './object-storage';
 
 export interface DiskObjectStorageOptions {

@@ -10,7 +10,7 @@ import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } 
 import { formatBytes } from '../../../core/units';
 import { insufficientStorage, isStorageFull } from '../http/storage-full';
 import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
-import { STREAM_HIGH_WATER_MARK } from './stream-high-water-mark';
+import { STREAM_HIGH_WATER_MARK } from './byte-streams';
 
 export class InspectingStream extends Transform {
 	size = 0;

@@ -19,8 +19,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable, finished } from 'node:stream';
-import { ByteCounter } from './byte-counter';
-import { inlineContentDisposition } from './content-disposition';
+import { ByteCounter } from './byte-streams';
+import { inlineContentDisposition } from './cache-headers';
 import type { ByteRange, ObjectStorage, ObjectWriteOptions, PresignOptions } from './object-storage';
 import { describeS3Error, isNoSuchUpload, isNotFound, isNotImplemented } from './s3-errors';
 import { PartBuffers, writeInParts } from './s3-part-writer';

@@ -63,7 +63,7 @@ describe('hostedFileHeaders', () => {
 
 	it('keeps the Content-Disposition header well formed whatever the name', () => {
 		const headers = hostedFileHeaders({ ...file(60), name: 'a"b\r\nc d.png' }, now);
-		expect(headers['content-disposition']).toBe('inline; filename="a_b__c_d.png"');
+		expect(headers['content-disposition']).toBe(`inline; filename="a_b__c d.png"; filename*=UTF-8''a%22b%0D%0Ac%20d.png`);
 	});
 
 	it('uses the current time by default', () => {

@@ -14,7 +14,7 @@ import { DiskObjectStorage } from '../../../server/src/storage/disk-object-stora
 import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
 import { InlineBytes, InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
-import { STREAM_HIGH_WATER_MARK } from '../../../server/src/storage/stream-high-water-mark';
+import { STREAM_HIGH_WATER_MARK } from '../../../server/src/storage/byte-streams';
 
 const OWNER = 'owner-key-id-0001';
 let dataDir: string;
