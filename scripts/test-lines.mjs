@@ -7,6 +7,7 @@
 // do not depend on the service's Node.
 // `node scripts/test-lines.mjs [--line 22|24] [jest arguments]`; the arguments go to each pass.
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,15 +47,39 @@ function runJest(nodeBin, args) {
 	});
 }
 
+/**
+ * Jest runs a suite that matches any of its path arguments, so a line's own folders and the paths
+ * asked for are intersected here: `--line 24 test/server/routes` runs test/server/routes only, and a
+ * path outside a line's folders (test/nodes under Node 24) leaves that line out. Undefined: skip it.
+ */
+function pathsForLine(suites, jestArgs) {
+	// Jest takes a path argument as a pattern (test/nodes/shared matches shared.test.ts): a word with
+	// a slash, or a file or folder that exists, is one.
+	const isPath = (arg) => !arg.startsWith('-') && (arg.includes('/') || existsSync(join(root, arg)));
+	const asked = jestArgs.filter(isPath).map((path) => path.replace(/\\/g, '/'));
+	const others = jestArgs.filter((arg) => !isPath(arg));
+	if (asked.length === 0 || suites.length === 0) return [...suites, ...jestArgs];
+	const within = [
+		...asked.filter((path) => suites.some((suite) => path.startsWith(suite) || `${path}/`.startsWith(suite))),
+		...suites.filter((suite) => asked.some((path) => suite.startsWith(path.endsWith('/') ? path : `${path}/`))),
+	];
+	return within.length > 0 ? [...within, ...others] : undefined;
+}
+
 const { lines, jestArgs } = parseArguments(process.argv.slice(2));
 const results = [];
 for (const { line, suites, covers, node } of lines) {
+	const args = pathsForLine(suites, jestArgs);
+	if (!args) {
+		process.stdout.write(`\ntest-lines: nothing asked for is in ${covers}; Node ${line} left out\n`);
+		continue;
+	}
 	const nodeBin = await node();
 	ensureSqliteAddon({ nodeBin });
 	const version = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
 	process.stdout.write(`\ntest-lines: ${covers}, under Node ${version} (${nodeBin})\n`);
 	const started = Date.now();
-	const code = await runJest(nodeBin, [...suites, ...jestArgs]);
+	const code = await runJest(nodeBin, args);
 	const narrowed = jestArgs.length > 0 ? ` narrowed by ${jestArgs.join(' ')}` : '';
 	results.push({ line: `Node ${version}, ${covers}${narrowed}`, code, seconds: Math.round((Date.now() - started) / 1000) });
 }
