@@ -44,6 +44,14 @@ export function to<Field extends keyof ServiceConfig>(field: Field): (value: Ser
 	return (value) => ({ [field]: value }) as Pick<ServiceConfig, Field>;
 }
 
+/** A switch needs no value on the command line: `--allow-private-urls` alone means true. */
+export const isSwitch = (row: OptionRow): boolean => row.type.placeholder === undefined;
+
+/** `--port <n>`, or `--allow-private-urls` for a switch: how --help and the docs write the option. */
+export function usage(row: OptionRow): string {
+	return isSwitch(row) ? `--${row.flag}` : `--${row.flag} ${row.placeholder ?? row.type.placeholder}`;
+}
+
 /** How the default reads in --help and the docs. */
 export function defaultText(row: OptionRow): string {
 	if (row.defaultText !== undefined) return row.defaultText;

@@ -4,12 +4,10 @@
  */
 import { resolve } from 'node:path';
 import { option, to } from './option-row';
-import { parsePriceOverrides, type PriceOverrides } from './prices';
-import { parseProviderSelection, type ProviderSelection } from './provider-selection';
-import { ConfigError } from './config-error';
-import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS } from './service-config';
+import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
+import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type PriceOverrides } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
-import { checkedText, isHttpUrl, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber, type ValueType } from './value-types';
+import { isHttpUrl, listOf, mustBe, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber } from './value-types';
 
 const MIB = 1024 * 1024;
 const mebibytes = (mib: number) => Math.floor(mib * MIB);
@@ -24,7 +22,7 @@ export const OPTIONS = [
 		flag: 'public-url',
 		env: 'IMAGEGEN_PUBLIC_URL',
 		placeholder: '<url>',
-		type: checkedText((url, name) => (isBaseUrl(url) ? undefined : `${name} must be an http(s) URL without query or fragment; got '${url}'`)),
+		type: mustBe('an http(s) URL without query or fragment', (url) => isHttpUrl(url) && !new URL(url).search && !new URL(url).hash),
 		default: undefined,
 		defaultText: 'http://<host>:<port>',
 		help: 'Base of the file URLs handed out (set it behind a proxy)',
@@ -74,7 +72,7 @@ export const OPTIONS = [
 		env: 'IMAGEGEN_S3_BUCKET',
 		placeholder: '<name>',
 		// Bucket naming rules shared by AWS, R2, MinIO and Ceph (3–63 characters, lower case, digits, dots, hyphens).
-		type: checkedText((bucket, name) => (/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) ? undefined : `${name} must be a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens; got '${bucket}'`)),
+		type: mustBe('a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens', (bucket) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)),
 		default: undefined,
 		defaultText: '(required with --storage s3)',
 		help: 'Bucket for --storage s3 (credentials from the AWS SDK default chain)',
@@ -84,7 +82,7 @@ export const OPTIONS = [
 		flag: 's3-endpoint',
 		env: 'IMAGEGEN_S3_ENDPOINT',
 		placeholder: '<url>',
-		type: checkedText((endpoint, name) => (isHttpUrl(endpoint) ? undefined : `${name} must be an http(s) URL; got '${endpoint}'`)),
+		type: mustBe('an http(s) URL', isHttpUrl),
 		default: undefined,
 		defaultText: '(AWS)',
 		help: 'S3-compatible endpoint URL (R2, MinIO, Ceph RGW, …)',
@@ -94,7 +92,7 @@ export const OPTIONS = [
 		flag: 's3-region',
 		env: 'IMAGEGEN_S3_REGION',
 		placeholder: '<region>',
-		type: checkedText((region, name) => (/^[a-z0-9-]{2,40}$/i.test(region) ? undefined : `${name} must be a region name such as us-east-1; got '${region}'`)),
+		type: mustBe('a region name such as us-east-1', (region) => /^[a-z0-9-]{2,40}$/i.test(region)),
 		default: 'us-east-1',
 		help: 'Region of the bucket',
 		onlyWith: ONLY_WITH_S3,
@@ -104,9 +102,7 @@ export const OPTIONS = [
 		flag: 's3-prefix',
 		env: 'IMAGEGEN_S3_PREFIX',
 		placeholder: '<prefix>',
-		type: checkedText((prefix, name) =>
-			prefix.startsWith('/') || /[\x00-\x1f\\]/.test(prefix) || prefix.length > 200 ? `${name} must be a key prefix without a leading slash or control characters; got '${prefix}'` : undefined,
-		),
+		type: mustBe('a key prefix without a leading slash or control characters', (prefix) => !prefix.startsWith('/') && !/[\x00-\x1f\\]/.test(prefix) && prefix.length <= 200),
 		default: '',
 		defaultText: '(none)',
 		help: 'Key prefix inside the bucket, e.g. imagegen/',
@@ -116,7 +112,8 @@ export const OPTIONS = [
 		flag: 'database-url',
 		env: 'IMAGEGEN_DATABASE_URL',
 		placeholder: '<url>',
-		type: checkedText((url, name) => (/^postgres(ql)?:\/\/./.test(url) ? undefined : `${name} must be a postgres:// or postgresql:// URL`)),
+		// Never echo the value: it holds the database password, and this message reaches logs.
+		type: mustBe('a postgres:// or postgresql:// URL', (url) => /^postgres(ql)?:\/\/./.test(url), true),
 		default: undefined,
 		defaultText: '(the embedded database in the data dir)',
 		help: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)',
@@ -140,7 +137,7 @@ export const OPTIONS = [
 		env: 'IMAGEGEN_ADMIN_KEY',
 		placeholder: '<secret>',
 		// Never echo the value: it is a secret, and this message reaches logs.
-		type: checkedText((key, name) => (key.length >= 16 && /^[\x21-\x7e]+$/.test(key) ? undefined : `${name} must be at least 16 printable characters without spaces`)),
+		type: mustBe('at least 16 printable characters without spaces', (key) => key.length >= 16 && /^[\x21-\x7e]+$/.test(key), true),
 		default: undefined,
 		defaultText: '(none: no admin API, no /metrics)',
 		help: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics; without it neither exists',
@@ -158,7 +155,7 @@ export const OPTIONS = [
 		flag: 'trust-proxy',
 		env: 'IMAGEGEN_TRUST_PROXY',
 		placeholder: '<addrs>',
-		type: trustedProxies(),
+		type: parsedBy(parseTrustProxy, ' '),
 		default: false as TrustProxy,
 		defaultText: 'off',
 		help: 'Addresses or CIDRs of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1, or loopback): the client address is taken from their X-Forwarded-For',
@@ -195,33 +192,19 @@ export const OPTIONS = [
 	}),
 ] as const;
 
-/** `--trust-proxy`'s list; its parser's message follows the option's name. */
-function trustedProxies(): ValueType<TrustProxy> {
-	return {
-		placeholder: '<addrs>',
-		parse(value, name) {
-			if (value.trim() === '') return undefined;
-			try {
-				return parseTrustProxy(value);
-			} catch (error) {
-				throw new ConfigError(`${name} ${(error as Error).message}`);
-			}
-		},
-	};
-}
-
-function isBaseUrl(text: string): boolean {
-	return isHttpUrl(text) && !new URL(text).search && !new URL(text).hash;
-}
-
 /** Throws without echoing the keys: they are secrets, and the message reaches logs. */
 function parseApiKeys(text: string): string[] {
-	const keys = text
-		.split(',')
-		.map((key) => key.trim())
-		.filter((key) => key.length > 0);
+	const keys = listOf(text);
 	if (keys.some((key) => key.length < 8 || /[\s"\\]/.test(key) || !/^[\x21-\x7e]+$/.test(key))) {
 		throw new Error('every key must be at least 8 printable characters without spaces or quotes');
 	}
 	return keys;
+}
+
+/** `--prices p-image=0.004,textimage-v2=0.08`: an operator who pays a provider a different rate states it. */
+export function parsePriceOverrides(text: string): PriceOverrides {
+	return parseModelEntries(text, '<usd per image>', (price, model) => {
+		if (!/^\d+(\.\d+)?$/.test(price) || !Number.isFinite(Number(price))) throw new Error(`the price of '${model}' must be a non-negative number of USD; got '${price}'`);
+		return Number(price);
+	});
 }

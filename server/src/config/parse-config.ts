@@ -4,10 +4,9 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { ConfigError } from './config-error';
 import type { OptionRow } from './option-row';
 import { OPTIONS } from './options';
-import { readOptions, type InfoRequest, type OptionValues } from './read-options';
+import { ConfigError, readOptions, type InfoRequest, type OptionValues } from './read-options';
 import type { ProvenanceConfig, ServiceConfig, StorageConfig } from './service-config';
 
 type Row = (typeof OPTIONS)[number];

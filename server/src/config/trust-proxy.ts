@@ -6,6 +6,7 @@
  * listed proxy is believed, and the address counted is the first one no listed proxy owns.
  */
 import { isIP } from 'node:net';
+import { listOf } from './value-types';
 
 /** false: the connection's own address counts. */
 export type TrustProxy = false | string[];
@@ -15,12 +16,9 @@ const OFF = new Set(['off', 'false', 'no', '0']);
 const RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
 /** Throws an Error whose message follows the flag's name. */
-export function parseTrustProxy(text: string | undefined): TrustProxy {
-	if (text === undefined || OFF.has(text.toLowerCase())) return false;
-	const entries = text
-		.split(',')
-		.map((entry) => entry.trim())
-		.filter((entry) => entry.length > 0);
+export function parseTrustProxy(text: string): TrustProxy {
+	if (OFF.has(text.toLowerCase())) return false;
+	const entries = listOf(text);
 	for (const entry of entries) {
 		if (!isProxyAddress(entry)) {
 			throw new Error(`must be the addresses of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1 or loopback); got '${entry}'`);
