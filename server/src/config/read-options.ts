@@ -54,14 +54,17 @@ export function readOptions<R extends Rows>(rows: R, argv: readonly string[], en
 	return { values: values as OptionValues<R>, texts: texts as ReadOptions<R>['texts'], nameOf };
 }
 
+/** The rows as parseArgs options: a switch is a boolean, every other option takes a text. */
+export const argOptions = (rows: Rows): Record<string, { type: 'boolean' | 'string' }> =>
+	Object.fromEntries(rows.map((row) => [row.flag, { type: isSwitch(row) ? 'boolean' : 'string' }]));
+
 /** The options given on the command line, by flag (the last of a repeated one wins); a switch without `=value` reads as 'true'. */
 function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | InfoRequest {
 	const rowOf = new Map(rows.map((row) => [row.flag, row]));
-	const options = Object.fromEntries(rows.map((row) => [row.flag, { type: isSwitch(row) ? ('boolean' as const) : ('string' as const) }]));
 	// Not strict: a switch may be written --flag=false, and the errors below name the flag the way the others do.
 	const { tokens } = parseArgs({
 		args: [...argv],
-		options: { ...options, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+		options: { ...argOptions(rows), help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
 		strict: false,
 		allowPositionals: true,
 		tokens: true,
