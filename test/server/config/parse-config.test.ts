@@ -78,6 +78,7 @@ describe('parseConfig', () => {
 		[['--trust-proxy', '1'], /--trust-proxy must be the addresses/],
 		[['--trust-proxy', '10.0.0.0/33'], /--trust-proxy/],
 		[['--trust-proxy', '10.0.0.1,not-an-address'], /--trust-proxy/],
+		[['--trust-proxy', '10.0.0.1, 2001:db8::/129'], /--trust-proxy must be the addresses of the proxies in front .*; got '2001:db8::\/129'/],
 		[['--port', '8080', 'extra'], /Unexpected argument 'extra' \(options start with --; see --help\)/],
 		[['--allow-private-urls', 'false'], /Unexpected argument 'false'/],
 		[['--', '--port', '1'], /Unexpected argument '--'/],
@@ -97,6 +98,7 @@ describe('parseConfig', () => {
 		expect(parseConfig(['--trust-proxy', 'loopback', '--auth-failures-per-minute', '0'], {})).toMatchObject({ trustProxy: ['loopback'], authFailuresPerMinute: 0 });
 		expect(parseConfig([], { IMAGEGEN_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' })).toMatchObject({ trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1'] });
 		expect(parseConfig(['--trust-proxy', 'off'], {})).toMatchObject({ trustProxy: false });
+		expect(parseConfig(['--trust-proxy', 'uniquelocal,2001:db8::/32,fd00::1'], {})).toMatchObject({ trustProxy: ['uniquelocal', '2001:db8::/32', 'fd00::1'] });
 	});
 
 	it('reads the storage, database, delivery and drain settings', () => {
