@@ -37,19 +37,14 @@ export function readOptions<R extends Rows>(rows: R, argv: readonly string[], en
 	for (const row of rows) {
 		// An empty flag value shadows the variable, and a blank value counts as not given.
 		const given = (fromFlags.get(row.flag) ?? env[row.env])?.trim() || undefined;
+		const condition = row.onlyWith && `--${row.onlyWith.flag} ${row.onlyWith.value}`;
 		const applies = !row.onlyWith || values[row.onlyWith.flag] === row.onlyWith.value;
-		if (!applies && given !== undefined) throw new ConfigError(`${nameOf(row.flag)} applies only with --${row.onlyWith!.flag} ${row.onlyWith!.value}`);
-		if (applies && given === undefined && row.onlyWith?.required) {
-			throw new ConfigError(`${nameOf(row.flag)} is required with --${row.onlyWith.flag} ${row.onlyWith.value}`);
-		}
-		if (given === undefined) {
-			values[row.flag] = row.default;
-			continue;
-		}
-		const parsed = row.type.schema.safeParse(given);
-		if (!parsed.success) throw new ConfigError(`${nameOf(row.flag)}${parsed.error.issues[0]!.message}`);
-		values[row.flag] = parsed.data;
-		texts[row.flag] = given;
+		if (!applies && given !== undefined) throw new ConfigError(`${nameOf(row.flag)} applies only with ${condition}`);
+		if (applies && given === undefined && row.onlyWith?.required) throw new ConfigError(`${nameOf(row.flag)} is required with ${condition}`);
+		const parsed = given === undefined ? undefined : row.type.schema.safeParse(given);
+		if (parsed?.success === false) throw new ConfigError(`${nameOf(row.flag)}${parsed.error.issues[0]!.message}`);
+		values[row.flag] = parsed === undefined ? row.default : parsed.data;
+		if (given !== undefined) texts[row.flag] = given;
 	}
 	return { values: values as OptionValues<R>, texts: texts as ReadOptions<R>['texts'], nameOf };
 }
