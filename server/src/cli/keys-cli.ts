@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ImageGenError } from '../../../core/errors';
-import { SERVICE_ARG_OPTIONS, parseConfig, type ServiceConfig } from '../config';
+import { lacksValue, parseConfig, SERVICE_ARG_OPTIONS, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
 import { PgKeyStore } from '../keys/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
@@ -117,8 +117,7 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 		} else if (token.name === 'json') {
 			json = true;
 		} else if (token.name in KEY_FLAGS) {
-			// `--name --data-dir D` is a missing name, not a key named "--data-dir"; such a name is written --name=--x.
-			if (token.value === undefined || (!token.inlineValue && token.value.startsWith('--'))) throw new UsageError(`--${token.name} needs a value (or --${token.name}=<value>)`);
+			if (lacksValue(token)) throw new UsageError(`--${token.name} needs a value (or --${token.name}=<value>)`);
 			fields[token.name as KeyFlag] = token.value;
 		} else {
 			// A service option as written (with its value): the service's own parser reads it, or refuses it by name.

@@ -49,6 +49,9 @@ export function readOptions<R extends Rows>(rows: R, argv: readonly string[], en
 	return { values: values as OptionValues<R>, texts: texts as ReadOptions<R>['texts'], nameOf };
 }
 
+/** An option of parseArgs' tokens without its value: `--port --host x` is a missing port, not a port named "--host" (that is written --port=--host). */
+export const lacksValue = (token: { value?: string; inlineValue?: boolean }): boolean => token.value === undefined || (!token.inlineValue && token.value.startsWith('--'));
+
 /** The rows as parseArgs options: a switch is a boolean, every other option takes a text. */
 export const argOptions = (rows: Rows): Record<string, { type: 'boolean' | 'string' }> =>
 	Object.fromEntries(rows.map((row) => [row.flag, { type: isSwitch(row) ? 'boolean' : 'string' }]));
@@ -70,8 +73,7 @@ function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | I
 		if (token.name === 'help' || token.name === 'version') return token.name;
 		const row = rowOf.get(token.name);
 		if (row === undefined) throw new ConfigError(`Unknown option '${token.rawName}' (see --help)`);
-		// `--port --host x` is a missing port, not a port named "--host"; such a value is written --flag=--x.
-		if (!isSwitch(row) && (token.value === undefined || (!token.inlineValue && token.value.startsWith('--')))) throw new ConfigError(`--${row.flag} needs a value`);
+		if (!isSwitch(row) && lacksValue(token)) throw new ConfigError(`--${row.flag} needs a value`);
 		values.set(row.flag, token.value ?? 'true');
 	}
 	return values;

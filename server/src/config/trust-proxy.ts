@@ -6,18 +6,17 @@
  * listed proxy is believed, and the address counted is the first one no listed proxy owns.
  */
 import { z } from 'zod/v3';
-import { listOf } from './value-types';
+import { listOf, NO } from './value-types';
 
 /** false: the connection's own address counts. */
 export type TrustProxy = false | string[];
 
-const OFF = new Set(['off', 'false', 'no', '0']);
 /** An address, a network (CIDR), or a name proxy-addr (Fastify's) knows for a whole range. */
 const proxyAddress = z.union([z.enum(['loopback', 'linklocal', 'uniquelocal']), z.string().ip(), z.string().cidr()]);
 
 /** Throws an Error whose message follows the flag's name. */
 export function parseTrustProxy(text: string): TrustProxy {
-	if (OFF.has(text.toLowerCase())) return false;
+	if (NO.includes(text.toLowerCase())) return false;
 	const entries = listOf(text);
 	const wrong = entries.find((entry) => !proxyAddress.safeParse(entry).success);
 	if (wrong !== undefined) throw new Error(`must be the addresses of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1 or loopback); got '${wrong}'`);

@@ -27,7 +27,8 @@ export const positiveNumber: ValueType<number> = { placeholder: '<n>', schema: m
 export const text: ValueType<string> = { placeholder: '<value>', schema: z.string() };
 
 const YES = ['1', 'true', 'yes', 'on'];
-const NO = ['0', 'false', 'no', 'off'];
+/** The words that turn a switch off (and `--trust-proxy`). */
+export const NO = ['0', 'false', 'no', 'off'];
 
 /** A switch: present on the command line means true; a value (or a variable) says yes or no. */
 export const onOff: ValueType<boolean> = {
