@@ -116,7 +116,7 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 			return help;
 		} else if (token.name === 'json') {
 			json = true;
-		} else if (token.name in KEY_FLAGS) {
+		} else if (Object.hasOwn(KEY_FLAGS, token.name)) {
 			if (lacksValue(token)) throw new UsageError(`--${token.name} needs a value (or --${token.name}=<value>)`);
 			fields[token.name as KeyFlag] = token.value;
 		} else {
