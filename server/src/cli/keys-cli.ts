@@ -6,8 +6,9 @@
  * database is shared by both processes). Exit codes: 0 done, 1 failed (no such key, engine unreachable),
  * 2 bad usage.
  */
+import { parseArgs } from 'node:util';
 import { ImageGenError } from '../../../core/errors';
-import { parseConfig, type ServiceConfig } from '../config';
+import { lacksValue, parseConfig, SERVICE_ARG_OPTIONS, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres';
 import { PgKeyStore } from '../keys/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
@@ -93,36 +94,35 @@ interface ParsedCommand {
 
 function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCommand {
 	const [command, ...rest] = argv;
-	if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { command: 'help', fields: {}, json: false, config: undefined as never };
+	const help: ParsedCommand = { command: 'help', fields: {}, json: false, config: undefined as never };
+	if (command === undefined || command === '--help' || command === '-h' || command === 'help') return help;
 	if (!['create', 'list', 'revoke', 'rotate'].includes(command)) throw new UsageError(`unknown command '${command}' (create, list, revoke, rotate; see --help)`);
+	const keyOptions = Object.fromEntries(Object.keys(KEY_FLAGS).map((flag) => [flag, { type: 'string' as const }]));
+	const { tokens } = parseArgs({
+		args: rest,
+		options: { ...SERVICE_ARG_OPTIONS, ...keyOptions, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+		strict: false,
+		allowPositionals: true,
+		tokens: true,
+	});
 	const fields: Partial<Record<KeyFlag, string>> = {};
 	const serviceArgs: string[] = [];
 	const positional: string[] = [];
 	let json = false;
-	for (let i = 0; i < rest.length; i++) {
-		const argument = rest[i]!;
-		if (argument === '--json') {
+	for (const token of tokens) {
+		if (token.kind !== 'option') {
+			if (token.kind === 'positional') positional.push(token.value);
+		} else if (token.name === 'help') {
+			return help;
+		} else if (token.name === 'json') {
 			json = true;
-			continue;
+		} else if (Object.hasOwn(KEY_FLAGS, token.name)) {
+			if (lacksValue(token)) throw new UsageError(`--${token.name} needs a value (or --${token.name}=<value>)`);
+			fields[token.name as KeyFlag] = token.value;
+		} else {
+			// A service option as written (with its value): the service's own parser reads it, or refuses it by name.
+			serviceArgs.push(...rest.slice(token.index, token.index + (token.inlineValue === false ? 2 : 1)));
 		}
-		if (argument === '--help' || argument === '-h') return { command: 'help', fields: {}, json: false, config: undefined as never };
-		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
-		if (match && match[1]! in KEY_FLAGS) {
-			// A flag's value is the next argument unless that is another flag: `--name --data-dir D` is a
-			// missing name, not a key named "--data-dir". A value that starts with -- goes as --name=--x.
-			const next = rest[i + 1];
-			const value = match[2] ?? (next === undefined || next.startsWith('--') ? undefined : rest[++i]);
-			if (value === undefined) throw new UsageError(`--${match[1]} needs a value (or --${match[1]}=<value>)`);
-			fields[match[1] as KeyFlag] = value;
-			continue;
-		}
-		if (match) {
-			// A service option (and its value, if it takes one): validated by the service's own parser.
-			serviceArgs.push(argument);
-			if (match[2] === undefined && rest[i + 1] !== undefined && !rest[i + 1]!.startsWith('--')) serviceArgs.push(rest[++i]!);
-			continue;
-		}
-		positional.push(argument);
 	}
 	const allowed: Record<string, KeyFlag[]> = {
 		create: ['name', 'models', 'budget-usd', 'budget-period', 'rate-limit-per-minute', 'expires-at'],
@@ -133,13 +133,13 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 	for (const flag of Object.keys(fields) as KeyFlag[]) {
 		if (!allowed[command]!.includes(flag)) throw new UsageError(`--${flag} does not apply to 'keys ${command}'`);
 	}
+	// Environment variables of the service's own flags that a keys command reads apply; the rest are ignored.
+	const config = parseConfig(serviceArgs, env);
+	if (typeof config === 'string') return help;
 	const needsId = command === 'revoke' || command === 'rotate';
 	if (positional.length !== (needsId ? 1 : 0)) {
 		throw new UsageError(needsId ? `'keys ${command}' takes one key id, e.g. keys ${command} key_AbC123…` : `'keys ${command}' takes no arguments; got '${positional.join(' ')}'`);
 	}
-	// Environment variables of the service's own flags that a keys command reads apply; the rest are ignored.
-	const config = parseConfig(serviceArgs, env);
-	if (typeof config === 'string') return { command: 'help', fields: {}, json: false, config: undefined as never };
 	return { command: command as ParsedCommand['command'], id: positional[0], fields, json, config };
 }
 

@@ -1,7 +1,7 @@
 /**
- * One row per option: flag, environment variable, type, default, help, and where the value goes in
- * ServiceConfig. Parsing, --help and docs/configuration.md are all read from the rows, so adding a
- * flag is adding a row (and its ServiceConfig field).
+ * One row per option: flag (and from it the environment variable), type, default, help, and where
+ * the value goes in ServiceConfig. Parsing, --help and docs/configuration.md are all read from the
+ * rows, so adding a flag is adding a row (and its ServiceConfig field).
  */
 import type { ServiceConfig } from './service-config';
 import type { ValueType } from './value-types';
@@ -14,10 +14,10 @@ export interface OnlyWith {
 	readonly required?: boolean;
 }
 
-export interface OptionRow<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> {
+/** A row as options.ts writes it; its environment variable follows from the flag. */
+export interface OptionSpec<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> {
 	/** Without the leading `--`. */
 	readonly flag: Flag;
-	readonly env: string;
 	readonly type: ValueType<Value>;
 	/** What --help and the docs show after the flag, when it says more than the type's (e.g. `<url>`). */
 	readonly placeholder?: string;
@@ -34,14 +34,27 @@ export interface OptionRow<Flag extends string = string, Value = unknown, Field 
 	into?(value: Value, text: string | undefined): Pick<ServiceConfig, Field>;
 }
 
+export interface OptionRow<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> extends OptionSpec<Flag, Value, Field> {
+	/** IMAGEGEN_ and the flag in upper case, `-` as `_`: `--data-dir` is IMAGEGEN_DATA_DIR. */
+	readonly env: string;
+}
+
 /** A row with its types kept, so that the parsed values and the fields set are known to the compiler. */
-export function option<const Flag extends string, Value, Field extends keyof ServiceConfig = never>(row: OptionRow<Flag, Value, Field>): OptionRow<Flag, Value, Field> {
-	return row;
+export function option<const Flag extends string, Value, Field extends keyof ServiceConfig = never>(spec: OptionSpec<Flag, Value, Field>): OptionRow<Flag, Value, Field> {
+	return { ...spec, env: `IMAGEGEN_${spec.flag.toUpperCase().replace(/-/g, '_')}` };
 }
 
 /** `into` for a value that is the field as is. */
 export function to<Field extends keyof ServiceConfig>(field: Field): (value: ServiceConfig[Field]) => Pick<ServiceConfig, Field> {
 	return (value) => ({ [field]: value }) as Pick<ServiceConfig, Field>;
+}
+
+/** A switch needs no value on the command line: `--allow-private-urls` alone means true. */
+export const isSwitch = (row: OptionRow): boolean => row.type.placeholder === undefined;
+
+/** `--port <n>`, or `--allow-private-urls` for a switch: how --help and the docs write the option. */
+export function usage(row: OptionRow): string {
+	return isSwitch(row) ? `--${row.flag}` : `--${row.flag} ${row.placeholder ?? row.type.placeholder}`;
 }
 
 /** How the default reads in --help and the docs. */

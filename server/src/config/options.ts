@@ -4,12 +4,10 @@
  */
 import { resolve } from 'node:path';
 import { option, to } from './option-row';
-import { parsePriceOverrides, type PriceOverrides } from './prices';
-import { parseProviderSelection, type ProviderSelection } from './provider-selection';
-import { ConfigError } from './config-error';
-import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS } from './service-config';
+import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
+import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type PriceOverrides } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
-import { checkedText, isHttpUrl, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber, type ValueType } from './value-types';
+import { isHttpUrl, listOf, mustBe, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber } from './value-types';
 
 const MIB = 1024 * 1024;
 const mebibytes = (mib: number) => Math.floor(mib * MIB);
@@ -17,14 +15,13 @@ const milliseconds = (seconds: number) => Math.round(seconds * 1000);
 const ONLY_WITH_S3 = { flag: 'storage', value: 's3' } as const;
 
 export const OPTIONS = [
-	option({ flag: 'port', env: 'IMAGEGEN_PORT', type: wholeNumber(0, 65535), default: 8080, help: 'TCP port to listen on (0 = any free port)', into: to('port') }),
-	option({ flag: 'host', env: 'IMAGEGEN_HOST', placeholder: '<address>', type: text, default: '127.0.0.1', help: 'Address to bind (0.0.0.0 for every interface)', into: to('host') }),
-	option({ flag: 'data-dir', env: 'IMAGEGEN_DATA_DIR', placeholder: '<path>', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API key live', into: (dir) => ({ dataDir: resolve(dir) }) }),
+	option({ flag: 'port', type: wholeNumber(0, 65535), default: 8080, help: 'TCP port to listen on (0 = any free port)', into: to('port') }),
+	option({ flag: 'host', placeholder: '<address>', type: text, default: '127.0.0.1', help: 'Address to bind (0.0.0.0 for every interface)', into: to('host') }),
+	option({ flag: 'data-dir', placeholder: '<path>', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API key live', into: (dir) => ({ dataDir: resolve(dir) }) }),
 	option({
 		flag: 'public-url',
-		env: 'IMAGEGEN_PUBLIC_URL',
 		placeholder: '<url>',
-		type: checkedText((url, name) => (isBaseUrl(url) ? undefined : `${name} must be an http(s) URL without query or fragment; got '${url}'`)),
+		type: mustBe('an http(s) URL without query or fragment', (url) => isHttpUrl(url) && !new URL(url).search && !new URL(url).hash),
 		default: undefined,
 		defaultText: 'http://<host>:<port>',
 		help: 'Base of the file URLs handed out (set it behind a proxy)',
@@ -32,7 +29,6 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'api-keys',
-		env: 'IMAGEGEN_API_KEYS',
 		placeholder: '<k1,k2>',
 		type: parsedBy(parseApiKeys),
 		default: [],
@@ -40,16 +36,15 @@ export const OPTIONS = [
 		help: 'Comma-separated API keys accepted as Bearer tokens (each at least 8 printable characters)',
 		into: to('apiKeys'),
 	}),
-	option({ flag: 'retention-seconds', env: 'IMAGEGEN_RETENTION_SECONDS', type: wholeNumber(1), default: 86_400, help: 'Lifetime of every hosted file', into: to('retentionSeconds') }),
-	option({ flag: 'allow-private-urls', env: 'IMAGEGEN_ALLOW_PRIVATE_URLS', type: onOff, default: false, help: 'Let URL inputs reach loopback/private/link-local addresses (tests, LANs)', into: to('allowPrivateUrls') }),
-	option({ flag: 'max-upload-mb', env: 'IMAGEGEN_MAX_UPLOAD_MB', type: positiveNumber, default: 512, help: 'Largest upload (multipart, base64 or fetched URL), in MiB', into: (mib) => ({ maxUploadBytes: mebibytes(mib) }) }),
-	option({ flag: 'max-json-mb', env: 'IMAGEGEN_MAX_JSON_MB', type: positiveNumber, default: 100, help: 'Largest JSON request body, in MiB (base64 inputs travel in it)', into: (mib) => ({ maxJsonBytes: mebibytes(mib) }) }),
-	option({ flag: 'rate-limit-per-minute', env: 'IMAGEGEN_RATE_LIMIT_PER_MINUTE', type: wholeNumber(0), default: 600, help: 'Requests per minute per API key on /v1 (0 = unlimited)', into: to('rateLimitPerMinute') }),
-	option({ flag: 'generation-timeout-seconds', env: 'IMAGEGEN_GENERATION_TIMEOUT_SECONDS', type: positiveNumber, default: 120, help: 'Time limit for one generation request', into: (seconds) => ({ generationTimeoutMs: milliseconds(seconds) }) }),
-	option({ flag: 'fetch-timeout-seconds', env: 'IMAGEGEN_FETCH_TIMEOUT_SECONDS', type: positiveNumber, default: 30, help: 'Time limit for fetching one URL input', into: (seconds) => ({ fetchTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'retention-seconds', type: wholeNumber(1), default: 86_400, help: 'Lifetime of every hosted file', into: to('retentionSeconds') }),
+	option({ flag: 'allow-private-urls', type: onOff, default: false, help: 'Let URL inputs reach loopback/private/link-local addresses (tests, LANs)', into: to('allowPrivateUrls') }),
+	option({ flag: 'max-upload-mb', type: positiveNumber, default: 512, help: 'Largest upload (multipart, base64 or fetched URL), in MiB', into: (mib) => ({ maxUploadBytes: mebibytes(mib) }) }),
+	option({ flag: 'max-json-mb', type: positiveNumber, default: 100, help: 'Largest JSON request body, in MiB (base64 inputs travel in it)', into: (mib) => ({ maxJsonBytes: mebibytes(mib) }) }),
+	option({ flag: 'rate-limit-per-minute', type: wholeNumber(0), default: 600, help: 'Requests per minute per API key on /v1 (0 = unlimited)', into: to('rateLimitPerMinute') }),
+	option({ flag: 'generation-timeout-seconds', type: positiveNumber, default: 120, help: 'Time limit for one generation request', into: (seconds) => ({ generationTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'fetch-timeout-seconds', type: positiveNumber, default: 30, help: 'Time limit for fetching one URL input', into: (seconds) => ({ fetchTimeoutMs: milliseconds(seconds) }) }),
 	option({
 		flag: 'providers',
-		env: 'IMAGEGEN_PROVIDERS',
 		placeholder: '<spec>',
 		type: parsedBy(parseProviderSelection),
 		default: {} as ProviderSelection,
@@ -59,7 +54,6 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'prices',
-		env: 'IMAGEGEN_PRICES',
 		placeholder: '<spec>',
 		type: parsedBy(parsePriceOverrides),
 		default: {} as PriceOverrides,
@@ -67,14 +61,13 @@ export const OPTIONS = [
 		help: 'Price per image overrides in USD, e.g. textimage-v2=0.08',
 		into: (overrides, given) => ({ prices: given, priceOverrides: overrides }),
 	}),
-	option({ flag: 'log-level', env: 'IMAGEGEN_LOG_LEVEL', placeholder: '<level>', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
-	option({ flag: 'storage', env: 'IMAGEGEN_STORAGE', placeholder: '<driver>', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
+	option({ flag: 'log-level', placeholder: '<level>', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
+	option({ flag: 'storage', placeholder: '<driver>', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
 	option({
 		flag: 's3-bucket',
-		env: 'IMAGEGEN_S3_BUCKET',
 		placeholder: '<name>',
 		// Bucket naming rules shared by AWS, R2, MinIO and Ceph (3–63 characters, lower case, digits, dots, hyphens).
-		type: checkedText((bucket, name) => (/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) ? undefined : `${name} must be a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens; got '${bucket}'`)),
+		type: mustBe('a bucket name of 3 to 63 lower-case letters, digits, dots or hyphens', (bucket) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)),
 		default: undefined,
 		defaultText: '(required with --storage s3)',
 		help: 'Bucket for --storage s3 (credentials from the AWS SDK default chain)',
@@ -82,9 +75,8 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 's3-endpoint',
-		env: 'IMAGEGEN_S3_ENDPOINT',
 		placeholder: '<url>',
-		type: checkedText((endpoint, name) => (isHttpUrl(endpoint) ? undefined : `${name} must be an http(s) URL; got '${endpoint}'`)),
+		type: mustBe('an http(s) URL', isHttpUrl),
 		default: undefined,
 		defaultText: '(AWS)',
 		help: 'S3-compatible endpoint URL (R2, MinIO, Ceph RGW, …)',
@@ -92,21 +84,17 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 's3-region',
-		env: 'IMAGEGEN_S3_REGION',
 		placeholder: '<region>',
-		type: checkedText((region, name) => (/^[a-z0-9-]{2,40}$/i.test(region) ? undefined : `${name} must be a region name such as us-east-1; got '${region}'`)),
+		type: mustBe('a region name such as us-east-1', (region) => /^[a-z0-9-]{2,40}$/i.test(region)),
 		default: 'us-east-1',
 		help: 'Region of the bucket',
 		onlyWith: ONLY_WITH_S3,
 	}),
-	option({ flag: 's3-force-path-style', env: 'IMAGEGEN_S3_FORCE_PATH_STYLE', type: onOff, default: false, help: 'Path-style bucket URLs (MinIO, Ceph and most self-hosted stores)', onlyWith: ONLY_WITH_S3 }),
+	option({ flag: 's3-force-path-style', type: onOff, default: false, help: 'Path-style bucket URLs (MinIO, Ceph and most self-hosted stores)', onlyWith: ONLY_WITH_S3 }),
 	option({
 		flag: 's3-prefix',
-		env: 'IMAGEGEN_S3_PREFIX',
 		placeholder: '<prefix>',
-		type: checkedText((prefix, name) =>
-			prefix.startsWith('/') || /[\x00-\x1f\\]/.test(prefix) || prefix.length > 200 ? `${name} must be a key prefix without a leading slash or control characters; got '${prefix}'` : undefined,
-		),
+		type: mustBe('a key prefix without a leading slash or control characters', (prefix) => !prefix.startsWith('/') && !/[\x00-\x1f\\]/.test(prefix) && prefix.length <= 200),
 		default: '',
 		defaultText: '(none)',
 		help: 'Key prefix inside the bucket, e.g. imagegen/',
@@ -114,22 +102,21 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'database-url',
-		env: 'IMAGEGEN_DATABASE_URL',
 		placeholder: '<url>',
-		type: checkedText((url, name) => (/^postgres(ql)?:\/\/./.test(url) ? undefined : `${name} must be a postgres:// or postgresql:// URL`)),
+		// Never echo the value: it holds the database password, and this message reaches logs.
+		type: mustBe('a postgres:// or postgresql:// URL', (url) => /^postgres(ql)?:\/\/./.test(url), true),
 		default: undefined,
 		defaultText: '(the embedded database in the data dir)',
 		help: 'PostgreSQL URL for file metadata, usage and rate limits (many replicas)',
 		into: to('databaseUrl'),
 	}),
-	option({ flag: 'file-delivery', env: 'IMAGEGEN_FILE_DELIVERY', placeholder: '<mode>', type: oneOf(FILE_DELIVERIES), default: 'proxy', help: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)', into: to('fileDelivery') }),
-	option({ flag: 'drain-timeout-seconds', env: 'IMAGEGEN_DRAIN_TIMEOUT_SECONDS', type: positiveNumber, default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits', into: (seconds) => ({ drainTimeoutMs: milliseconds(seconds) }) }),
-	option({ flag: 'idle-timeout-seconds', env: 'IMAGEGEN_IDLE_TIMEOUT_SECONDS', type: positiveNumber, default: 60, help: 'How long a client may send nothing while its request is incomplete; then 408 and the connection is closed', into: (seconds) => ({ idleTimeoutMs: milliseconds(seconds) }) }),
-	option({ flag: 'database-timeout-seconds', env: 'IMAGEGEN_DATABASE_TIMEOUT_SECONDS', type: positiveNumber, default: 15, help: 'Longest a PostgreSQL statement (or a transaction left idle) may run before the request fails with 503', into: (seconds) => ({ databaseTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'file-delivery', placeholder: '<mode>', type: oneOf(FILE_DELIVERIES), default: 'proxy', help: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)', into: to('fileDelivery') }),
+	option({ flag: 'drain-timeout-seconds', type: positiveNumber, default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits', into: (seconds) => ({ drainTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'idle-timeout-seconds', type: positiveNumber, default: 60, help: 'How long a client may send nothing while its request is incomplete; then 408 and the connection is closed', into: (seconds) => ({ idleTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'database-timeout-seconds', type: positiveNumber, default: 15, help: 'Longest a PostgreSQL statement (or a transaction left idle) may run before the request fails with 503', into: (seconds) => ({ databaseTimeoutMs: milliseconds(seconds) }) }),
 	// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
 	option({
 		flag: 'max-image-pixels',
-		env: 'IMAGEGEN_MAX_IMAGE_PIXELS',
 		type: wholeNumber(1),
 		default: 100_000_000,
 		help: 'Largest image (width × height) decoded to convert, fit or edit; larger ones are refused (hosting as is stays allowed)',
@@ -137,10 +124,9 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'admin-key',
-		env: 'IMAGEGEN_ADMIN_KEY',
 		placeholder: '<secret>',
 		// Never echo the value: it is a secret, and this message reaches logs.
-		type: checkedText((key, name) => (key.length >= 16 && /^[\x21-\x7e]+$/.test(key) ? undefined : `${name} must be at least 16 printable characters without spaces`)),
+		type: mustBe('at least 16 printable characters without spaces', (key) => key.length >= 16 && /^[\x21-\x7e]+$/.test(key), true),
 		default: undefined,
 		defaultText: '(none: no admin API, no /metrics)',
 		help: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics; without it neither exists',
@@ -148,7 +134,6 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'auth-failures-per-minute',
-		env: 'IMAGEGEN_AUTH_FAILURES_PER_MINUTE',
 		type: wholeNumber(0, 1_000_000),
 		default: 30,
 		help: 'Wrong API or admin keys one client address may send per minute before it gets 429s (0 = unlimited)',
@@ -156,20 +141,18 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'trust-proxy',
-		env: 'IMAGEGEN_TRUST_PROXY',
 		placeholder: '<addrs>',
-		type: trustedProxies(),
+		type: parsedBy(parseTrustProxy, ' '),
 		default: false as TrustProxy,
 		defaultText: 'off',
 		help: 'Addresses or CIDRs of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1, or loopback): the client address is taken from their X-Forwarded-For',
 		into: to('trustProxy'),
 	}),
 	// The five provenance rows combine into one field: parse-config.ts assembles them.
-	option({ flag: 'provenance', env: 'IMAGEGEN_PROVENANCE', placeholder: '<on|off>', type: oneOf(PROVENANCE_MODES), default: 'on', help: 'on: every generated image carries IPTC XMP and a signed C2PA manifest; off: no marks' }),
-	option({ flag: 'provenance-include-prompt', env: 'IMAGEGEN_PROVENANCE_INCLUDE_PROMPT', type: onOff, default: false, help: 'Write the prompt into the XMP of generated images' }),
+	option({ flag: 'provenance', placeholder: '<on|off>', type: oneOf(PROVENANCE_MODES), default: 'on', help: 'on: every generated image carries IPTC XMP and a signed C2PA manifest; off: no marks' }),
+	option({ flag: 'provenance-include-prompt', type: onOff, default: false, help: 'Write the prompt into the XMP of generated images' }),
 	option({
 		flag: 'marking-threads',
-		env: 'IMAGEGEN_MARKING_THREADS',
 		type: wholeNumber(0, 16),
 		default: undefined,
 		defaultText: '1 per core beyond the first, up to 2; 0 before Node 24',
@@ -177,7 +160,6 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'c2pa-cert',
-		env: 'IMAGEGEN_C2PA_CERT',
 		placeholder: '<file>',
 		type: text,
 		default: undefined,
@@ -186,7 +168,6 @@ export const OPTIONS = [
 	}),
 	option({
 		flag: 'c2pa-key',
-		env: 'IMAGEGEN_C2PA_KEY',
 		placeholder: '<file>',
 		type: text,
 		default: undefined,
@@ -195,33 +176,19 @@ export const OPTIONS = [
 	}),
 ] as const;
 
-/** `--trust-proxy`'s list; its parser's message follows the option's name. */
-function trustedProxies(): ValueType<TrustProxy> {
-	return {
-		placeholder: '<addrs>',
-		parse(value, name) {
-			if (value.trim() === '') return undefined;
-			try {
-				return parseTrustProxy(value);
-			} catch (error) {
-				throw new ConfigError(`${name} ${(error as Error).message}`);
-			}
-		},
-	};
-}
-
-function isBaseUrl(text: string): boolean {
-	return isHttpUrl(text) && !new URL(text).search && !new URL(text).hash;
-}
-
 /** Throws without echoing the keys: they are secrets, and the message reaches logs. */
 function parseApiKeys(text: string): string[] {
-	const keys = text
-		.split(',')
-		.map((key) => key.trim())
-		.filter((key) => key.length > 0);
+	const keys = listOf(text);
 	if (keys.some((key) => key.length < 8 || /[\s"\\]/.test(key) || !/^[\x21-\x7e]+$/.test(key))) {
 		throw new Error('every key must be at least 8 printable characters without spaces or quotes');
 	}
 	return keys;
+}
+
+/** `--prices p-image=0.004,textimage-v2=0.08`: an operator who pays a provider a different rate states it. */
+export function parsePriceOverrides(text: string): PriceOverrides {
+	return parseModelEntries(text, '<usd per image>', (price, model) => {
+		if (!/^\d+(\.\d+)?$/.test(price) || !Number.isFinite(Number(price))) throw new Error(`the price of '${model}' must be a non-negative number of USD; got '${price}'`);
+		return Number(price);
+	});
 }

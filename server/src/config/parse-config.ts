@@ -4,16 +4,18 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { ConfigError } from './config-error';
 import type { OptionRow } from './option-row';
 import { OPTIONS } from './options';
-import { readOptions, type InfoRequest, type OptionValues } from './read-options';
+import { argOptions, ConfigError, readOptions, type InfoRequest, type OptionValues } from './read-options';
 import type { ProvenanceConfig, ServiceConfig, StorageConfig } from './service-config';
 
 type Row = (typeof OPTIONS)[number];
 /** The fields the rows' `into` set (distributed over the rows); the compiler checks that these and storage make a whole ServiceConfig. */
 type FieldsOf<R> = R extends OptionRow<string, unknown, infer Field> ? Field : never;
 type Values = OptionValues<typeof OPTIONS>;
+
+/** The service's options for node:util's parseArgs, for a command that passes them on to parseConfig (`keys`). */
+export const SERVICE_ARG_OPTIONS = argOptions(OPTIONS);
 
 /** `help` or `version` when --help or --version was asked for; otherwise the validated configuration. Throws ConfigError. */
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServiceConfig | InfoRequest {

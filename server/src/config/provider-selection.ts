@@ -5,6 +5,7 @@
  * registry; generation/providers.ts maps each name to its factory and the compiler keeps both in step.
  */
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
+import { listOf } from './value-types';
 
 export const PROVIDER_NAMES = ['sandbox', 'upstream', 'replicate', 'pruna', 'ideogram'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
@@ -19,19 +20,29 @@ const isProviderName = (name: string): name is ProviderName => (PROVIDER_NAMES a
 
 /** Parses `--providers`; throws an Error that names the wrong entry and lists what is accepted. */
 export function parseProviderSelection(text: string): ProviderSelection {
-	const selection: ProviderSelection = {};
-	for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
-		const match = /^([^=\s]+)\s*=\s*([^=]+)$/.exec(entry);
-		if (!match) throw new Error(`'${entry}' is not of the form <model>=<provider> or <model>=<provider>|<provider>…`);
-		const [, model, chain] = match as unknown as [string, string, string];
-		if (!isModelId(model)) throw new Error(`unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
-		if (selection[model] !== undefined) throw new Error(`${model} is listed twice`);
+	return parseModelEntries(text, '<provider> or <model>=<provider>|<provider>…', (chain, model) => {
 		const names = chain.split(CHAIN_SEPARATOR).map((name) => name.trim());
 		for (const name of names) {
 			if (!isProviderName(name)) throw new Error(`unknown provider '${name}' for ${model} (known: ${PROVIDER_NAMES.join(', ')})`);
 		}
-		if (new Set(names).size !== names.length) throw new Error(`${model} lists a provider twice in '${chain.trim()}'`);
-		selection[model] = names.join(CHAIN_SEPARATOR);
+		if (new Set(names).size !== names.length) throw new Error(`${model} lists a provider twice in '${chain}'`);
+		return names.join(CHAIN_SEPARATOR);
+	});
+}
+
+/**
+ * A `<model>=<value>,…` list (`--providers`, `--prices`), each value read by `valueOf`; throws an
+ * Error naming an entry not of the form `<model>=<form>`, an unknown model or one listed twice.
+ */
+export function parseModelEntries<Value>(text: string, form: string, valueOf: (value: string, model: ModelId) => Value): Partial<Record<ModelId, Value>> {
+	const entries: Partial<Record<ModelId, Value>> = {};
+	for (const entry of listOf(text)) {
+		const match = /^([^=\s]+)\s*=\s*([^=]+)$/.exec(entry);
+		if (!match) throw new Error(`'${entry}' is not of the form <model>=${form}`);
+		const [, model, value] = match as unknown as [string, string, string];
+		if (!isModelId(model)) throw new Error(`unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
+		if (entries[model] !== undefined) throw new Error(`${model} is listed twice`);
+		entries[model] = valueOf(value.trim(), model);
 	}
-	return selection;
+	return entries;
 }

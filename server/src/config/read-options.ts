@@ -1,10 +1,16 @@
 /**
- * Reads every row's value from the command line or, failing that, its environment variable, in
- * row order. Errors name the flag, and the variable too when the value came from there.
+ * Reads every row's value from the command line (node:util's parseArgs) or, failing that, its
+ * environment variable, in row order. Errors name the flag, and the variable too when the value
+ * came from there.
  */
-import { ConfigError } from './config-error';
-import type { OptionRow } from './option-row';
+import { parseArgs } from 'node:util';
+import { isSwitch, type OptionRow } from './option-row';
 import type { ServiceConfig } from './service-config';
+
+/** A configuration value the service cannot start with; its message names the flag (and variable) to fix. */
+export class ConfigError extends Error {
+	override name = 'ConfigError';
+}
 
 type Rows = readonly OptionRow[];
 
@@ -25,48 +31,50 @@ export type InfoRequest = 'help' | 'version';
 export function readOptions<R extends Rows>(rows: R, argv: readonly string[], env: NodeJS.ProcessEnv): ReadOptions<R> | InfoRequest {
 	const fromFlags = readFlags(rows, argv);
 	if (typeof fromFlags === 'string') return fromFlags;
-	const rowOf = (flag: string) => rows.find((row) => row.flag === flag)!;
-	const nameOf = (flag: string) => (fromFlags.has(flag) ? `--${flag}` : `--${flag} (${rowOf(flag).env})`);
+	const nameOf = (flag: string) => (fromFlags.has(flag) ? `--${flag}` : `--${flag} (${rows.find((row) => row.flag === flag)!.env})`);
 	const values: Record<string, unknown> = {};
 	const texts: Record<string, string> = {};
 	for (const row of rows) {
-		// An empty flag value shadows the variable, and either empty counts as not given.
-		const given = nonEmpty(fromFlags.get(row.flag) ?? env[row.env]);
-		if (row.onlyWith && values[row.onlyWith.flag] !== row.onlyWith.value) {
-			if (given !== undefined) throw new ConfigError(`${nameOf(row.flag)} applies only with --${row.onlyWith.flag} ${row.onlyWith.value}`);
-			values[row.flag] = row.default;
-			continue;
-		}
-		const value = given === undefined ? undefined : row.type.parse(given, nameOf(row.flag));
-		if (value === undefined && row.onlyWith?.required) {
-			throw new ConfigError(`${nameOf(row.flag)} is required with --${row.onlyWith.flag} ${row.onlyWith.value}`);
-		}
-		values[row.flag] = value ?? row.default;
-		if (value !== undefined) texts[row.flag] = given!.trim();
+		// An empty flag value shadows the variable, and a blank value counts as not given.
+		const given = (fromFlags.get(row.flag) ?? env[row.env])?.trim() || undefined;
+		const condition = row.onlyWith && `--${row.onlyWith.flag} ${row.onlyWith.value}`;
+		const applies = !row.onlyWith || values[row.onlyWith.flag] === row.onlyWith.value;
+		if (!applies && given !== undefined) throw new ConfigError(`${nameOf(row.flag)} applies only with ${condition}`);
+		if (applies && given === undefined && row.onlyWith?.required) throw new ConfigError(`${nameOf(row.flag)} is required with ${condition}`);
+		const parsed = given === undefined ? undefined : row.type.schema.safeParse(given);
+		if (parsed?.success === false) throw new ConfigError(`${nameOf(row.flag)}${parsed.error.issues[0]!.message}`);
+		values[row.flag] = parsed === undefined ? row.default : parsed.data;
+		if (given !== undefined) texts[row.flag] = given;
 	}
 	return { values: values as OptionValues<R>, texts: texts as ReadOptions<R>['texts'], nameOf };
 }
 
-const nonEmpty = (text: string | undefined) => (text === '' ? undefined : text);
+/** An option of parseArgs' tokens without its value: `--port --host x` is a missing port, not a port named "--host" (that is written --port=--host). */
+export const lacksValue = (token: { value?: string; inlineValue?: boolean }): boolean => token.value === undefined || (!token.inlineValue && token.value.startsWith('--'));
 
-/** The options given on the command line, by flag; a switch without `=value` reads as 'true'. */
+/** The rows as parseArgs options: a switch is a boolean, every other option takes a text. */
+export const argOptions = (rows: Rows): Record<string, { type: 'boolean' | 'string' }> =>
+	Object.fromEntries(rows.map((row) => [row.flag, { type: isSwitch(row) ? 'boolean' : 'string' }]));
+
+/** The options given on the command line, by flag (the last of a repeated one wins); a switch without `=value` reads as 'true'. */
 function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | InfoRequest {
+	const rowOf = new Map(rows.map((row) => [row.flag, row]));
+	// Not strict: a switch may be written --flag=false, and the errors below name the flag the way the others do.
+	const { tokens } = parseArgs({
+		args: [...argv],
+		options: { ...argOptions(rows), help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+		strict: false,
+		allowPositionals: true,
+		tokens: true,
+	});
 	const values = new Map<string, string>();
-	for (let i = 0; i < argv.length; i++) {
-		const argument = argv[i]!;
-		if (argument === '--help' || argument === '-h') return 'help';
-		if (argument === '--version') return 'version';
-		const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argument);
-		const row = match && rows.find((candidate) => candidate.flag === match[1]);
-		if (!match || !row) throw new ConfigError(`Unknown option '${argument}' (see --help)`);
-		if (row.type.placeholder === undefined) {
-			values.set(row.flag, match[2] ?? 'true');
-			continue;
-		}
-		const value = match[2] ?? argv[i + 1];
-		if (value === undefined || (match[2] === undefined && value.startsWith('--'))) throw new ConfigError(`--${row.flag} needs a value`);
-		if (match[2] === undefined) i++;
-		values.set(row.flag, value);
+	for (const token of tokens) {
+		if (token.kind !== 'option') throw new ConfigError(`Unexpected argument '${token.kind === 'positional' ? token.value : '--'}' (options start with --; see --help)`);
+		if (token.name === 'help' || token.name === 'version') return token.name;
+		const row = rowOf.get(token.name);
+		if (row === undefined) throw new ConfigError(`Unknown option '${token.rawName}' (see --help)`);
+		if (!isSwitch(row) && lacksValue(token)) throw new ConfigError(`--${row.flag} needs a value`);
+		values.set(row.flag, token.value ?? 'true');
 	}
 	return values;
 }

@@ -1,5 +1,5 @@
 /** The configuration the service runs with, as parseConfig assembles it from the option rows. */
-import type { PriceOverrides } from './prices';
+import type { ModelId } from '../../../core/models';
 import type { ProviderSelection } from './provider-selection';
 import type { TrustProxy } from './trust-proxy';
 
@@ -46,6 +46,9 @@ export interface ServiceConfig {
 	trustProxy: TrustProxy;
 	provenance: ProvenanceConfig;
 }
+
+/** Price per image in USD, by model, where the operator's differs from the catalog's (`--prices`). */
+export type PriceOverrides = Partial<Record<ModelId, number>>;
 
 /** How generated images are marked (docs/provenance.md). */
 export interface ProvenanceConfig {

@@ -5,35 +5,20 @@
  * address and get a fresh allowance of failed authentications with each. Only a connection from a
  * listed proxy is believed, and the address counted is the first one no listed proxy owns.
  */
-import { isIP } from 'node:net';
+import { z } from 'zod/v3';
+import { listOf, NO } from './value-types';
 
 /** false: the connection's own address counts. */
 export type TrustProxy = false | string[];
 
-const OFF = new Set(['off', 'false', 'no', '0']);
-/** Names proxy-addr (Fastify's) knows for whole ranges. */
-const RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+/** An address, a network (CIDR), or a name proxy-addr (Fastify's) knows for a whole range. */
+const proxyAddress = z.union([z.enum(['loopback', 'linklocal', 'uniquelocal']), z.string().ip(), z.string().cidr()]);
 
 /** Throws an Error whose message follows the flag's name. */
-export function parseTrustProxy(text: string | undefined): TrustProxy {
-	if (text === undefined || OFF.has(text.toLowerCase())) return false;
-	const entries = text
-		.split(',')
-		.map((entry) => entry.trim())
-		.filter((entry) => entry.length > 0);
-	for (const entry of entries) {
-		if (!isProxyAddress(entry)) {
-			throw new Error(`must be the addresses of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1 or loopback); got '${entry}'`);
-		}
-	}
+export function parseTrustProxy(text: string): TrustProxy {
+	if (NO.includes(text.toLowerCase())) return false;
+	const entries = listOf(text);
+	const wrong = entries.find((entry) => !proxyAddress.safeParse(entry).success);
+	if (wrong !== undefined) throw new Error(`must be the addresses of the proxies in front (e.g. 10.0.0.0/8,127.0.0.1 or loopback); got '${wrong}'`);
 	return entries;
-}
-
-function isProxyAddress(entry: string): boolean {
-	if (RANGE_NAMES.has(entry)) return true;
-	const [address, prefix, ...rest] = entry.split('/');
-	const family = isIP(address ?? '');
-	if (family === 0 || rest.length > 0) return false;
-	if (prefix === undefined) return true;
-	return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }

@@ -4,7 +4,7 @@
  * chain tries them). One answer for GET /v1/models and the MCP tool `list_models`.
  */
 import { describeCatalog, type ModelId } from '../../../core/models';
-import type { PriceOverrides } from '../config/prices';
+import type { PriceOverrides } from '../config';
 import { chainMembers } from './provider-chain';
 import { specsInForce } from './provider-limits';
 import type { ProviderTable } from './providers';

@@ -15,7 +15,7 @@ import { MODELS, SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageWork } from '../media/image-work';
 import type { ApiKeyPolicy } from '../keys/authenticate';
-import type { PriceOverrides } from '../config/prices';
+import type { PriceOverrides } from '../config';
 import type { HostedFiles } from '../storage/hosted-files';
 import { InlineBytes, InlineFile } from '../storage/inline-answer';
 import type { UsageLedger } from '../usage/usage-ledger';

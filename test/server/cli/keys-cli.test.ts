@@ -122,6 +122,11 @@ describe('imagegen-server keys usage', () => {
 		[['create', '--name'], '--name needs a value'],
 		[['create', '--name', 'x', '--models', '--json'], '--models needs a value'],
 		[['rotate', 'key_abcdefgh123', '--grace-seconds', '--json'], '--grace-seconds needs a value'],
+		[['list', '--colour', 'red'], "Unknown option '--colour'"],
+		[['create', '--name', 'x', '--constructor', 'y'], "Unknown option '--constructor'"],
+		// A switch of the service takes no value: the word after it is an argument of the command.
+		[['list', '--allow-private-urls', 'extra'], "'keys list' takes no arguments; got 'extra'"],
+		[['revoke', 'key_abcdefgh123', '--port=eighty'], '--port must be a whole number'],
 	])('refuses %j with exit code 2, naming %s, and writes nothing', async (args, named) => {
 		const dir = dataDir();
 		const outcome = await keys([...args, '--data-dir', dir]);

@@ -78,6 +78,16 @@ describe('parseConfig', () => {
 		[['--trust-proxy', '1'], /--trust-proxy must be the addresses/],
 		[['--trust-proxy', '10.0.0.0/33'], /--trust-proxy/],
 		[['--trust-proxy', '10.0.0.1,not-an-address'], /--trust-proxy/],
+		[['--trust-proxy', '10.0.0.1, 2001:db8::/129'], /--trust-proxy must be the addresses of the proxies in front .*; got '2001:db8::\/129'/],
+		[['--port', '8080', 'extra'], /Unexpected argument 'extra' \(options start with --; see --help\)/],
+		[['--allow-private-urls', 'false'], /Unexpected argument 'false'/],
+		[['--', '--port', '1'], /Unexpected argument '--'/],
+		[['-p', '1'], /Unknown option '-p'/],
+		[['--port', '--host', '0.0.0.0'], /--port needs a value/],
+		[['--prices', 'p-image=0.01,p-image=0.02'], /--prices: p-image is listed twice/],
+		[['--prices', `p-image=${'9'.repeat(400)}`], /--prices: the price of 'p-image' must be a non-negative number/],
+		[['--providers', 'p-image=replicate,p-image=pruna'], /--providers: p-image is listed twice/],
+		[['--database-url', 'mysql://root:hunter2@db/imagegen'], /^(?![\s\S]*hunter2)--database-url must be/],
 	])('refuses %j naming the flag', (argv, message) => {
 		expect(() => parseConfig(argv as string[], {})).toThrow(ConfigError);
 		expect(() => parseConfig(argv as string[], {})).toThrow(message);
@@ -88,6 +98,7 @@ describe('parseConfig', () => {
 		expect(parseConfig(['--trust-proxy', 'loopback', '--auth-failures-per-minute', '0'], {})).toMatchObject({ trustProxy: ['loopback'], authFailuresPerMinute: 0 });
 		expect(parseConfig([], { IMAGEGEN_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' })).toMatchObject({ trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1'] });
 		expect(parseConfig(['--trust-proxy', 'off'], {})).toMatchObject({ trustProxy: false });
+		expect(parseConfig(['--trust-proxy', 'uniquelocal,2001:db8::/32,fd00::1'], {})).toMatchObject({ trustProxy: ['uniquelocal', '2001:db8::/32', 'fd00::1'] });
 	});
 
 	it('reads the storage, database, delivery and drain settings', () => {
@@ -121,6 +132,29 @@ describe('parseConfig', () => {
 	it('parses --providers once, into the selection the provider table is built from', () => {
 		const config = parseConfig(['--providers', 'p-image=replicate, textimage-v2=ideogram'], {});
 		expect(typeof config !== 'string' && config.providerSelection).toEqual({ 'p-image': 'replicate', 'textimage-v2': 'ideogram' });
+	});
+
+	it('reads --flag value and --flag=value alike, the last of a repeated flag winning', () => {
+		expect(parseConfig(['--port', '9000', '--port=9001', '--log-level=DEBUG', '--host', '::1'], {})).toMatchObject({ port: 9001, logLevel: 'debug', host: '::1' });
+		// A value that starts with -- is given inline: alone it would read as the next flag.
+		expect(parseConfig(['--s3-prefix=--x', '--storage=s3', '--s3-bucket=media'], {})).toMatchObject({ storage: { prefix: '--x' } });
+	});
+
+	it('reads a switch alone as on, and its value or variable as yes or no', () => {
+		expect(parseConfig(['--allow-private-urls'], {})).toMatchObject({ allowPrivateUrls: true });
+		expect(parseConfig(['--allow-private-urls=no'], { IMAGEGEN_ALLOW_PRIVATE_URLS: 'yes' })).toMatchObject({ allowPrivateUrls: false });
+		expect(parseConfig([], { IMAGEGEN_ALLOW_PRIVATE_URLS: 'ON' })).toMatchObject({ allowPrivateUrls: true });
+	});
+
+	it('counts an empty or blank value as not given, and an empty flag hides its variable', () => {
+		expect(parseConfig([], { IMAGEGEN_PORT: '', IMAGEGEN_RETENTION_SECONDS: '  ' })).toMatchObject({ port: 8080, retentionSeconds: 86_400 });
+		expect(parseConfig(['--port='], { IMAGEGEN_PORT: '9000' })).toMatchObject({ port: 8080 });
+	});
+
+	it('answers --help and -h, and --version, instead of reading the rest', () => {
+		expect(parseConfig(['--port', '1', '-h'], {})).toBe('help');
+		expect(parseConfig(['--help', '--colour'], {})).toBe('help');
+		expect(parseConfig(['--version', '--port', 'eighty'], {})).toBe('version');
 	});
 
 	it('names the environment variable when the bad value came from it', () => {
