@@ -55,6 +55,9 @@ const BUILT = readdirSync(join(__dirname, 'test'), { recursive: true })
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const asGlob = (path) => (path.endsWith('/') ? `<rootDir>/${path}**/*.test.ts` : `<rootDir>/${path}`);
 
+// The tests and what they import: `--findRelatedTests <source>` and `--watch` follow a source to its suites.
+const SOURCES = ['test', 'server/src', 'core', 'nodes', 'credentials'].map((folder) => `<rootDir>/${folder}`);
+
 const project = {
 	testEnvironment: 'node',
 	transform: {
@@ -69,10 +72,10 @@ const project = {
 /** @type {import('jest').Config} */
 module.exports = {
 	projects: [
-		{ ...project, displayName: 'unit', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'], testPathIgnorePatterns: [...INTEGRATION, ...BUILT].map((path) => `<rootDir>/${escape(path)}`) },
+		{ ...project, displayName: 'unit', roots: SOURCES, testMatch: ['<rootDir>/test/**/*.test.ts'], testPathIgnorePatterns: [...INTEGRATION, ...BUILT].map((path) => `<rootDir>/${escape(path)}`) },
 		// Its suites start the built CLI: a source edit since the last build is built first (a
 		// project's global setup runs only when one of its suites is about to).
-		{ ...project, displayName: 'integration', roots: ['<rootDir>/test'], testMatch: [...new Set([...INTEGRATION, ...BUILT].map(asGlob))], globalSetup: '<rootDir>/test/global-setup.cjs' },
+		{ ...project, displayName: 'integration', roots: SOURCES, testMatch: [...new Set([...INTEGRATION, ...BUILT].map(asGlob))], globalSetup: '<rootDir>/test/global-setup.cjs' },
 	],
 	// The embedded database's addon for the Node the suites run on.
 	globalSetup: '<rootDir>/test/sqlite-setup.cjs',
