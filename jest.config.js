@@ -35,7 +35,6 @@ const INTEGRATION = [
 	'test/server/service/lifecycle.test.ts',
 	'test/server/service/outages.test.ts',
 	'test/server/storage/pg-file-metadata.test.ts',
-	'test/server/storage/retention.test.ts',
 	'test/server/storage/s3-hosting.test.ts',
 	'test/server/storage/s3-object-storage.test.ts',
 	'test/server/usage/pg-usage-ledger.test.ts',

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
+import { useFakeClock } from '../support/clock';
 import { call, download, expectApiError, postJson } from '../support/http';
 import { makeImage } from '../support/media';
 
@@ -90,16 +91,19 @@ describe('DELETE /v1/files/<id>', () => {
 
 describe('expired files', () => {
 	test('info and delete answer 404 once the file expired', async () => {
-		const short = await startInProcessServer({ args: ['--retention-seconds', '1'], apiKey: OWNER });
+		useFakeClock();
+		const short = await startInProcessServer({ args: ['--retention-seconds', '60'], apiKey: OWNER });
 		try {
 			const answer = await postJson(short, '/v1/uploads', { file: (await makeImage('png', 8, 8)).toString('base64') });
+			jest.advanceTimersByTime(59_999);
 			expect((await call(short, `/v1/files/${answer.body.id}`)).status).toBe(200);
-			await new Promise((resolve) => setTimeout(resolve, 1300));
+			jest.advanceTimersByTime(1);
 			expect((await call(short, `/v1/files/${answer.body.id}`)).status).toBe(404);
 			expect((await call(short, `/v1/files/${answer.body.id}`, { method: 'DELETE' })).status).toBe(404);
 			expect((await download(answer.body.imageUrl)).status).toBe(404);
 		} finally {
 			await short.stop({ removeData: true });
+			jest.useRealTimers();
 		}
 	});
 });
