@@ -70,14 +70,19 @@ const project = {
 	transformIgnorePatterns: ['/node_modules/(?!(@contentauth/c2pa-wasm|cookie)/)'],
 };
 
+// `IMAGEGEN_TEST_PROJECT=unit` (npm run test:unit, test:related, test:watch) keeps one project. Not
+// `--selectProjects unit`: it takes every word after it as a project name, paths given to the
+// script included.
+const only = (projects) => (process.env.IMAGEGEN_TEST_PROJECT ? projects.filter(({ displayName }) => displayName === process.env.IMAGEGEN_TEST_PROJECT) : projects);
+
 /** @type {import('jest').Config} */
 module.exports = {
-	projects: [
+	projects: only([
 		{ ...project, displayName: 'unit', roots: SOURCES, testMatch: ['<rootDir>/test/**/*.test.ts'], testPathIgnorePatterns: [...INTEGRATION, ...BUILT].map((path) => `<rootDir>/${escape(path)}`) },
 		// Its suites start the built CLI: a source edit since the last build is built first (a
 		// project's global setup runs only when one of its suites is about to).
 		{ ...project, displayName: 'integration', roots: SOURCES, testMatch: [...new Set([...INTEGRATION, ...BUILT].map(asGlob))], globalSetup: '<rootDir>/test/global-setup.cjs' },
-	],
+	]),
 	// The embedded database's addon for the Node the suites run on.
 	globalSetup: '<rootDir>/test/sqlite-setup.cjs',
 	reporters: ['default', '<rootDir>/test/summary-reporter.js'],
