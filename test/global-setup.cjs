@@ -1,7 +1,7 @@
-// Before any suite: rebuild when a source file is newer than the build, so that suites which start
-// the built CLI (`server/dist`) or load the built package (`dist/`) never test stale code after an
-// edit, whether they run through `npm test` (which has just built) or alone (`npx jest <file>`);
-// and make sure the embedded database's addon loads under the Node the suites run on.
+// Before the integration project's suites (jest.config.js; the unit project needs no build):
+// rebuild when a source file is newer than the build, so that suites which start the built CLI
+// (`server/dist`) or load the built package (`dist/`) never test stale code after an edit, whether
+// they run through `npm test` (which has just built) or alone (`npx jest <file>`).
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -38,7 +38,4 @@ module.exports = async function buildWhenStale() {
 		process.stderr.write('\nglobal setup: sources changed since the last build; building first\n');
 		execFileSync(process.execPath, [path.join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 	}
-	// The build made better-sqlite3's addon for the Node it ran on; `npx jest` may run on another
-	// (npm's scripts and npx run node_modules/.bin/node, Node 22, when the shell's Node is older).
-	require(path.join(root, 'scripts', 'sqlite-addon.cjs')).ensureSqliteAddon();
 };

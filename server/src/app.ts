@@ -57,13 +57,15 @@ export interface ServiceParts {
 	providers?: ProviderTable;
 	/** Engines opened by the caller; otherwise chosen from the config (plugins/backends.ts). */
 	backends?: Backends;
+	/** Where the log lines go instead of stdout (a test reading what the service said). */
+	logStream?: { write(line: string): void };
 }
 
 export async function createService(config: ServiceConfig, parts: ServiceParts = {}): Promise<Service> {
 	if (config.apiKeys.length === 0) throw new Error('createService needs at least one API key');
 	let publicBaseUrl = config.publicUrl ?? '';
 	let closing = false;
-	const app = createFastify(config);
+	const app = createFastify(config, parts.logStream);
 	installConnectionHandling(app);
 	// Answers sent while draining end their connection: a client's keep-alive must not hold the
 	// shutdown open until it times out.
@@ -106,7 +108,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	};
 }
 
-function createFastify(config: ServiceConfig): FastifyInstance {
+function createFastify(config: ServiceConfig, logStream?: { write(line: string): void }): FastifyInstance {
 	return Fastify({
 		bodyLimit: config.maxJsonBytes,
 		// request.ip: the connection's address, or with --trust-proxy the one the trusted proxies saw.
@@ -127,6 +129,7 @@ function createFastify(config: ServiceConfig): FastifyInstance {
 		},
 		logger: {
 			level: config.logLevel,
+			...(logStream ? { stream: logStream } : {}),
 			// Only what is safe to keep: no headers (Authorization) and no query string (keys end up there).
 			serializers: {
 				req: (request) => ({ method: request.method, path: String(request.url).split('?')[0], remoteAddress: request.ip }),

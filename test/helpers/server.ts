@@ -16,17 +16,23 @@ function repositoryRoot(from: string): string {
 export const SERVER_CLI = join(repositoryRoot(__dirname), 'server', 'dist', 'server', 'src', 'cli.js');
 export const TEST_API_KEY = 'test-key-0123456789abcdef';
 
-export interface RunningServer {
+/** A service the suites talk to over loopback, whether a process (below) or in process (`startInProcessServer`). */
+export interface ServiceUnderTest {
 	/** e.g. http://127.0.0.1:41234 */
 	origin: string;
 	/** origin + /v1 */
 	baseUrl: string;
 	apiKey: string;
 	dataDir: string;
-	process: ChildProcess;
-	/** Everything the server printed so far. */
+	/** Everything the server printed (or logged) so far. */
 	output(): string;
-	/** SIGTERM and wait; keeps the data dir (for restart tests) unless `removeData`. */
+	/** Stops it and waits; keeps the data dir (for restart tests) unless `removeData`. */
+	stop(options?: { removeData?: boolean }): Promise<void>;
+}
+
+export interface RunningServer extends ServiceUnderTest {
+	process: ChildProcess;
+	/** SIGTERM (or `signal`) and wait; keeps the data dir unless `removeData`. */
 	stop(options?: { removeData?: boolean; signal?: NodeJS.Signals }): Promise<void>;
 }
 

@@ -5,12 +5,13 @@
 import { Workflow, type INode, type INodeTypes } from 'n8n-workflow';
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
-import { startServer, type RunningServer } from '../helpers/server';
+import type { ServiceUnderTest } from '../helpers/server';
+import { startInProcessServer } from '../server/support/app';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 });
 
 afterAll(async () => {

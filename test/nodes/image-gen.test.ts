@@ -2,7 +2,7 @@
 import sharp from 'sharp';
 
 import { MODELS } from '../../core/models';
-import { startServer } from '../helpers/server';
+import { startInProcessServer } from '../server/support/app';
 import { makeImage, makeMp4 } from '../server/support/media';
 import { binaryBytes, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
@@ -274,7 +274,7 @@ describe('retries', () => {
 	});
 
 	test("the server's own rate limiter: its 429 is waited out and the item succeeds", async () => {
-		const limited = await startServer({ args: ['--rate-limit-per-minute', '60'] });
+		const limited = await startInProcessServer({ args: ['--rate-limit-per-minute', '60'] });
 		try {
 			let answer = 200;
 			for (let i = 0; i < 70 && answer !== 429; i++) {

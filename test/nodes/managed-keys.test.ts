@@ -7,17 +7,18 @@
 import { Workflow, type INode, type INodeTypes } from 'n8n-workflow';
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
-import { startServer, type RunningServer } from '../helpers/server';
+import type { ServiceUnderTest } from '../helpers/server';
+import { startInProcessServer } from '../server/support/app';
 import { IMAGE_GEN, runWorkflow, type WorkflowNode } from './support/engine';
 import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy';
 
 const ADMIN_KEY = 'node-admin-key-0123456789';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let proxy: RecordingProxy;
 
 beforeAll(async () => {
-	server = await startServer({ args: ['--admin-key', ADMIN_KEY] });
+	server = await startInProcessServer({ args: ['--admin-key', ADMIN_KEY] });
 	proxy = await startRecordingProxy(server.origin);
 });
 afterAll(async () => {

@@ -2,13 +2,14 @@
  * n8n's in-memory binary mode (`default`): binaries travel base64 inside the items instead of a
  * store. The generate → edit → upload chain must work the same way there.
  */
-import { startServer, type RunningServer } from '../helpers/server';
+import type { ServiceUnderTest } from '../helpers/server';
+import { startInProcessServer } from '../server/support/app';
 import { IMAGE_GEN, IMAGE_GEN_UPLOAD, initBinaryData, runWorkflow } from './support/engine';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	await initBinaryData('default');
 });
 

@@ -36,6 +36,8 @@ export interface S3ObjectStorageOptions {
 	prefix: string;
 	/** A ready client (tests, or callers sharing one); otherwise one is made from the options above. */
 	client?: S3Client;
+	/** The part buffers to reuse (a test counting them); otherwise the storage's own. */
+	partBuffers?: PartBuffers;
 }
 
 /**
@@ -67,10 +69,11 @@ export class S3ObjectStorage implements ObjectStorage {
 	private readonly ownsClient: boolean;
 	private readonly prefix: string;
 	/** One write's part buffers stay between writes, so a steady stream of uploads allocates none. */
-	private readonly partBuffers = new PartBuffers(PART_SIZE, QUEUE_SIZE + 1);
+	private readonly partBuffers: PartBuffers;
 
 	constructor(private readonly options: S3ObjectStorageOptions) {
 		this.bucket = options.bucket;
+		this.partBuffers = options.partBuffers ?? new PartBuffers(PART_SIZE, QUEUE_SIZE + 1);
 		this.prefix = normalizePrefix(options.prefix);
 		this.ownsClient = options.client === undefined;
 		this.client = options.client ?? createClient(options);

@@ -3,12 +3,13 @@
  * the test media host lives), a recording proxy in front of it, and a host for input media.
  * Registers its own jest hooks; the proxy's record is cleared before each test.
  */
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../../server/support/app';
 import { startMediaHost, type MediaHost } from '../../server/support/media-host';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
 
 export interface NodeTestEnvironment {
-	server: RunningServer;
+	server: ServiceUnderTest;
 	proxy: RecordingProxy;
 	media: MediaHost;
 }
@@ -16,7 +17,7 @@ export interface NodeTestEnvironment {
 export function useNodeTestEnvironment(): NodeTestEnvironment {
 	const environment = {} as NodeTestEnvironment;
 	beforeAll(async () => {
-		environment.server = await startServer({ args: ['--allow-private-urls'] });
+		environment.server = await startInProcessServer({ args: ['--allow-private-urls'] });
 		environment.proxy = await startRecordingProxy(environment.server.origin);
 		environment.media = await startMediaHost();
 	});

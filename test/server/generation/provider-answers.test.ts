@@ -6,7 +6,8 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { closedPort } from '../support/closed-port';
 import { eventually } from '../support/http';
 import { startCountingUpstream, UPSTREAM_KEY, type CountingUpstream } from '../support/counting-upstream';
@@ -15,10 +16,10 @@ const ADMIN_KEY = 'admin-secret-0123456789';
 const INTERNAL_DETAIL = /127\.0\.0\.1|localhost|::1|ECONNREFUSED|:\d{2,5}\b/;
 
 let upstream: CountingUpstream;
-let generous: RunningServer;
-let unreachable: RunningServer;
+let generous: ServiceUnderTest;
+let unreachable: ServiceUnderTest;
 
-const generate = async (server: RunningServer, key: string, prompt: string) => {
+const generate = async (server: ServiceUnderTest, key: string, prompt: string) => {
 	const response = await fetch(`${server.baseUrl}/images/generations`, {
 		method: 'POST',
 		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -33,8 +34,8 @@ beforeAll(async () => {
 	const options = upstream.serverOptions();
 	const refusedUrl = `http://127.0.0.1:${await closedPort()}/v1`;
 	[generous, unreachable] = await Promise.all([
-		startServer({ args: [...options.args, '--admin-key', ADMIN_KEY], env: options.env }),
-		startServer({ args: options.args, env: { ...options.env, UPSTREAM_BASE_URL: refusedUrl, UPSTREAM_API_KEY: UPSTREAM_KEY } }),
+		startInProcessServer({ args: [...options.args, '--admin-key', ADMIN_KEY], env: options.env }),
+		startInProcessServer({ args: options.args, env: { ...options.env, UPSTREAM_BASE_URL: refusedUrl, UPSTREAM_API_KEY: UPSTREAM_KEY } }),
 	]);
 }, 60_000);
 afterAll(async () => {

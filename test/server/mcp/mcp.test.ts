@@ -6,11 +6,12 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { makeImage } from '../support/media';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
-let server: RunningServer;
+let server: ServiceUnderTest;
 let client: Client;
 
 async function connect(apiKey: string): Promise<Client> {
@@ -42,7 +43,7 @@ async function usage(apiKey: string): Promise<{ images: number; cost_usd: number
 }
 
 beforeAll(async () => {
-	server = await startServer({ args: ['--allow-private-urls', '--admin-key', ADMIN_KEY] });
+	server = await startInProcessServer({ args: ['--allow-private-urls', '--admin-key', ADMIN_KEY] });
 	client = await connect(server.apiKey);
 }, 60_000);
 afterAll(async () => {
@@ -220,7 +221,7 @@ describe('managed keys over MCP', () => {
 
 describe('rate limit over MCP', () => {
 	it('every MCP message counts against the key\'s limit together with /v1 calls', async () => {
-		const limited = await startServer({ args: ['--rate-limit-per-minute', '5'] });
+		const limited = await startInProcessServer({ args: ['--rate-limit-per-minute', '5'] });
 		try {
 			const mcp = new Client({ name: 'imagegen-test', version: '1.0.0' });
 			await mcp.connect(new StreamableHTTPClientTransport(new URL(`${limited.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${limited.apiKey}` } } }));

@@ -4,18 +4,19 @@
  */
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { MODELS } from '../../../core/models';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { call, postJson, uploadFile } from '../support/http';
 import { makeImage } from '../support/media';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
 const PRICE = MODELS['p-image'].priceUsd;
 
-let server: RunningServer;
-let withoutAdmin: RunningServer;
+let server: ServiceUnderTest;
+let withoutAdmin: ServiceUnderTest;
 
 beforeAll(async () => {
-	[server, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer()]);
+	[server, withoutAdmin] = await Promise.all([startInProcessServer({ args: ['--admin-key', ADMIN_KEY] }), startInProcessServer()]);
 });
 
 afterAll(async () => {

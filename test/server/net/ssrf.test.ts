@@ -3,21 +3,22 @@
  * by default, fetched with --allow-private-urls. Every target is a server of ours on 127.0.0.1;
  * no packet leaves the machine.
  */
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { expectApiError, postJson } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { makeImage } from '../support/media';
 
-let strict: RunningServer;
-let permissive: RunningServer;
+let strict: ServiceUnderTest;
+let permissive: ServiceUnderTest;
 let media: MediaHost;
 let png: Buffer;
 let port: string;
 
 beforeAll(async () => {
 	[strict, permissive, media, png] = await Promise.all([
-		startServer(),
-		startServer({ args: ['--allow-private-urls'] }),
+		startInProcessServer(),
+		startInProcessServer({ args: ['--allow-private-urls'] }),
 		startMediaHost(),
 		makeImage('png'),
 	]);

@@ -7,7 +7,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer, type InProcessServer } from '../support/app';
 import { actionsOf, readC2paManifest } from '../support/c2pa-reader';
 import { exiftool } from '../support/exiftool';
 import { call, postJson } from '../support/http';
@@ -16,11 +17,11 @@ const TRAINED = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithm
 const VERSION = (JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'server', 'package.json'), 'utf8')) as { version: string }).version;
 const MIME = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' } as const;
 
-let server: RunningServer;
+let server: InProcessServer;
 let trustAnchor: string;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	const chain = readFileSync(join(server.dataDir, 'c2pa', 'signer-chain.pem'), 'utf8');
 	trustAnchor = chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.at(-1)!;
 });
@@ -89,13 +90,13 @@ describe('generated images', () => {
 
 	it('the self-made certificate is kept in the data dir, key readable by the owner only, and named at start', () => {
 		expect(statSync(join(server.dataDir, 'c2pa', 'signer-key.pem')).mode & 0o777).toBe(0o600);
-		expect(server.output()).toMatch(/C2PA signer: imagegen-server content credentials, self-made \(made and kept in .*c2pa/);
+		expect(server.app.provenance.startLine).toMatch(/C2PA signer: imagegen-server content credentials, self-made \(made and kept in .*c2pa/);
 	});
 });
 
 describe('--provenance-include-prompt', () => {
-	let withPrompt: RunningServer;
-	beforeAll(async () => (withPrompt = await startServer({ args: ['--provenance-include-prompt'] })));
+	let withPrompt: ServiceUnderTest;
+	beforeAll(async () => (withPrompt = await startInProcessServer({ args: ['--provenance-include-prompt'] })));
 	afterAll(() => withPrompt.stop({ removeData: true }));
 
 	it('writes the prompt into the XMP', async () => {
@@ -106,8 +107,8 @@ describe('--provenance-include-prompt', () => {
 });
 
 describe('--provenance off', () => {
-	let unmarked: RunningServer;
-	beforeAll(async () => (unmarked = await startServer({ env: { IMAGEGEN_PROVENANCE: 'off' } })));
+	let unmarked: InProcessServer;
+	beforeAll(async () => (unmarked = await startInProcessServer({ env: { IMAGEGEN_PROVENANCE: 'off' } })));
 	afterAll(() => unmarked.stop({ removeData: true }));
 
 	it('writes no marks and says so', async () => {
@@ -117,6 +118,6 @@ describe('--provenance off', () => {
 		const bytes = Buffer.from(item.b64_json, 'base64');
 		expect((await exiftool(bytes))['XMP-iptcExt:DigitalSourceType']).toBeUndefined();
 		expect(await readC2paManifest(bytes, 'image/png')).toBeNull();
-		expect(unmarked.output()).toContain('provenance: off');
+		expect(unmarked.app.provenance.startLine).toContain('provenance: off');
 	});
 });

@@ -5,24 +5,25 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { actionsOf, activeManifest, readC2paManifest } from '../support/c2pa-reader';
 import { postJson } from '../support/http';
 
-let provider: RunningServer;
-let gateway: RunningServer;
+let provider: ServiceUnderTest;
+let gateway: ServiceUnderTest;
 let fake: FakeHosts;
 let media: MediaHost;
 let bothRoots: string;
 
-const rootOf = (server: RunningServer) =>
+const rootOf = (server: ServiceUnderTest) =>
 	readFileSync(join(server.dataDir, 'c2pa', 'signer-chain.pem'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.at(-1)!;
 
 beforeAll(async () => {
-	[fake, media, provider] = await Promise.all([startFakeHosts(), startMediaHost(), startServer()]);
-	gateway = await startServer({
+	[fake, media, provider] = await Promise.all([startFakeHosts(), startMediaHost(), startInProcessServer()]);
+	gateway = await startInProcessServer({
 		args: ['--allow-private-urls', '--providers', 'p-image=replicate'],
 		env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10' },
 	});

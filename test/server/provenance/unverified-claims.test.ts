@@ -4,7 +4,8 @@
  * parses and validates, never from XMP anyone can write or from bytes that merely look like a
  * manifest store; `kept` only for a manifest that validates.
  */
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { activeManifest, ownTrustAnchor, readC2paManifest } from '../support/c2pa-reader';
 import { exiftool, exiftoolWrite } from '../support/exiftool';
 import { download, postJson, uploadFile } from '../support/http';
@@ -14,7 +15,7 @@ const CAPTURE = 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture';
 const TRAINED = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 const AGENCY = 'Northern Wire Press Agency';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let anchor: string;
 /** A generated picture whose marks are gone, dressed as an agency's camera shot in XMP and IPTC. */
 let laundered: Buffer;
@@ -22,7 +23,7 @@ let laundered: Buffer;
 let lookalike: Buffer;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	anchor = ownTrustAnchor(server.dataDir);
 	laundered = await exiftoolWrite(await makeImage('jpeg', 200, 120), [
 		`-XMP-iptcExt:DigitalSourceType=${CAPTURE}`,

@@ -6,7 +6,8 @@
  * serial numbers or owner names; the orientation applied. Read back by ExifTool and c2pa-rs.
  */
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { actionsOf, activeManifest, ownTrustAnchor, readC2paManifest } from '../support/c2pa-reader';
 import { exiftool, exiftoolWrite } from '../support/exiftool';
 import { download, postJson, uploadFile } from '../support/http';
@@ -15,12 +16,12 @@ import { makeImage } from '../support/media';
 const COMPOSITE = 'http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia';
 const TRAINED = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let anchor: string;
 let photo: Buffer;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	anchor = ownTrustAnchor(server.dataDir);
 	// 300×200 stored, to be shown turned a quarter (orientation 6): upright it is 200×300.
 	photo = await exiftoolWrite(await makeImage('jpeg', 300, 200), [
@@ -122,7 +123,7 @@ it('max_bytes holds with the marks included', async () => {
 });
 
 it('--provenance off: a conversion drops everything and says none', async () => {
-	const unmarked = await startServer({ args: ['--provenance', 'off'] });
+	const unmarked = await startInProcessServer({ args: ['--provenance', 'off'] });
 	try {
 		for (const fields of [{ output_format: 'png' }, { output_format: 'jpg' }, { max_bytes: '10000000' }] as Record<string, string>[]) {
 			const answer = await uploadFile(unmarked, photo, fields);

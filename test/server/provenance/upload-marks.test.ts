@@ -3,7 +3,8 @@
  * says what they carry (`kept`, the digital source type), found while they streamed in.
  */
 import { createHash } from 'node:crypto';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { readC2paManifest } from '../support/c2pa-reader';
 import { call, download, postJson, uploadFile } from '../support/http';
 import { makeImage } from '../support/media';
@@ -11,11 +12,11 @@ import { makeImage } from '../support/media';
 const TRAINED = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let signed: Buffer;
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	const answer = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', output_format: 'jpeg' });
 	signed = Buffer.from(answer.body.data[0].b64_json, 'base64');
 });

@@ -5,16 +5,18 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
+import { useFakeClock } from '../support/clock';
 import { call, download, expectApiError, postJson } from '../support/http';
 import { makeImage } from '../support/media';
 
 const OWNER = 'owner-key-0123456789';
 const OTHER = 'other-key-0123456789';
-let server: RunningServer;
+let server: ServiceUnderTest;
 
 beforeAll(async () => {
-	server = await startServer({ apiKey: `${OWNER},${OTHER}` });
+	server = await startInProcessServer({ apiKey: `${OWNER},${OTHER}` });
 });
 afterAll(() => server?.stop({ removeData: true }));
 
@@ -89,16 +91,19 @@ describe('DELETE /v1/files/<id>', () => {
 
 describe('expired files', () => {
 	test('info and delete answer 404 once the file expired', async () => {
-		const short = await startServer({ args: ['--retention-seconds', '1'], apiKey: OWNER });
+		useFakeClock();
+		const short = await startInProcessServer({ args: ['--retention-seconds', '60'], apiKey: OWNER });
 		try {
 			const answer = await postJson(short, '/v1/uploads', { file: (await makeImage('png', 8, 8)).toString('base64') });
+			jest.advanceTimersByTime(59_999);
 			expect((await call(short, `/v1/files/${answer.body.id}`)).status).toBe(200);
-			await new Promise((resolve) => setTimeout(resolve, 1300));
+			jest.advanceTimersByTime(1);
 			expect((await call(short, `/v1/files/${answer.body.id}`)).status).toBe(404);
 			expect((await call(short, `/v1/files/${answer.body.id}`, { method: 'DELETE' })).status).toBe(404);
 			expect((await download(answer.body.imageUrl)).status).toBe(404);
 		} finally {
 			await short.stop({ removeData: true });
+			jest.useRealTimers();
 		}
 	});
 });

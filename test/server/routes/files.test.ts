@@ -1,14 +1,15 @@
 /** GET/HEAD /files/<id>.<ext>: headers, validators, ranges, and what is not a file. */
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { download, expectApiError, postJson } from '../support/http';
 import { makeMp4 } from '../support/media';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let url: string;
 const video = makeMp4(10_000);
 
 beforeAll(async () => {
-	server = await startServer();
+	server = await startInProcessServer();
 	url = (await postJson(server, '/v1/uploads', { video: video.toString('base64') })).body.videoUrl;
 });
 afterAll(() => server?.stop({ removeData: true }));
@@ -97,7 +98,7 @@ describe('service basics', () => {
 	});
 
 	it('a JSON body above --max-json-mb is a 413', async () => {
-		const small = await startServer({ args: ['--max-json-mb', '0.01'] });
+		const small = await startInProcessServer({ args: ['--max-json-mb', '0.01'] });
 		try {
 			const answer = await postJson(small, '/v1/uploads', { image: Buffer.alloc(20_000).toString('base64') });
 			expectApiError(answer, 413, null, /JSON limit/);

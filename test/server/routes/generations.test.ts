@@ -1,18 +1,19 @@
 import sharp from 'sharp';
 import { EXTENDED_ASPECT_RATIOS, MODELS, STANDARD_ASPECT_RATIOS, dimensionsFor, type AspectRatio, type ModelId } from '../../../index';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { postJson } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { makeImage, makeMp4 } from '../support/media';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let host: MediaHost;
 let png: string;
 
 beforeAll(async () => {
 	// URL inputs in these tests come from a loopback host, so the address check is lifted here;
 	// the refusal itself is covered at the end with a second server that keeps it.
-	[server, host] = await Promise.all([startServer({ args: ['--allow-private-urls'] }), startMediaHost()]);
+	[server, host] = await Promise.all([startInProcessServer({ args: ['--allow-private-urls'] }), startMediaHost()]);
 	png = (await makeImage('png', 40, 30)).toString('base64');
 });
 afterAll(async () => {
@@ -184,7 +185,7 @@ describe('POST /v1/images/generations', () => {
 		});
 
 		it('refuses loopback URLs when the address check is on', async () => {
-			const strict = await startServer();
+			const strict = await startInProcessServer();
 			try {
 				const before = host.hits();
 				const answer = await postJson(strict, '/v1/images/generations', editBody(host.put('/private.png', Buffer.from(png, 'base64'))));
@@ -249,7 +250,7 @@ describe('POST /v1/images/generations', () => {
 	});
 
 	it('prices textimage-v2 as configured', async () => {
-		const priced = await startServer({ args: ['--prices', 'textimage-v2=0.05'] });
+		const priced = await startInProcessServer({ args: ['--prices', 'textimage-v2=0.05'] });
 		try {
 			const answer = await postJson(priced, '/v1/images/generations', { model: 'textimage-v2', prompt: 'x', response_format: 'b64_json' });
 			expect(answer.body.usage).toEqual({ images: 1, cost_usd: 0.05 });

@@ -1,5 +1,8 @@
 /** Small client helpers for the server suites: every call is real HTTP over loopback. */
-import type { RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+
+/** What a call needs of a service, started as a process or in process. */
+type Reachable = Pick<ServiceUnderTest, 'origin' | 'apiKey'>;
 
 export interface ApiAnswer<T = any> {
 	status: number;
@@ -8,7 +11,7 @@ export interface ApiAnswer<T = any> {
 }
 
 export async function call<T = any>(
-	server: RunningServer,
+	server: Reachable,
 	path: string,
 	init: RequestInit & { auth?: string | null } = {},
 ): Promise<ApiAnswer<T>> {
@@ -22,7 +25,7 @@ export async function call<T = any>(
 	return { status: response.status, headers: response.headers, body: body as T };
 }
 
-export function postJson<T = any>(server: RunningServer, path: string, body: unknown, init: RequestInit & { auth?: string | null } = {}) {
+export function postJson<T = any>(server: Reachable, path: string, body: unknown, init: RequestInit & { auth?: string | null } = {}) {
 	return call<T>(server, path, {
 		...init,
 		method: 'POST',
@@ -32,13 +35,13 @@ export function postJson<T = any>(server: RunningServer, path: string, body: unk
 }
 
 /** One call with this secret as the bearer, and a JSON body when one is given. */
-export function callAs<T = any>(server: RunningServer, method: string, path: string, secret: string, body?: unknown) {
+export function callAs<T = any>(server: Reachable, method: string, path: string, secret: string, body?: unknown) {
 	const json = body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 	return call<T>(server, path, { method, auth: `Bearer ${secret}`, ...json });
 }
 
 export function uploadFile<T = any>(
-	server: RunningServer,
+	server: Reachable,
 	bytes: Buffer,
 	fields: Record<string, string> = {},
 	options: { fileField?: string; fileName?: string; fieldsFirst?: boolean; mimeType?: string } = {},
@@ -70,8 +73,9 @@ export function expectApiError(answer: ApiAnswer, status: number, param: string 
 
 /** Polls until `check` is true or the time is up; answers whether it became true. */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 100): Promise<boolean> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
+	// performance.now: a suite's fake clock (support/clock.ts) moves Date only when told to.
+	const deadline = performance.now() + timeoutMs;
+	while (performance.now() < deadline) {
 		if (await check()) return true;
 		await new Promise((resolve) => setTimeout(resolve, stepMs));
 	}

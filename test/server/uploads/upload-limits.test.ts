@@ -2,17 +2,18 @@
 import http from 'node:http';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { eventually, expectApiError, postJson, uploadFile } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { makeMp4 } from '../support/media';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let media: MediaHost;
 const MIB = 1024 * 1024;
 
 beforeAll(async () => {
-	[server, media] = await Promise.all([startServer({ args: ['--max-upload-mb', '1', '--allow-private-urls'] }), startMediaHost()]);
+	[server, media] = await Promise.all([startInProcessServer({ args: ['--max-upload-mb', '1', '--allow-private-urls'] }), startMediaHost()]);
 });
 afterAll(async () => {
 	await Promise.all([server?.stop({ removeData: true }), media?.close()]);

@@ -6,15 +6,16 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { call, download, expectApiError, postJson, uploadFile } from '../support/http';
 import { makeImage, makeMp4 } from '../support/media';
 
 const RETENTION = 7200;
-let server: RunningServer;
+let server: ServiceUnderTest;
 
 beforeAll(async () => {
-	server = await startServer({ args: ['--retention-seconds', String(RETENTION)] });
+	server = await startInProcessServer({ args: ['--retention-seconds', String(RETENTION)] });
 });
 afterAll(() => server?.stop({ removeData: true }));
 

@@ -3,16 +3,17 @@
  * videos, conversion, byte-identical round trips, and every way an upload can be wrong.
  */
 import sharp from 'sharp';
-import { startServer, type RunningServer } from '../../helpers/server';
+import type { ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { download, expectApiError, postJson, uploadFile } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { makeImage, makeMov, makeMp4, makePdf, makeWebm, samePixels } from '../support/media';
 
-let server: RunningServer;
+let server: ServiceUnderTest;
 let media: MediaHost;
 
 beforeAll(async () => {
-	[server, media] = await Promise.all([startServer({ args: ['--allow-private-urls'] }), startMediaHost()]);
+	[server, media] = await Promise.all([startInProcessServer({ args: ['--allow-private-urls'] }), startMediaHost()]);
 });
 afterAll(async () => {
 	await Promise.all([server?.stop({ removeData: true }), media?.close()]);

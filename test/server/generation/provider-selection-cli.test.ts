@@ -1,0 +1,25 @@
+/**
+ * The CLI refuses a provider configuration it cannot serve before it listens: exit code 2 and a
+ * message naming what is wrong (the provider suites run the service in process; this is the
+ * command's own answer).
+ */
+import { spawnSync } from 'node:child_process';
+import { SERVER_CLI } from '../../helpers/server';
+
+describe('start-up checks the provider configuration', () => {
+	test.each([
+		['p-image=dalle', {}, /unknown provider 'dalle' for p-image \(known: sandbox, upstream, replicate, pruna, ideogram\)/],
+		['p-imagex=replicate', {}, /unknown model 'p-imagex'/],
+		['p-image=replicate', {}, /p-image=replicate needs REPLICATE_API_TOKEN/],
+		['p-image=pruna', {}, /p-image=pruna needs PRUNA_API_KEY/],
+		['textimage-v2=pruna', { PRUNA_API_KEY: 'k' }, /pruna serves p-image and p-image-edit only/],
+		['p-image=ideogram', { IDEOGRAM_API_KEY: 'k' }, /ideogram serves textimage-v2 only/],
+		['p-image=upstream', { UPSTREAM_API_KEY: 'k' }, /needs UPSTREAM_BASE_URL/],
+		['p-image=replicate', { REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: 'not a url' }, /REPLICATE_BASE_URL is not a URL/],
+	])('--providers %s with %j fails with exit 2', (providers, env, message) => {
+		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM)_/.test(key)));
+		const result = spawnSync(process.execPath, [SERVER_CLI, '--providers', providers, '--port', '0'], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 10_000 });
+		expect(result.status).toBe(2);
+		expect(result.stderr).toMatch(message);
+	});
+});
