@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { createService } from '../../../server/src/app';
+import { createService, type ServiceParts } from '../../../server/src/app';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
 import { TEST_API_KEY } from '../../helpers/server';
 
@@ -26,11 +26,12 @@ export interface InProcessApp {
 	close(): Promise<void>;
 }
 
-export async function buildTestApp(args: string[] = []): Promise<InProcessApp> {
+/** `parts`: what the app would otherwise build itself, e.g. providers pointed at loopback stand-ins. */
+export async function buildTestApp(args: string[] = [], parts: ServiceParts = {}): Promise<InProcessApp> {
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-app-'));
 	const config = parseConfig(['--data-dir', dataDir, '--api-keys', TEST_API_KEY, '--host', '127.0.0.1', '--port', '0', '--log-level', 'silent', ...args], {});
 	if (typeof config === 'string') throw new Error(`unreachable: --${config} was not asked for`);
-	const service = await createService(config);
+	const service = await createService(config, parts);
 	const { address: origin } = await service.listen();
 	return {
 		app: service.app,

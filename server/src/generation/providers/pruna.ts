@@ -16,7 +16,7 @@ import { sniffMedia } from '../../../../core/media';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationProvider } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
-import { baseUrl, loadInputImages, requiredEnv } from './inputs';
+import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv } from './inputs';
 import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
 
 /**
@@ -58,7 +58,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 		limits: PRUNA_LIMITS[model],
 		async generate(request, context) {
 			// Both input schemas take `seed` (docs.api.pruna.ai, Models API schemas p-image and p-image-edit).
-			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
+			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 			if (request.model === 'p-image-edit') {
 				const images = await loadInputImages(request, context);
 				input.images = await Promise.all(

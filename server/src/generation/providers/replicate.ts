@@ -15,10 +15,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import type { ModelId, ModelLimits } from '../../../../core/models';
-import type { GenerationRequest } from '../../../../core/schemas';
-import type { GenerationContext, GenerationProvider } from '../provider';
+import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
-import { baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
+import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
 import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
@@ -57,9 +56,9 @@ interface Prediction {
 	urls?: { get?: string; cancel?: string };
 }
 
-export async function replicateInput(request: GenerationRequest, context: GenerationContext): Promise<Record<string, unknown>> {
+export async function replicateInput(request: SettledRequest, context: GenerationContext): Promise<Record<string, unknown>> {
 	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
-	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
+	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 	if (request.model === 'p-image-edit') input.images = (await loadInputImages(request, context)).map(toDataUri);
 	if (request.model === 'textimage-v2') {
 		input.style_type = STYLE_NAMES[request.style_type ?? 'AUTO'];
