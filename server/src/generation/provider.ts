@@ -22,6 +22,8 @@ export type ProviderImage = { bytes: Buffer } | { url: string };
 export interface GenerationContext {
 	/** Aborted when our client goes away or the time limit passes; providers must stop work. */
 	signal: AbortSignal;
+	/** When the time limit passes (Date.now() milliseconds): a host's 429 is waited out only before it. */
+	deadline?: number;
 	/**
 	 * Bytes of one input image (`images[i]` of p-image-edit): decodes data URIs and base64, fetches
 	 * URLs through the SSRF-checked fetcher. Throws a 400 naming `images[i]` on failure.

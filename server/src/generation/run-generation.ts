@@ -114,13 +114,14 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		let servedBy: string;
 		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
 		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
+		const deadline = Date.now() + timeoutMs;
 		const { signal } = limit;
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
 			seen.provider = chainMembers(provider)[0]!;
 			const loadInputImage = keepingFirstImage(inputImageLoader(generation, inputs, signal));
 			const settled = await settleAspectRatio(generation, specInForce(generation.model, provider), loadInputImage);
-			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, stopped, metrics, seen });
+			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen });
 			servedBy = ran.servedBy;
 			// A host may hand out more than it was asked for; the client asked for (and the budget
 			// reserved) one image per request: the rest are neither fetched, hosted nor charged.
@@ -202,6 +203,7 @@ interface ProviderRun {
 	loadInputImage: (index: number) => Promise<Buffer>;
 	imageWork: ImageWork;
 	signal: AbortSignal;
+	deadline: number;
 	stopped: () => ImageGenError;
 	metrics: ServiceMetrics;
 	seen: Observed;
@@ -214,12 +216,12 @@ interface ProviderRun {
 async function runProvider(
 	provider: GenerationProvider,
 	generation: SettledRequest,
-	{ loadInputImage, imageWork, signal, stopped, metrics, seen }: ProviderRun,
+	{ loadInputImage, imageWork, signal, deadline, stopped, metrics, seen }: ProviderRun,
 ): Promise<{ outputs: ProviderImage[]; servedBy: string }> {
 	const attempts: ProviderAttempt[] = [];
 	const members = chainMembers(provider);
 	try {
-		const outputs = await generateOnce(provider, generation, { loadInputImage, imageWork }, signal, stopped, (attempt) => attempts.push(attempt));
+		const outputs = await generateOnce(provider, generation, { loadInputImage, imageWork, deadline }, signal, stopped, (attempt) => attempts.push(attempt));
 		const served = attempts.find((attempt) => attempt.error === undefined)?.provider ?? members[0]!;
 		countFailures(attempts, metrics);
 		seen.provider = served;
@@ -248,7 +250,7 @@ function countFailures(attempts: readonly ProviderAttempt[], metrics: ServiceMet
 async function generateOnce(
 	provider: GenerationProvider,
 	generation: SettledRequest,
-	{ loadInputImage, imageWork }: { loadInputImage: (index: number) => Promise<Buffer>; imageWork: ImageWork },
+	{ loadInputImage, imageWork, deadline }: { loadInputImage: (index: number) => Promise<Buffer>; imageWork: ImageWork; deadline: number },
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 	attempted: (attempt: ProviderAttempt) => void,
@@ -260,7 +262,7 @@ async function generateOnce(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, loadInputImage, attempted, imageWork });
+		const work = provider.generate(generation, { signal, deadline, loadInputImage, attempted, imageWork });
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });

@@ -13,6 +13,8 @@ export interface RecordedCall {
 	headers: http.IncomingHttpHeaders;
 	body: Buffer;
 	json?: any;
+	/** When the request had arrived whole (Date.now()). */
+	at: number;
 }
 
 export interface Scripted {
@@ -52,7 +54,7 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 		request.on('data', (chunk: Buffer) => chunks.push(chunk));
 		request.on('end', () => {
 			const body = Buffer.concat(chunks);
-			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body };
+			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body, at: Date.now() };
 			if ((request.headers['content-type'] ?? '').includes('json')) call.json = JSON.parse(body.toString() || 'null');
 			calls.push(call);
 			const scripted = scripts.findIndex((entry) => entry.method === call.method && call.path.startsWith(entry.prefix));

@@ -55,6 +55,9 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				credentials,
 				json: { image_request: ideogramImageRequest(request) },
 				signal: context.signal,
+				deadline: context.deadline,
+				// "Prompt or provided image failed the safety checks" is Ideogram's one 422 (its generate reference).
+				codesByStatus: { 422: 'upstream_content_filtered' },
 				submit: true,
 				retry,
 			});

@@ -5,8 +5,7 @@ import { sniffMedia } from '../../../../core/media';
 import { MATCH_INPUT_IMAGE, type AspectRatioChoice } from '../../../../core/models';
 import type { GenerationContext, SettledRequest } from '../provider';
 import type { HostCredentials } from './host-credentials';
-import { providerJson } from './provider-http';
-import type { RetryPolicy } from '../../../../core/retry-policy';
+import { providerJson, type HostRetryPolicy } from './provider-http';
 
 export async function loadInputImages(request: SettledRequest, context: GenerationContext): Promise<Buffer[]> {
 	return await Promise.all((request.images ?? []).map(async (_, index) => await context.loadInputImage(index)));
@@ -35,8 +34,9 @@ export interface FilesApi {
 	/** The host's files route, e.g. `https://api.replicate.com/v1/files`. */
 	url: string;
 	credentials: HostCredentials;
-	retry: RetryPolicy;
+	retry: HostRetryPolicy;
 	signal: AbortSignal;
+	deadline?: number;
 }
 
 /**
@@ -49,7 +49,7 @@ export async function uploadInputImage(bytes: Buffer, index: number, api: FilesA
 	const form = new FormData();
 	const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
 	form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
-	const file = await providerJson<{ url?: unknown; urls?: { get?: unknown } }>({ provider: api.provider, method: 'POST', url: api.url, credentials: api.credentials, form, signal: api.signal, retry: api.retry, submit: true });
+	const file = await providerJson<{ url?: unknown; urls?: { get?: unknown } }>({ provider: api.provider, method: 'POST', url: api.url, credentials: api.credentials, form, signal: api.signal, deadline: api.deadline, retry: api.retry, submit: true });
 	const url = file.urls?.get ?? file.url;
 	if (typeof url !== 'string' || !url) {
 		throw new ImageGenError(502, `The ${api.provider} provider accepted an input image but returned no URL for it`, { code: 'upstream_invalid_output' });

@@ -53,7 +53,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 			if (request.model === 'p-image-edit') {
 				const images = await loadInputImages(request, context);
-				const files = { provider: 'pruna', url: `${root}/files`, credentials, retry, signal: context.signal };
+				const files = { provider: 'pruna', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline };
 				input.images = await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 			}
 			let status = await providerJson<PrunaStatus>({
@@ -64,6 +64,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				credentials,
 				json: { input },
 				signal: context.signal,
+				deadline: context.deadline,
 				submit: true,
 				retry,
 			});
@@ -72,14 +73,14 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				if (!answered) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
 				const pollUrl = ownUrl(answered, credentials, 'pruna', 'status URL');
 				await sleep(pollMs, undefined, { signal: context.signal });
-				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, retry })), get_url: pollUrl };
+				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, deadline: context.deadline, retry })), get_url: pollUrl };
 			}
 			if (status.status !== 'succeeded' || !status.generation_url) {
 				throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
 			}
 			const delivery = new URL(status.generation_url, `${root}/`);
 			if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
-			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, retry });
+			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
 			return [{ bytes }];
 		},
 	};

@@ -118,16 +118,16 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 		name: 'replicate',
 		limits: REPLICATE_LIMITS[model],
 		async generate(request, context) {
-			const input = await replicateInput(request, context, { provider: 'replicate', url: `${root}/files`, credentials, retry, signal: context.signal });
+			const input = await replicateInput(request, context, { provider: 'replicate', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline });
 			const create = version
 				? { url: `${root}/predictions`, json: { version, input } }
 				: { url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input } };
-			let prediction = await call({ method: 'POST', ...create, signal: context.signal, submit: true }, { prefer: 'wait=60' });
+			let prediction = await call({ method: 'POST', ...create, signal: context.signal, deadline: context.deadline, submit: true }, { prefer: 'wait=60' });
 			try {
 				while (prediction.status === 'starting' || prediction.status === 'processing') {
 					await sleep(pollMs, undefined, { signal: context.signal });
 					const url = ownUrl(prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, credentials, 'replicate', 'status URL');
-					prediction = await call({ method: 'GET', url, signal: context.signal });
+					prediction = await call({ method: 'GET', url, signal: context.signal, deadline: context.deadline });
 				}
 			} catch (error) {
 				if (context.signal.aborted) await cancel(prediction, root, credentials);
