@@ -9,10 +9,11 @@ import { ImageGenError } from '../../../core/errors';
 import { DEFAULT_RETRY_POLICY } from '../../../core/retry-policy';
 import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import { buildProviderTable } from '../../../server/src/generation/providers';
-import { hintedWaitMs, providerJson, rateLimitWaitMs } from '../../../server/src/generation/providers/provider-http';
+import { hintedWaitMs, providerJson, rateLimitWaitMs, type HostRetryPolicy } from '../../../server/src/generation/providers/provider-http';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { generateIn } from './support/generate-in';
 
 /** Replicate's answer to a throttled request (HTTP 429, no Retry-After header). */
 const throttled = (seconds: number) => ({ title: 'Request was throttled', detail: `Request was throttled. Your rate limit resets in ~${seconds}s.`, status: 429 });
@@ -35,10 +36,7 @@ beforeEach(async () => {
 	fake.setImage(await makeImage('png', 1024, 1024));
 });
 
-async function generate(body: Record<string, unknown>): Promise<{ status: number; headers: Headers; body: any }> {
-	const response = await app.request('/v1/images/generations', { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-	return { status: response.status, headers: response.headers, body: await response.json() };
-}
+const generate = (body: Record<string, unknown>) => generateIn(app, body);
 
 describe('Ideogram', () => {
 	test('a 422 safety rejection is upstream_content_filtered, a 502 like the other content filters', async () => {
@@ -59,6 +57,18 @@ describe('Ideogram', () => {
 });
 
 describe('a 429 without Retry-After', () => {
+	/** Replicate's create, as the provider makes it, with 5 s left of the generation's time limit. */
+	const createPrediction = (retry: Partial<HostRetryPolicy>) =>
+		providerJson<{ id: string }>({
+			provider: 'replicate',
+			method: 'POST',
+			url: `${fake.origin}/v1/models/a/b/predictions`,
+			json: {},
+			signal: AbortSignal.timeout(10_000),
+			deadline: Date.now() + 5_000,
+			retry: { ...DEFAULT_RETRY_POLICY, ...retry },
+		});
+
 	test('the host’s own words give the wait', () => {
 		expect(hintedWaitMs(JSON.stringify(throttled(30)))).toBe(30_000);
 		expect(hintedWaitMs('Too many requests, please try again in 45 seconds')).toBe(45_000);
@@ -89,16 +99,8 @@ describe('a 429 without Retry-After', () => {
 	test('a wait within the time limit: retried once it has passed, and the generation succeeds', async () => {
 		fake.script('POST', '/v1/models/', { status: 429, body: throttled(1) });
 		const started = Date.now();
-		const answer = await providerJson<{ id: string }>({
-			provider: 'replicate',
-			method: 'POST',
-			url: `${fake.origin}/v1/models/a/b/predictions`,
-			json: {},
-			signal: AbortSignal.timeout(10_000),
-			deadline: Date.now() + 5_000,
-			// The 10 s floor lowered for this test, so the host's ~1 s is what decides the wait.
-			retry: { ...DEFAULT_RETRY_POLICY, rateLimitFloorMs: 0 },
-		});
+		// The 10 s floor lowered for this test, so the host's ~1 s is what decides the wait.
+		const answer = await createPrediction({ rateLimitFloorMs: 0 });
 		const calls = fake.callsTo('POST', '/v1/models/');
 		expect(calls).toHaveLength(2);
 		expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(1_000);
@@ -108,15 +110,7 @@ describe('a 429 without Retry-After', () => {
 
 	test('retries that run out answer 429 with the last wait', async () => {
 		fake.script('POST', '/v1/models/', { status: 429, body: throttled(0) }, 4);
-		const failure = await providerJson({
-			provider: 'replicate',
-			method: 'POST',
-			url: `${fake.origin}/v1/models/a/b/predictions`,
-			json: {},
-			signal: AbortSignal.timeout(10_000),
-			deadline: Date.now() + 5_000,
-			retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 3, rateLimitFloorMs: 10 },
-		}).catch((error: unknown) => error);
+		const failure = await createPrediction({ maxRetries: 3, rateLimitFloorMs: 10 }).catch((error: unknown) => error);
 		expect(failure).toBeInstanceOf(ImageGenError);
 		expect(failure).toMatchObject({ status: 429, code: 'upstream_rate_limited', retryAfterSeconds: 1 });
 		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(4);

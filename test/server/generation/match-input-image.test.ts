@@ -9,6 +9,7 @@ import { buildProviderTable } from '../../../server/src/generation/providers';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { generateIn } from './support/generate-in';
 
 let sandbox: InProcessApp;
 let hosted: InProcessApp;
@@ -34,14 +35,8 @@ afterAll(async () => {
 
 beforeEach(() => fake.reset());
 
-async function generate(app: InProcessApp, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
-	const response = await app.request('/v1/images/generations', {
-		method: 'POST',
-		headers: { ...app.auth, 'content-type': 'application/json' },
-		body: JSON.stringify({ response_format: 'b64_json', ...body }),
-	});
-	return { status: response.status, body: await response.json() };
-}
+/** Inline answers, so the image's size can be read without a download. */
+const generate = (app: InProcessApp, body: Record<string, unknown>) => generateIn(app, { response_format: 'b64_json', ...body });
 
 async function sizeOf(answer: { body: any }): Promise<[number, number]> {
 	const { width, height } = await sharp(Buffer.from(answer.body.data[0].b64_json, 'base64')).metadata();

@@ -11,6 +11,7 @@ import { buildProviderTable } from '../../../server/src/generation/providers';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts, type RecordedCall } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { generateIn } from './support/generate-in';
 
 const VERSION = 'acme/p-image-fork:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa';
 const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20' };
@@ -42,14 +43,7 @@ beforeEach(() => {
 	fake.setImage(small);
 });
 
-async function generate(target: InProcessApp, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
-	const response = await target.request('/v1/images/generations', {
-		method: 'POST',
-		headers: { ...target.auth, 'content-type': 'application/json' },
-		body: JSON.stringify({ response_format: 'b64_json', ...body }),
-	});
-	return { status: response.status, body: await response.json() };
-}
+const generate = (target: InProcessApp, body: Record<string, unknown>) => generateIn(target, { response_format: 'b64_json', ...body });
 
 const edit = (images: Buffer[]) => ({ model: 'p-image-edit', prompt: 'make it blue', aspect_ratio: '4:3', images: images.map((image) => image.toString('base64')) });
 const predictionInput = () => fake.callsTo('POST', '/v1/models/prunaai/p-image-edit/predictions')[0]!.json.input as { images: string[] };
