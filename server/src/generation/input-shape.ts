@@ -12,24 +12,30 @@ import type { SettledRequest } from './provider';
 /** EXIF orientations 5 to 8 turn the stored picture a quarter: its width is shown as height. */
 const QUARTER_TURNS = new Set([5, 6, 7, 8]);
 
+type InputLoader = (index: number) => Promise<Buffer>;
+
 /**
  * `spec` is the catalog entry in force for the host (provider-limits.ts). The first input has
  * already been judged readable by the loader (input-images.ts), which names `images[0]` otherwise.
+ * Answers the settled request and the loader the host is to use: for `match_input_image` it hands
+ * the first image read here to the host's first call for it (a URL is fetched once) and keeps it no
+ * longer, so it is not held while the answer is normalized and stored.
  */
 export async function settleAspectRatio(
 	request: GenerationRequest,
 	spec: ModelSpec,
-	loadInputImage: (index: number) => Promise<Buffer>,
-): Promise<SettledRequest> {
-	if (request.aspect_ratio !== MATCH_INPUT_IMAGE) return { ...request, aspect_ratio: request.aspect_ratio };
-	const { width, height, orientation } = imageSize(await loadInputImage(0));
+	load: InputLoader,
+): Promise<{ settled: SettledRequest; loadInputImage: InputLoader }> {
+	if (request.aspect_ratio !== MATCH_INPUT_IMAGE) return { settled: { ...request, aspect_ratio: request.aspect_ratio }, loadInputImage: load };
+	let first: Buffer | undefined = await load(0);
+	const { width, height, orientation } = imageSize(first);
 	const turned = orientation !== undefined && QUARTER_TURNS.has(orientation);
 	const ratio = turned ? nearestAspectRatio(height, width, spec.aspectRatios) : nearestAspectRatio(width, height, spec.aspectRatios);
-	return { ...request, aspect_ratio: ratio, matchInputImage: true };
-}
-
-/** The loader with the first image kept once loaded: settling the ratio and the host both read it, a URL is fetched once. */
-export function keepingFirstImage(load: (index: number) => Promise<Buffer>): (index: number) => Promise<Buffer> {
-	let first: Promise<Buffer> | undefined;
-	return (index) => (index === 0 ? (first ??= load(0)) : load(index));
+	const loadInputImage: InputLoader = async (index) => {
+		if (index !== 0 || first === undefined) return await load(index);
+		const kept = first;
+		first = undefined;
+		return kept;
+	};
+	return { settled: { ...request, aspect_ratio: ratio, matchInputImage: true }, loadInputImage };
 }

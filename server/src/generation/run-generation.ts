@@ -29,7 +29,7 @@ import { NO_METRICS } from '../metrics/service-metrics';
 import type { GenerationProvider, ProviderAttempt, ProviderImage, SettledRequest } from './provider';
 import { chainMembers } from './provider-chain';
 import { checkProviderLimits, specInForce } from './provider-limits';
-import { keepingFirstImage, settleAspectRatio } from './input-shape';
+import { settleAspectRatio } from './input-shape';
 import type { ProviderTable } from './providers';
 
 /** What a generation needs from the service, each behind its interface. */
@@ -119,8 +119,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
 			seen.provider = chainMembers(provider)[0]!;
-			const loadInputImage = keepingFirstImage(inputImageLoader(generation, inputs, signal));
-			const settled = await settleAspectRatio(generation, specInForce(generation.model, provider), loadInputImage);
+			const { settled, loadInputImage } = await settleAspectRatio(generation, specInForce(generation.model, provider), inputImageLoader(generation, inputs, signal));
 			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen });
 			servedBy = ran.servedBy;
 			// A host may hand out more than it was asked for; the client asked for (and the budget

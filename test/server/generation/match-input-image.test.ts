@@ -9,6 +9,7 @@ import { buildProviderTable } from '../../../server/src/generation/providers';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { startMediaHost } from '../support/media-host';
 import { generateIn } from './support/generate-in';
 
 let sandbox: InProcessApp;
@@ -106,6 +107,19 @@ describe('on hosts that take match_input_image', () => {
 		const answer = await generate(hosted, edit([await makeImage('png', 540, 960)], { aspect_ratio: 'match_input_image' }));
 		expect(answer.status).toBe(200);
 		expect(await sizeOf(answer)).toEqual([1152, 2048]);
+	});
+
+	test('an input given by URL is fetched once, though both the ratio and the host read it', async () => {
+		const media = await startMediaHost();
+		try {
+			fake.setImage(wide);
+			const answer = await generate(hosted, { model: 'p-image-edit', prompt: 'x', images: [media.put('/wide.png', wide, { 'content-type': 'image/png' })] });
+			expect(answer.status).toBe(200);
+			expect(media.hits()).toBe(1);
+			expect(fake.callsTo('POST', '/v1/models/')[0]!.json.input).toMatchObject({ aspect_ratio: 'match_input_image', images: [`data:image/png;base64,${wide.toString('base64')}`] });
+		} finally {
+			await media.close();
+		}
 	});
 
 	test('replicate: a named ratio is sent as named', async () => {
