@@ -10,6 +10,8 @@ import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
 import { startMediaHost } from '../support/media-host';
+import { TEST_API_KEY } from '../../helpers/server';
+import { startRecordingProxy } from '../../nodes/support/recording-proxy';
 import { generateIn } from './support/generate-in';
 
 let sandbox: InProcessApp;
@@ -135,6 +137,22 @@ describe('on hosts that take match_input_image', () => {
 		expect(answer.status).toBe(200);
 		expect(fake.callsTo('POST', '/v1/predictions')[0]!.json.input.aspect_ratio).toBe('match_input_image');
 		expect(await sizeOf(answer)).toEqual([1024, 576]);
+	});
+
+	test('upstream, another server of this API, is sent the settled ratio, which any version of it takes', async () => {
+		const proxy = await startRecordingProxy(sandbox.origin);
+		const providers = buildProviderTable(parseProviderSelection('p-image-edit=upstream'), { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', UPSTREAM_BASE_URL: `${proxy.baseUrl}`, UPSTREAM_API_KEY: TEST_API_KEY });
+		const upstream = await buildTestApp(['--allow-private-urls'], { providers });
+		try {
+			const answer = await generate(upstream, edit([wide]));
+			expect(answer.status).toBe(200);
+			const sent = proxy.requests.find((request) => request.path === '/v1/images/generations')!;
+			expect(/"aspect_ratio":"([^"]*)"/.exec(String(sent.json))?.[1]).toBe('16:9');
+			expect(String(sent.json)).not.toContain('matchInputImage');
+			expect(await sizeOf(answer)).toEqual([1024, 576]);
+		} finally {
+			await Promise.all([upstream.close(), proxy.close()]);
+		}
 	});
 
 	test('a model without images sends its own default ratio, never match_input_image', async () => {
