@@ -17,6 +17,14 @@ export const EXTENDED_ASPECT_RATIOS = [
 ] as const;
 export type AspectRatio = (typeof EXTENDED_ASPECT_RATIOS)[number];
 
+/**
+ * `aspect_ratio` of a model with input images may also be `match_input_image`: the answer keeps
+ * the first input image's shape, at the catalog ratio nearest to it (nearestAspectRatio). It is
+ * p-image-edit's default, as on the vendors' own APIs, so an edited photo is not reframed.
+ */
+export const MATCH_INPUT_IMAGE = 'match_input_image';
+export type AspectRatioChoice = AspectRatio | typeof MATCH_INPUT_IMAGE;
+
 export const IMAGE_OUTPUT_FORMATS = ['png', 'jpeg', 'webp'] as const;
 export type ImageOutputFormat = (typeof IMAGE_OUTPUT_FORMATS)[number];
 
@@ -64,6 +72,8 @@ export interface ModelSpec {
 	/** Fields the request must carry (besides `model`). */
 	readonly required: readonly GenerationField[];
 	readonly aspectRatios: readonly AspectRatio[];
+	/** `aspect_ratio` when the request names none. */
+	readonly defaultAspectRatio: AspectRatioChoice;
 	readonly outputFormats: readonly ImageOutputFormat[];
 	readonly maxInputImages: number;
 	readonly promptMaxLength: number;
@@ -93,6 +103,7 @@ export const MODELS: Readonly<Record<ModelId, ModelSpec>> = {
 		fields: [],
 		required: ['prompt'],
 		aspectRatios: STANDARD_ASPECT_RATIOS,
+		defaultAspectRatio: DEFAULTS.aspect_ratio,
 		outputFormats: IMAGE_OUTPUT_FORMATS,
 		maxInputImages: 0,
 		promptMaxLength: PROMPT_MAX_LENGTH,
@@ -105,6 +116,7 @@ export const MODELS: Readonly<Record<ModelId, ModelSpec>> = {
 		fields: ['images'],
 		required: ['prompt', 'images'],
 		aspectRatios: STANDARD_ASPECT_RATIOS,
+		defaultAspectRatio: MATCH_INPUT_IMAGE,
 		outputFormats: IMAGE_OUTPUT_FORMATS,
 		maxInputImages: MAX_INPUT_IMAGES,
 		promptMaxLength: PROMPT_MAX_LENGTH,
@@ -117,6 +129,7 @@ export const MODELS: Readonly<Record<ModelId, ModelSpec>> = {
 		fields: ['negative_prompt', 'style_type', 'magic_prompt_option'],
 		required: ['prompt'],
 		aspectRatios: EXTENDED_ASPECT_RATIOS,
+		defaultAspectRatio: DEFAULTS.aspect_ratio,
 		outputFormats: IMAGE_OUTPUT_FORMATS,
 		maxInputImages: 0,
 		promptMaxLength: PROMPT_MAX_LENGTH,
@@ -143,6 +156,20 @@ export function narrowSpec(spec: ModelSpec, limits: ModelLimits = {}): ModelSpec
 		promptMaxLength: Math.min(spec.promptMaxLength, limits.promptMaxLength ?? Infinity),
 		aspectRatios: limits.aspectRatios ? spec.aspectRatios.filter((ratio) => limits.aspectRatios!.includes(ratio)) : spec.aspectRatios,
 	};
+}
+
+/** Every value `aspect_ratio` takes for the model: `match_input_image` first where it has input images. */
+export function aspectRatioChoices(spec: ModelSpec): readonly AspectRatioChoice[] {
+	return spec.fields.includes('images') ? [MATCH_INPUT_IMAGE, ...spec.aspectRatios] : spec.aspectRatios;
+}
+
+/** The ratio among `ratios` nearest to width:height, measured in log(width / height). */
+export function nearestAspectRatio(width: number, height: number, ratios: readonly AspectRatio[]): AspectRatio {
+	const distance = (ratio: AspectRatio) => {
+		const [w, h] = ratio.split(':').map(Number) as [number, number];
+		return Math.abs(Math.log(width / height) - Math.log(w / h));
+	};
+	return ratios.reduce((best, ratio) => (distance(ratio) < distance(best) ? ratio : best));
 }
 
 export function isModelId(value: unknown): value is ModelId {
@@ -185,7 +212,7 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, s
 				description: spec.description,
 				fields: [...COMMON_FIELDS, ...spec.fields],
 				required: ['model', ...spec.required],
-				aspect_ratios: [...spec.aspectRatios],
+				aspect_ratios: [...aspectRatioChoices(spec)],
 				output_formats: [...spec.outputFormats],
 				response_formats: [...RESPONSE_FORMATS],
 				...(spec.fields.includes('style_type') ? { style_types: [...STYLE_TYPES] } : {}),
@@ -201,7 +228,7 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, s
 					seed_max: SEED_MAX,
 				},
 				defaults: {
-					aspect_ratio: DEFAULTS.aspect_ratio,
+					aspect_ratio: spec.defaultAspectRatio,
 					response_format: DEFAULTS.response_format,
 					output_format: DEFAULTS.output_format,
 					...(spec.fields.includes('style_type') ? { style_type: DEFAULTS.style_type } : {}),

@@ -10,6 +10,7 @@ import {
 	COMMON_FIELDS,
 	DEFAULTS,
 	MAGIC_PROMPT_OPTIONS,
+	MATCH_INPUT_IMAGE,
 	MODEL_IDS,
 	MODEL_SPECIFIC_FIELDS,
 	MODELS,
@@ -19,7 +20,8 @@ import {
 	STYLE_TYPES,
 	isModelId,
 	modelsAccepting,
-	type AspectRatio,
+	aspectRatioChoices,
+	type AspectRatioChoice,
 	type ImageOutputFormat,
 	type MagicPromptOption,
 	type ModelId,
@@ -35,7 +37,8 @@ export interface GenerationRequest {
 	/** Always an array once validated, even when the caller sent a single string. */
 	images?: string[];
 	negative_prompt?: string;
-	aspect_ratio: AspectRatio;
+	/** `match_input_image` (p-image-edit's default) keeps the first input image's shape. */
+	aspect_ratio: AspectRatioChoice;
 	style_type?: StyleType;
 	magic_prompt_option?: MagicPromptOption;
 	response_format: ResponseFormat;
@@ -115,7 +118,7 @@ function schemaFor(spec: ModelSpec) {
 		.object({
 			model: z.literal(spec.id),
 			prompt: textField(spec.promptMaxLength, true),
-			aspect_ratio: enumOf(spec.aspectRatios).default(DEFAULTS.aspect_ratio),
+			aspect_ratio: enumOf(aspectRatioChoices(spec)).default(spec.defaultAspectRatio),
 			response_format: enumOf(RESPONSE_FORMATS).default(DEFAULTS.response_format),
 			output_format: enumOf(spec.outputFormats).default(DEFAULTS.output_format),
 			seed: seedField,
@@ -267,11 +270,14 @@ function issueToError(issue: z.ZodIssue, input: unknown, model: ModelId): ImageG
 			return issue.received === 'undefined'
 				? invalidField(param ?? '', `${name} is required for model '${model}'`, 'missing_field')
 				: invalidField(param ?? '', `${name} must be ${expectedText(issue.expected)}; got ${describeType(received)}`, 'invalid_type');
-		case z.ZodIssueCode.invalid_enum_value:
+		case z.ZodIssueCode.invalid_enum_value: {
+			// A model without input images has no input whose shape it could keep.
+			const why = received === MATCH_INPUT_IMAGE ? ` (it keeps an input image's shape: only ${modelsAccepting('images').join(', ')} take images)` : '';
 			return invalidField(
 				param ?? '',
-				`${name} must be one of ${issue.options.join(', ')} for model '${model}'; got ${describeValue(received)}`,
+				`${name} must be one of ${issue.options.join(', ')} for model '${model}'; got ${describeValue(received)}${why}`,
 			);
+		}
 		case z.ZodIssueCode.too_big:
 			return invalidField(
 				param ?? '',

@@ -10,10 +10,12 @@ import {
 	MAGIC_PROMPT_OPTIONS,
 	MAX_INPUT_IMAGES,
 	MODEL_IDS,
+	MATCH_INPUT_IMAGE,
 	MODELS,
 	STYLE_TYPES,
+	aspectRatioChoices,
 	modelsAccepting,
-	type AspectRatio,
+	type AspectRatioChoice,
 	type ModelId,
 } from '../../core/models';
 import { mediaSourceFields, mediaSourceOptions } from '../shared/media-source';
@@ -33,24 +35,36 @@ function titleCase(value: string): string {
 
 const showFor = (models: readonly ModelId[]) => ({ show: { model: [...models] } });
 
-/** One `aspectRatio` property per distinct ratio list, each shown only for the models that use it. */
+/**
+ * One `aspectRatio` property per distinct ratio list, each shown only for the models that use it.
+ * A model with input images also offers Match Input Image, its default: a workflow saved with a
+ * named ratio keeps it, one that named none keeps the input's shape as the service does.
+ */
 function aspectRatioProperties(): INodeProperties[] {
-	const groups = new Map<string, { ratios: readonly AspectRatio[]; models: ModelId[] }>();
+	const groups = new Map<string, { ratios: readonly AspectRatioChoice[]; models: ModelId[] }>();
 	for (const id of MODEL_IDS) {
-		const key = MODELS[id].aspectRatios.join(',');
-		const group = groups.get(key) ?? { ratios: MODELS[id].aspectRatios, models: [] };
+		const ratios = aspectRatioChoices(MODELS[id]);
+		const key = ratios.join(',');
+		const group = groups.get(key) ?? { ratios, models: [] };
 		group.models.push(id);
 		groups.set(key, group);
 	}
-	return [...groups.values()].map(({ ratios, models }) => ({
-		displayName: 'Aspect Ratio',
-		name: 'aspectRatio',
-		type: 'options',
-		options: ratios.map((ratio) => ({ name: ratio, value: ratio })),
-		default: '1:1',
-		description: 'Width to height of the generated image',
-		displayOptions: showFor(models),
-	}));
+	return [...groups.values()].map(({ ratios, models }) => {
+		const property: INodeProperties = {
+			displayName: 'Aspect Ratio',
+			name: 'aspectRatio',
+			type: 'options',
+			options: ratios.map((ratio) =>
+				ratio === MATCH_INPUT_IMAGE
+					? { name: 'Match Input Image', value: ratio, description: 'The shape of the first input image (the listed ratio nearest to it)' }
+					: { name: ratio, value: ratio },
+			),
+			default: '1:1',
+			description: 'Width to height of the generated image',
+			displayOptions: showFor(models),
+		};
+		return ratios.includes(MATCH_INPUT_IMAGE) ? { ...property, default: 'match_input_image' } : property;
+	});
 }
 
 const IMAGE_SOURCE = { noun: 'image', urlPlaceholder: 'https://example.com/photo.png', required: false };

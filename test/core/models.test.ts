@@ -8,7 +8,7 @@ import {
 	parseGenerationRequest,
 	toGenerationBody,
 } from '../../index';
-import { narrowSpec, type AspectRatio } from '../../core/models';
+import { STANDARD_ASPECT_RATIOS, nearestAspectRatio, narrowSpec, type AspectRatio } from '../../core/models';
 
 describe('the catalog', () => {
 	it('keeps every aspect ratio within 3 % and the long side within 1024–2048', () => {
@@ -36,6 +36,23 @@ describe('the catalog', () => {
 		expect(byId['p-image']!.fields).not.toContain('negative_prompt');
 		expect(byId['textimage-v2']!.pricing.per_image_usd).toBe(0.05);
 		expect(byId['p-image']!.pricing.per_image_usd).toBe(0.0035);
+	});
+});
+
+describe('the catalog ratio nearest to an image (match_input_image)', () => {
+	test.each([
+		[1920, 1080, STANDARD_ASPECT_RATIOS, '16:9'],
+		[1080, 1920, STANDARD_ASPECT_RATIOS, '9:16'],
+		[4032, 3024, STANDARD_ASPECT_RATIOS, '4:3'],
+		[1000, 1000, STANDARD_ASPECT_RATIOS, '1:1'],
+		// 1.6 sits between 3:2 (1.5) and 16:9 (1.78); in log terms it is nearer 3:2.
+		[1600, 1000, STANDARD_ASPECT_RATIOS, '3:2'],
+		[1600, 1000, EXTENDED_ASPECT_RATIOS, '16:10'],
+		// A panorama far wider than any ratio takes the widest one.
+		[6000, 1000, STANDARD_ASPECT_RATIOS, '16:9'],
+		[6000, 1000, EXTENDED_ASPECT_RATIOS, '3:1'],
+	] as const)('%d × %d among %p → %s', (width, height, ratios, expected) => {
+		expect(nearestAspectRatio(width, height, ratios)).toBe(expected);
 	});
 });
 

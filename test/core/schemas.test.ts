@@ -43,7 +43,7 @@ describe('parseGenerationRequest', () => {
 		const body = model === 'p-image-edit' ? { model, prompt: 'a cat', images: PNG_BASE64 } : { model, prompt: 'a cat' };
 		const parsed = parseGenerationRequest(body);
 		expect(parsed).toMatchObject({
-			aspect_ratio: DEFAULTS.aspect_ratio,
+			aspect_ratio: model === 'p-image-edit' ? 'match_input_image' : DEFAULTS.aspect_ratio,
 			response_format: 'url',
 			output_format: 'png',
 		});

@@ -5,7 +5,7 @@
 import { NodeHelpers, type INodeProperties, type INodeTypeDescription } from 'n8n-workflow';
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
-import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES } from '../../core/models';
+import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES, aspectRatioChoices, type ModelId } from '../../core/models';
 import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { ImageGenUpload } from '../../nodes/ImageGenUpload/ImageGenUpload.node';
 
@@ -38,13 +38,14 @@ describe.each(MODEL_IDS)('ImageGen with model %s', (model) => {
 	test('offers exactly the aspect ratios of the model, in catalog order', () => {
 		const aspectRatio = shown.filter((property) => property.name === 'aspectRatio');
 		expect(aspectRatio).toHaveLength(1);
-		expect(optionValues(aspectRatio[0])).toEqual([...MODELS[model].aspectRatios]);
+		expect(optionValues(aspectRatio[0])).toEqual([...aspectRatioChoices(MODELS[model])]);
+		expect(aspectRatio[0]!.default).toBe(MODELS[model].defaultAspectRatio);
 	});
 });
 
-test('7 aspect ratios for p-image and p-image-edit, 11 for textimage-v2', () => {
+test('7 aspect ratios for p-image, the same 7 and Match Input Image for p-image-edit, 11 for textimage-v2', () => {
 	const counts = MODEL_IDS.map((model) => optionValues(visible(imageGen, { model }).find((p) => p.name === 'aspectRatio')).length);
-	expect(counts).toEqual([7, 7, 11]);
+	expect(counts).toEqual([7, 8, 11]);
 });
 
 test('option lists come from the catalog and defaults equal the service defaults', () => {
@@ -59,7 +60,8 @@ test('option lists come from the catalog and defaults equal the service defaults
 	expect(byName('styleType').default).toBe(DEFAULTS.style_type);
 	expect(byName('magicPromptOption').default).toBe(DEFAULTS.magic_prompt_option);
 	for (const property of imageGen.properties.filter((p) => p.name === 'aspectRatio')) {
-		expect(property.default).toBe(DEFAULTS.aspect_ratio);
+		const models = property.displayOptions!.show!.model as ModelId[];
+		expect(models.map((model) => MODELS[model].defaultAspectRatio)).toEqual(models.map(() => property.default));
 	}
 	expect(byName('model').default).toBe(MODEL_IDS[0]);
 });

@@ -9,10 +9,10 @@ import sharp from '../media/sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { dimensionsFor } from '../../../core/models';
-import type { GenerationRequest } from '../../../core/schemas';
 import { checkPixels, declaredSize, imageTooLarge, isPixelLimitError, type ImageSource } from '../media/image-header';
 import type { ImageJob, ImageWork } from '../media/image-work';
 import type { ImageChange } from '../provenance/provenance-marker';
+import type { SettledRequest } from './provider';
 
 export interface FinishedImage {
 	bytes: Buffer;
@@ -23,7 +23,7 @@ export interface FinishedImage {
 
 export async function normalizeOutput(
 	bytes: Buffer,
-	request: GenerationRequest,
+	request: Pick<SettledRequest, 'aspect_ratio' | 'output_format'>,
 	provider: string,
 	imageWork: ImageWork,
 	signal?: AbortSignal,

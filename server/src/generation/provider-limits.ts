@@ -4,7 +4,7 @@
  * and the host's limit, where the host itself would have cost a round trip and answered a 502.
  */
 import { invalidField } from '../../../core/errors';
-import { MODEL_IDS, MODELS, narrowSpec, type ModelId, type ModelSpec } from '../../../core/models';
+import { MATCH_INPUT_IMAGE, MODEL_IDS, MODELS, narrowSpec, type ModelId, type ModelSpec } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { GenerationProvider } from './provider';
 import type { ProviderTable } from './providers';
@@ -29,7 +29,8 @@ export function checkProviderLimits(request: GenerationRequest, provider: Genera
 	if (request.prompt.length > spec.promptMaxLength) {
 		throw invalidField('prompt', `'prompt' may be at most ${spec.promptMaxLength} characters on ${host}; got ${request.prompt.length}`, 'provider_limit');
 	}
-	if (!spec.aspectRatios.includes(request.aspect_ratio)) {
+	// match_input_image is settled to one of the host's own ratios (input-shape.ts).
+	if (request.aspect_ratio !== MATCH_INPUT_IMAGE && !spec.aspectRatios.includes(request.aspect_ratio)) {
 		throw invalidField('aspect_ratio', `'aspect_ratio' must be one of ${spec.aspectRatios.join(', ')} on ${host}; got '${request.aspect_ratio}'`, 'provider_limit');
 	}
 }

@@ -2,15 +2,28 @@
  * What a generation provider is: something that turns a validated request into image bytes
  * (or a URL of its own, which we fetch and re-host so every URL we answer with is ours).
  */
-import type { ModelLimits } from '../../../core/models';
+import type { AspectRatio, ModelLimits } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { ImageWork } from '../media/image-work';
+
+/**
+ * A validated request as a provider gets it, its aspect ratio settled: `aspect_ratio` is the ratio
+ * the answer is brought to. `matchInputImage` says the caller asked for `match_input_image`, and
+ * `aspect_ratio` is then the catalog ratio nearest to the first input image's; hosts that take
+ * `match_input_image` themselves are sent that instead (generation/input-shape.ts).
+ */
+export interface SettledRequest extends Omit<GenerationRequest, 'aspect_ratio'> {
+	aspect_ratio: AspectRatio;
+	matchInputImage?: boolean;
+}
 
 export type ProviderImage = { bytes: Buffer } | { url: string };
 
 export interface GenerationContext {
 	/** Aborted when our client goes away or the time limit passes; providers must stop work. */
 	signal: AbortSignal;
+	/** When the time limit passes (Date.now() milliseconds): a host's 429 is waited out only before it. */
+	deadline?: number;
 	/**
 	 * Bytes of one input image (`images[i]` of p-image-edit): decodes data URIs and base64, fetches
 	 * URLs through the SSRF-checked fetcher. Throws a 400 naming `images[i]` on failure.
@@ -36,5 +49,5 @@ export interface GenerationProvider {
 	readonly name: string;
 	/** What the host takes for this model where it is less than the catalog allows (documented limits). */
 	readonly limits?: ModelLimits;
-	generate(request: GenerationRequest, context: GenerationContext): Promise<ProviderImage[]>;
+	generate(request: SettledRequest, context: GenerationContext): Promise<ProviderImage[]>;
 }

@@ -26,9 +26,10 @@ import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker
 import { sniffMedia } from '../../../core/media';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
-import type { GenerationProvider, ProviderAttempt, ProviderImage } from './provider';
+import type { GenerationProvider, ProviderAttempt, ProviderImage, SettledRequest } from './provider';
 import { chainMembers } from './provider-chain';
-import { checkProviderLimits } from './provider-limits';
+import { checkProviderLimits, specInForce } from './provider-limits';
+import { settleAspectRatio } from './input-shape';
 import type { ProviderTable } from './providers';
 
 /** What a generation needs from the service, each behind its interface. */
@@ -113,17 +114,19 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		let servedBy: string;
 		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
 		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
+		const deadline = Date.now() + timeoutMs;
 		const { signal } = limit;
 		const stopped = () => stoppedError(signal, timeoutMs, provider);
 		try {
 			seen.provider = chainMembers(provider)[0]!;
-			const ran = await runProvider(provider, generation, { inputs, imageWork, signal, stopped, metrics, seen });
+			const { settled, loadInputImage } = await settleAspectRatio(generation, specInForce(generation.model, provider), inputImageLoader(generation, inputs, signal));
+			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen });
 			servedBy = ran.servedBy;
 			// A host may hand out more than it was asked for; the client asked for (and the budget
 			// reserved) one image per request: the rest are neither fetched, hosted nor charged.
 			for (const output of ran.outputs.slice(0, IMAGES_PER_REQUEST)) {
 				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
-				const image = await normalizeOutput(bytes, generation, servedBy, imageWork, signal);
+				const image = await normalizeOutput(bytes, settled, servedBy, imageWork, signal);
 				const marked = await provenance.markGenerated({
 					...image,
 					model: generation.model,
@@ -196,9 +199,10 @@ function errorCode(error: unknown): string {
 }
 
 interface ProviderRun {
-	inputs: InputImageSource;
+	loadInputImage: (index: number) => Promise<Buffer>;
 	imageWork: ImageWork;
 	signal: AbortSignal;
+	deadline: number;
 	stopped: () => ImageGenError;
 	metrics: ServiceMetrics;
 	seen: Observed;
@@ -210,13 +214,13 @@ interface ProviderRun {
  */
 async function runProvider(
 	provider: GenerationProvider,
-	generation: GenerationRequest,
-	{ inputs, imageWork, signal, stopped, metrics, seen }: ProviderRun,
+	generation: SettledRequest,
+	{ loadInputImage, imageWork, signal, deadline, stopped, metrics, seen }: ProviderRun,
 ): Promise<{ outputs: ProviderImage[]; servedBy: string }> {
 	const attempts: ProviderAttempt[] = [];
 	const members = chainMembers(provider);
 	try {
-		const outputs = await generateOnce(provider, generation, { inputs, imageWork }, signal, stopped, (attempt) => attempts.push(attempt));
+		const outputs = await generateOnce(provider, generation, { loadInputImage, imageWork, deadline }, signal, stopped, (attempt) => attempts.push(attempt));
 		const served = attempts.find((attempt) => attempt.error === undefined)?.provider ?? members[0]!;
 		countFailures(attempts, metrics);
 		seen.provider = served;
@@ -244,8 +248,8 @@ function countFailures(attempts: readonly ProviderAttempt[], metrics: ServiceMet
 
 async function generateOnce(
 	provider: GenerationProvider,
-	generation: GenerationRequest,
-	{ inputs, imageWork }: { inputs: InputImageSource; imageWork: ImageWork },
+	generation: SettledRequest,
+	{ loadInputImage, imageWork, deadline }: { loadInputImage: (index: number) => Promise<Buffer>; imageWork: ImageWork; deadline: number },
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 	attempted: (attempt: ProviderAttempt) => void,
@@ -257,7 +261,7 @@ async function generateOnce(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, loadInputImage: inputImageLoader(generation, inputs, signal), attempted, imageWork });
+		const work = provider.generate(generation, { signal, deadline, loadInputImage, attempted, imageWork });
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });

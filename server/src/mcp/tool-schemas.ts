@@ -75,4 +75,5 @@ export const FILE_ID_INPUT_SCHEMA: JsonSchema = {
 export const EMPTY_INPUT_SCHEMA: JsonSchema = { type: 'object', properties: {}, additionalProperties: false };
 
 /** Kept in one place so a change of default shows in the tool description too. */
-export const GENERATION_DEFAULTS_TEXT = `Defaults: aspect_ratio ${DEFAULTS.aspect_ratio}, output_format ${DEFAULTS.output_format}.`;
+const OWN_RATIO_DEFAULTS = MODEL_IDS.filter((id) => MODELS[id].defaultAspectRatio !== DEFAULTS.aspect_ratio).map((id) => `${id}: ${MODELS[id].defaultAspectRatio}`);
+export const GENERATION_DEFAULTS_TEXT = `Defaults: aspect_ratio ${DEFAULTS.aspect_ratio}${OWN_RATIO_DEFAULTS.length > 0 ? ` (${OWN_RATIO_DEFAULTS.join('; ')})` : ''}, output_format ${DEFAULTS.output_format}.`;

@@ -21,7 +21,7 @@ export const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
 	negative_prompt: 'What the image should not show.',
 	style_type: 'Rendering style.',
 	magic_prompt_option: 'Whether the model may enhance the prompt before drawing (ON, OFF or AUTO).',
-	aspect_ratio: 'Width:height of the image.',
+	aspect_ratio: "Width:height of the image; 'match_input_image' (p-image-edit's default) keeps the first input image's shape, at the listed ratio nearest to it.",
 	response_format: "'url' hosts the image and answers its URL; 'b64_json' answers the bytes inline.",
 	output_format: 'Image file format.',
 	seed: 'Same seed and request, same image. Omit for a random one; the answer says which seed was used.',

@@ -23,7 +23,7 @@ test('an image that already matches passes through untouched, even while the ima
 	const bytes = await png(1024, 1024);
 	const { work, release } = await fullQueue();
 	try {
-		const request = parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '1:1', output_format: 'png' });
+		const request = { ...parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', output_format: 'png' }), aspect_ratio: '1:1' as const };
 		const image = await normalizeOutput(bytes, request, 'upstream', work);
 		expect(image.bytes).toBe(bytes);
 		expect(image.changes).toEqual([]);
@@ -38,7 +38,7 @@ test('an image that needs work still takes its turn in the queue: a full queue i
 	const bytes = await png(512, 512);
 	const { work, release } = await fullQueue();
 	try {
-		const request = parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '1:1', output_format: 'png' });
+		const request = { ...parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', output_format: 'png' }), aspect_ratio: '1:1' as const };
 		expect(await rejection(normalizeOutput(bytes, request, 'upstream', work))).toMatchObject({ status: 503, code: 'image_work_busy' });
 	} finally {
 		release();
@@ -47,7 +47,7 @@ test('an image that needs work still takes its turn in the queue: a full queue i
 
 test('a JPEG asked for as PNG is converted, and says so', async () => {
 	const bytes = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#3050a0' } }).jpeg().toBuffer();
-	const request = parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '1:1', output_format: 'png' });
+	const request = { ...parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', output_format: 'png' }), aspect_ratio: '1:1' as const };
 	const image = await normalizeOutput(bytes, request, 'upstream', new ImageWork({ maxPixels: 100_000_000 }));
 	expect(image.media.type).toBe('png');
 	expect(image.changes).toEqual(['converted']);

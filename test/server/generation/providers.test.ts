@@ -253,7 +253,7 @@ describe('pruna', () => {
 	});
 
 	test('QUOTA 429 twice then success', async () => {
-		fake.script('POST', '/v1/predictions', { status: 429, body: { error: { code: 'QUOTA_EXCEEDED', message: 'Too many requests' } } }, 2);
+		fake.script('POST', '/v1/predictions', { status: 429, body: { error: { code: 'QUOTA_EXCEEDED', message: 'Too many requests' } }, headers: { 'retry-after': '0' } }, 2);
 		const answer = await generate(pruna, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
 		expect(answer.status).toBe(200);
 		expect(fake.callsTo('POST', '/v1/predictions')).toHaveLength(3);

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { createService } from '../../../server/src/app';
+import { createService, type ServiceParts } from '../../../server/src/app';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
 import { buildProviderTable } from '../../../server/src/generation/providers';
 import { TEST_API_KEY, type ServiceUnderTest, type StartOptions } from '../../helpers/server';
@@ -22,9 +22,10 @@ export interface InProcessServer extends ServiceUnderTest {
 
 /**
  * `startServer`'s options, in process: `args` are the CLI's flags, `env` the environment its
- * providers read (added to this process's own). Logs at the CLI's level into `output()`.
+ * providers read (added to this process's own), `parts` what the app would otherwise build itself.
+ * Logs at the CLI's level into `output()`.
  */
-export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'> & { apiKey?: string } = {}): Promise<InProcessServer> {
+export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'> & { apiKey?: string; parts?: ServiceParts } = {}): Promise<InProcessServer> {
 	const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'imagegen-test-'));
 	const apiKey = options.apiKey ?? TEST_API_KEY;
 	const env = { ...process.env, ...options.env };
@@ -35,6 +36,7 @@ export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'>
 	const service = await createService(config, {
 		providers: buildProviderTable(config.providerSelection, env),
 		logStream: { write: (line) => void (output += line) },
+		...options.parts,
 	});
 	const { address: origin } = await service.listen();
 	let stopped: Promise<void> | undefined;
@@ -67,8 +69,9 @@ export interface InProcessApp {
 	close(): Promise<void>;
 }
 
-export async function buildTestApp(args: string[] = []): Promise<InProcessApp> {
-	const server = await startInProcessServer({ args: ['--log-level', 'silent', ...args] });
+/** `parts`: what the app would otherwise build itself, e.g. providers pointed at loopback stand-ins. */
+export async function buildTestApp(args: string[] = [], parts: ServiceParts = {}): Promise<InProcessApp> {
+	const server = await startInProcessServer({ args: ['--log-level', 'silent', ...args], parts });
 	return {
 		app: server.app,
 		config: server.config,

@@ -1,7 +1,7 @@
 /**
  * Loopback stand-ins for the model hosts, answering with the request and response shapes their
  * public documentation gives (see the provider files in server/src/generation/providers/):
- * Replicate's predictions API, Pruna's P-API and Ideogram's generate endpoint. Every request is
+ * Replicate's predictions and files APIs, Pruna's P-API and Ideogram's generate endpoint. Every request is
  * recorded; any route can be made to fail, rate-limit or hang for the next calls.
  */
 import http from 'node:http';
@@ -13,6 +13,8 @@ export interface RecordedCall {
 	headers: http.IncomingHttpHeaders;
 	body: Buffer;
 	json?: any;
+	/** When the request had arrived whole (Date.now()). */
+	at: number;
 }
 
 export interface Scripted {
@@ -44,13 +46,15 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 	const scripts: Array<{ method: string; prefix: string; answer: Scripted }> = [];
 	const polls = new Map<string, number>();
 	let nextId = 1;
+	/** Replicate's files are numbered from 1 after each reset: `rf1`, `rf2`, … in the order they arrive. */
+	let nextReplicateFile = 1;
 
 	const server = http.createServer((request, response) => {
 		const chunks: Buffer[] = [];
 		request.on('data', (chunk: Buffer) => chunks.push(chunk));
 		request.on('end', () => {
 			const body = Buffer.concat(chunks);
-			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body };
+			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body, at: Date.now() };
 			if ((request.headers['content-type'] ?? '').includes('json')) call.json = JSON.parse(body.toString() || 'null');
 			calls.push(call);
 			const scripted = scripts.findIndex((entry) => entry.method === call.method && call.path.startsWith(entry.prefix));
@@ -89,11 +93,38 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 			return;
 		}
 
-		// Replicate
-		if (method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(path)) {
+		// Replicate (its calls carry `Authorization: Bearer`, Pruna's an `apikey` header: both have /v1/files and /v1/predictions)
+		const toReplicate = String(call.headers.authorization ?? '').startsWith('Bearer ');
+		const createPrediction = () => {
 			const id = `r${nextId++}`;
 			polls.set(id, pendingPolls);
 			return sendJson(response, 201, prediction(id, pendingPolls > 0 ? 'starting' : 'succeeded'));
+		};
+		if (method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(path)) return createPrediction();
+		// Any model by `version` ("owner/name:version_id", "owner/name" or the bare version id).
+		if (toReplicate && method === 'POST' && path === '/v1/predictions') {
+			if (typeof call.json?.version !== 'string' || !call.json.version) {
+				return sendJson(response, 422, { title: 'Invalid version or not permitted', detail: 'The specified version does not exist (or perhaps you do not have permission to use it?)', status: 422 });
+			}
+			return createPrediction();
+		}
+		// The files API: multipart with the file in part `content`; the file object names its URL in `urls.get`.
+		if (toReplicate && method === 'POST' && path === '/v1/files') {
+			if (!call.body.includes('name="content"')) return sendJson(response, 400, { title: 'Bad Request', detail: 'Missing content', status: 400 });
+			const id = `rf${nextReplicateFile++}`;
+			const now = new Date();
+			return sendJson(response, 201, {
+				id,
+				name: /filename="([^"]*)"/.exec(call.body.toString('latin1'))?.[1] ?? 'file',
+				content_type: /name="content"[^\r]*\r\ncontent-type: ([^\r]+)/i.exec(call.body.toString('latin1'))?.[1] ?? 'application/octet-stream',
+				size: call.body.length,
+				etag: `"${id}"`,
+				checksums: {},
+				metadata: {},
+				created_at: now.toISOString(),
+				expires_at: new Date(now.getTime() + 24 * 3600_000).toISOString(),
+				urls: { get: `${origin}/v1/files/${id}` },
+			});
 		}
 		const replicateGet = /^\/v1\/predictions\/(r\d+)$/.exec(path);
 		if (method === 'GET' && replicateGet) {
@@ -159,6 +190,7 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 			calls.length = 0;
 			scripts.length = 0;
 			pendingPolls = 0;
+			nextReplicateFile = 1;
 		},
 		close: () =>
 			new Promise<void>((resolve) => {

@@ -7,8 +7,7 @@
  */
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelLimits } from '../../../../core/models';
-import type { GenerationRequest } from '../../../../core/schemas';
-import type { GenerationProvider } from '../provider';
+import type { GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
 import { providerJson, providerRetryPolicy } from './provider-http';
@@ -26,7 +25,7 @@ interface IdeogramAnswer {
 }
 
 /** Our `16:9` is their `ASPECT_16_9`; style types and magic prompt options share our spelling. */
-export function ideogramImageRequest(request: GenerationRequest): Record<string, unknown> {
+export function ideogramImageRequest(request: SettledRequest): Record<string, unknown> {
 	return {
 		prompt: request.prompt,
 		model: 'V_2',
@@ -56,6 +55,9 @@ export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				credentials,
 				json: { image_request: ideogramImageRequest(request) },
 				signal: context.signal,
+				deadline: context.deadline,
+				// "Prompt or provided image failed the safety checks" is Ideogram's one 422 (its generate reference).
+				codesByStatus: { 422: 'upstream_content_filtered' },
 				submit: true,
 				retry,
 			});

@@ -1,6 +1,7 @@
 /**
  * HTTP calls to model hosts: bounded retries on 429 and 5xx that honour Retry-After (the policy
- * the nodes use too), the request's abort signal (our time limit, our client going away), and a
+ * the nodes use too; a 429 without it waits what the host's words say, at least 10 s, and only
+ * while the generation's time limit allows), the request's abort signal (our time limit, our client going away), and a
  * host's failure turned into our error shape: 429 stays 429 with its Retry-After, everything else
  * becomes a 502 that carries the host's own message. Credentials are attached per hop, only on
  * the configured origin: redirects are followed here, because a client that followed them would
@@ -31,7 +32,14 @@ export interface ProviderRequest {
 	json?: unknown;
 	form?: FormData;
 	signal: AbortSignal;
-	retry?: RetryPolicy;
+	retry?: HostRetryPolicy;
+	/**
+	 * When the generation's time limit ends (Date.now() milliseconds): a host's 429 is retried only
+	 * if its wait ends before it. Without one, only the policy's count of retries bounds them.
+	 */
+	deadline?: number;
+	/** Our error code for a host's refusal with this status, where the host gives it a meaning (Ideogram's 422: a safety rejection). */
+	codesByStatus?: Readonly<Record<number, string>>;
 	/**
 	 * This call comes before the host has accepted any billable work (it creates the job, or
 	 * prepares one). Its failures that prove the host made nothing become a NothingMadeError, which
@@ -64,6 +72,18 @@ function refusedSubmit(status: number): boolean {
 	return status === 429 || status >= 500 || status === 401 || status === 403;
 }
 
+export interface HostRetryPolicy extends RetryPolicy {
+	/** The shortest wait after a host's 429 that says no Retry-After (RATE_LIMIT_FLOOR_MS when absent). */
+	rateLimitFloorMs?: number;
+}
+
+/**
+ * A host that rate-limits without Retry-After is asked again no sooner than this: its limits are
+ * counted per minute or so, and the exponential backoff (0.5–1 s first) would spend the retries
+ * inside the same window.
+ */
+export const RATE_LIMIT_FLOOR_MS = 10_000;
+
 /** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
 export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {
 	const baseDelayMs = Number(env.IMAGEGEN_PROVIDER_RETRY_BASE_MS ?? DEFAULT_RETRY_POLICY.baseDelayMs);
@@ -71,19 +91,51 @@ export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {
 }
 
 export async function providerFetch(request: ProviderRequest): Promise<ProviderAnswer> {
-	const policy = request.retry ?? DEFAULT_RETRY_POLICY;
+	const policy: HostRetryPolicy = request.retry ?? DEFAULT_RETRY_POLICY;
 	for (let attempt = 1; ; attempt++) {
 		const response = await send(request);
 		if (response.ok) return response;
+		if (response.status === 429) {
+			const text = await response.text().catch(() => '');
+			const wait = rateLimitWaitMs(response.header('retry-after'), text, policy.rateLimitFloorMs);
+			const inTime = request.deadline === undefined || Date.now() + wait < request.deadline;
+			if (inTime && shouldRetry(429, attempt, policy)) {
+				await sleep(wait, undefined, { signal: request.signal });
+				continue;
+			}
+			throw refused(request, 429, providerError(request, 429, text, wait));
+		}
 		if (shouldRetry(response.status, attempt, policy)) {
 			const wait = retryDelayMs(attempt, parseRetryAfter(response.header('retry-after')), policy);
 			await response.discard();
 			await sleep(wait, undefined, { signal: request.signal });
 			continue;
 		}
-		const error = await toProviderError(request.provider, response);
-		throw request.submit && refusedSubmit(response.status) ? new NothingMadeError(request.provider, error) : error;
+		const text = await response.text().catch(() => '');
+		throw refused(request, response.status, providerError(request, response.status, text));
 	}
+}
+
+/** A refusal of the submit that proves nothing was made may go to the next host of a chain. */
+function refused(request: ProviderRequest, status: number, error: ImageGenError): ImageGenError {
+	return request.submit && refusedSubmit(status) ? new NothingMadeError(request.provider, error) : error;
+}
+
+/**
+ * How long a host's 429 asks us to wait: its Retry-After when it sends one, else what its answer
+ * says in words ("resets in ~30s"), and never less than the floor.
+ */
+export function rateLimitWaitMs(retryAfter: unknown, text: string, floorMs: number = RATE_LIMIT_FLOOR_MS): number {
+	return parseRetryAfter(retryAfter) ?? Math.max(floorMs, hintedWaitMs(text) ?? 0);
+}
+
+/** "resets in ~30s", "try again in 45 seconds", "retry after 2 minutes": the wait a host's words give, in ms. */
+export function hintedWaitMs(text: string): number | undefined {
+	const match = /\b(?:in|after)\s+(?:about\s+|~\s*)?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b/i.exec(text);
+	if (!match) return undefined;
+	const unit = match[2]!.toLowerCase();
+	const unitMs = unit === 'ms' || unit.startsWith('milli') ? 1 : unit.startsWith('m') ? 60_000 : 1_000;
+	return Math.round(Number(match[1]) * unitMs);
 }
 
 export async function providerJson<T>(request: ProviderRequest): Promise<T> {
@@ -188,17 +240,16 @@ function socketErrorCodes(error: unknown): string[] {
 	return failure.cause === undefined ? [] : socketErrorCodes(failure.cause);
 }
 
-async function toProviderError(provider: string, response: ProviderAnswer): Promise<ImageGenError> {
-	const message = hostMessage(await response.text().catch(() => '')) ?? STATUS_CODES[response.status] ?? 'no message';
-	const status = response.status;
+function providerError(request: ProviderRequest, status: number, text: string, waitMs = 1_000): ImageGenError {
+	const { provider } = request;
+	const message = hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
 	if (status === 429) {
-		const retryAfterMs = parseRetryAfter(response.header('retry-after'));
 		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
 			code: 'upstream_rate_limited',
-			retryAfterSeconds: retryAfterMs === undefined ? 1 : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+			retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
 		});
 	}
-	const code = status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed';
+	const code = request.codesByStatus?.[status] ?? (status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed');
 	return new ImageGenError(502, `The ${provider} provider answered HTTP ${status}: ${message}`, { code });
 }
 

@@ -10,13 +10,11 @@
  * refused, a delivery URL elsewhere is downloaded keyless through the address-checked fetcher.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
-import { sniffMedia } from '../../../../core/media';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationProvider } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
-import { baseUrl, loadInputImages, requiredEnv } from './inputs';
+import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, uploadInputImage } from './inputs';
 import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
 
 /**
@@ -39,12 +37,6 @@ interface PrunaStatus {
 	message?: string;
 }
 
-interface PrunaFile {
-	id?: string;
-	url?: string;
-	urls?: { get?: string };
-}
-
 export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
 	if (model === 'textimage-v2') throw new Error('providers: pruna serves p-image and p-image-edit only, not textimage-v2');
 	const apiKey = requiredEnv(env, 'PRUNA_API_KEY', 'pruna', model);
@@ -58,20 +50,11 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 		limits: PRUNA_LIMITS[model],
 		async generate(request, context) {
 			// Both input schemas take `seed` (docs.api.pruna.ai, Models API schemas p-image and p-image-edit).
-			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
+			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 			if (request.model === 'p-image-edit') {
 				const images = await loadInputImages(request, context);
-				input.images = await Promise.all(
-					images.map(async (bytes, index) => {
-						const form = new FormData();
-						const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
-						form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
-						const file = await providerJson<PrunaFile>({ provider: 'pruna', method: 'POST', url: `${root}/files`, credentials, form, signal: context.signal, retry, submit: true });
-						const url = file.urls?.get ?? file.url;
-						if (!url) throw new ImageGenError(502, 'The pruna provider accepted an input image but returned no URL for it', { code: 'upstream_invalid_output' });
-						return url;
-					}),
-				);
+				const files = { provider: 'pruna', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline };
+				input.images = await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 			}
 			let status = await providerJson<PrunaStatus>({
 				provider: 'pruna',
@@ -81,6 +64,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				credentials,
 				json: { input },
 				signal: context.signal,
+				deadline: context.deadline,
 				submit: true,
 				retry,
 			});
@@ -89,14 +73,14 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				if (!answered) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
 				const pollUrl = ownUrl(answered, credentials, 'pruna', 'status URL');
 				await sleep(pollMs, undefined, { signal: context.signal });
-				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, retry })), get_url: pollUrl };
+				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, deadline: context.deadline, retry })), get_url: pollUrl };
 			}
 			if (status.status !== 'succeeded' || !status.generation_url) {
 				throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
 			}
 			const delivery = new URL(status.generation_url, `${root}/`);
 			if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
-			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, retry });
+			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
 			return [{ bytes }];
 		},
 	};

@@ -6,7 +6,11 @@
  * output, error, urls: { get, cancel } }`. Unfinished predictions are polled at `urls.get`; when
  * our client goes away or our time limit passes, `urls.cancel` is called so nobody pays for work
  * no one will see. Inputs follow each model's schema on Replicate (prunaai/p-image,
- * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs accept data URIs.
+ * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs take data URIs, and inputs whose data
+ * URIs together would exceed 1 MiB are first uploaded through the files API (POST {base}/files,
+ * multipart part `content`, answered with `urls.get`) and passed by that URL. A model named in
+ * `REPLICATE_MODEL_VERSIONS` (`p-image=owner/name:version_id`, for a model without an
+ * official-model route) runs as POST {base}/predictions with `{ version, input }` instead.
  * The token goes to the configured origin only (host-credentials.ts): a `urls.get` elsewhere is
  * refused, a `urls.cancel` elsewhere is replaced by our own cancel URL, and output URLs are
  * downloaded keyless through the address-checked fetcher.
@@ -14,11 +18,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
-import type { ModelId, ModelLimits } from '../../../../core/models';
-import type { GenerationRequest } from '../../../../core/schemas';
-import type { GenerationContext, GenerationProvider } from '../provider';
+import { MODEL_IDS, isModelId, type ModelId, type ModelLimits } from '../../../../core/models';
+import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
-import { baseUrl, loadInputImages, requiredEnv, toDataUri } from './inputs';
+import { aspectRatioSent, baseUrl, dataUriLength, loadInputImages, requiredEnv, toDataUri, uploadInputImage, type FilesApi } from './inputs';
 import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
@@ -37,6 +40,31 @@ export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
 	'p-image-edit': { maxInputImages: 5 },
 };
+
+/**
+ * Replicate's guidance is to send larger files through the files API rather than as data URIs,
+ * which travel inside the prediction's JSON body: above 1 MiB of them in one request, every input
+ * goes by URL.
+ */
+const INLINE_INPUTS_MAX_BYTES = 1_048_576;
+
+/** `owner/name:version_id` (the id is 64 hex digits), or the bare version id. */
+const VERSION_PATTERN = /^(?:[\w.-]+\/[\w.-]+:)?[0-9a-f]{64}$/;
+
+/** `REPLICATE_MODEL_VERSIONS=p-image=owner/name:version_id,…`: read at start-up, a mistake refused naming the variable. */
+export function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
+	const versions: Partial<Record<ModelId, string>> = {};
+	for (const entry of (env.REPLICATE_MODEL_VERSIONS ?? '').split(',').map((each) => each.trim()).filter(Boolean)) {
+		const [model = '', version = ''] = entry.split('=', 2).map((each) => each.trim());
+		if (!entry.includes('=')) throw new Error(`providers: REPLICATE_MODEL_VERSIONS entry '${entry}' must be model=owner/name:version`);
+		if (!isModelId(model)) throw new Error(`providers: REPLICATE_MODEL_VERSIONS names an unknown model '${model}': one of ${MODEL_IDS.join(', ')}`);
+		if (!VERSION_PATTERN.test(version)) {
+			throw new Error(`providers: REPLICATE_MODEL_VERSIONS for ${model} must be owner/name:version (a 64-digit hex version id); got '${version}'`);
+		}
+		versions[model] = version;
+	}
+	return versions;
+}
 
 /** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
 const STYLE_NAMES: Record<string, string> = {
@@ -57,10 +85,17 @@ interface Prediction {
 	urls?: { get?: string; cancel?: string };
 }
 
-export async function replicateInput(request: GenerationRequest, context: GenerationContext): Promise<Record<string, unknown>> {
+/** Data URIs while they fit together in 1 MiB; otherwise every input through the files API. */
+async function replicateImages(images: Buffer[], files: FilesApi): Promise<string[]> {
+	const inline = images.reduce((total, bytes) => total + dataUriLength(bytes), 0) <= INLINE_INPUTS_MAX_BYTES;
+	if (inline) return images.map(toDataUri);
+	return await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
+}
+
+export async function replicateInput(request: SettledRequest, context: GenerationContext, files: FilesApi): Promise<Record<string, unknown>> {
 	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
-	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: request.aspect_ratio, ...(request.seed === undefined ? {} : { seed: request.seed }) };
-	if (request.model === 'p-image-edit') input.images = (await loadInputImages(request, context)).map(toDataUri);
+	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
+	if (request.model === 'p-image-edit') input.images = await replicateImages(await loadInputImages(request, context), files);
 	if (request.model === 'textimage-v2') {
 		input.style_type = STYLE_NAMES[request.style_type ?? 'AUTO'];
 		input.magic_prompt_option = MAGIC_PROMPT_NAMES[request.magic_prompt_option ?? 'AUTO'];
@@ -75,6 +110,7 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 	const retry = providerRetryPolicy(env);
 	const pollMs = Number(env.REPLICATE_POLL_INTERVAL_MS ?? 1000);
 	const credentials = hostCredentials(root, { authorization: `Bearer ${token}` });
+	const version = replicateVersions(env)[model];
 	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers' | 'credentials'>, headers: Record<string, string> = {}) =>
 		providerJson<Prediction>({ provider: 'replicate', retry, headers, credentials, ...request });
 
@@ -82,15 +118,16 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 		name: 'replicate',
 		limits: REPLICATE_LIMITS[model],
 		async generate(request, context) {
-			let prediction = await call(
-				{ method: 'POST', url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input: await replicateInput(request, context) }, signal: context.signal, submit: true },
-				{ prefer: 'wait=60' },
-			);
+			const input = await replicateInput(request, context, { provider: 'replicate', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline });
+			const create = version
+				? { url: `${root}/predictions`, json: { version, input } }
+				: { url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input } };
+			let prediction = await call({ method: 'POST', ...create, signal: context.signal, deadline: context.deadline, submit: true }, { prefer: 'wait=60' });
 			try {
 				while (prediction.status === 'starting' || prediction.status === 'processing') {
 					await sleep(pollMs, undefined, { signal: context.signal });
 					const url = ownUrl(prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, credentials, 'replicate', 'status URL');
-					prediction = await call({ method: 'GET', url, signal: context.signal });
+					prediction = await call({ method: 'GET', url, signal: context.signal, deadline: context.deadline });
 				}
 			} catch (error) {
 				if (context.signal.aborted) await cancel(prediction, root, credentials);

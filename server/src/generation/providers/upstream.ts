@@ -25,8 +25,10 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				method: 'POST',
 				url: `${root}/images/generations`,
 				credentials,
-				json: { ...request, ...(images ? { images } : {}), response_format: 'b64_json' },
+				// The settled ratio, which any version of this API takes; our own flag is not a field of it (undefined is not written).
+				json: { ...request, matchInputImage: undefined, ...(images ? { images } : {}), response_format: 'b64_json' },
 				signal: context.signal,
+				deadline: context.deadline,
 				retry,
 				submit: true,
 			});
