@@ -112,7 +112,7 @@ describe('GET /v1/openapi.json', () => {
 		expect(document.security).toBeUndefined();
 		const security = (path: string, method: string) => document.paths[path][method].security;
 		expect(security('/metrics', 'get')).toEqual([{ adminKey: [] }]);
-		for (const [path, item] of Object.entries(document.paths).filter(([path]) => path.startsWith('/v1/admin/'))) {
+		for (const [, item] of Object.entries(document.paths).filter(([path]) => path.startsWith('/v1/admin/'))) {
 			for (const operation of Object.values(item as Record<string, { security: unknown }>)) expect(operation.security).toEqual([{ adminKey: [] }]);
 		}
 		expect(security('/v1/images/generations', 'post')).toEqual([{ apiKey: [] }]);
