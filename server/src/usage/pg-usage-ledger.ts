@@ -8,7 +8,8 @@
  * back loses none: the next start writes them.
  */
 import type { Pool } from 'pg';
-import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
+import { toMicros } from '../../../core/units';
+import { USAGE_ROWS_SQL, toUsageRow, type LedgerHealth, type UsageDayRow, type UsageEntry, type UsageLedger, type UsageRow } from './usage-ledger';
 import { PendingUsageFile } from './pending-usage-file';
 
 export interface LedgerErrorLog {
@@ -43,6 +44,28 @@ interface Queued {
 }
 
 const settledElsewhere = () => undefined;
+
+/**
+ * One clock decides, as for files: an entry without its own `at` is stamped with the database's
+ * now less its age on this replica's clock (a duration, right however far the clock is off), and
+ * its day follows from that stamp. The lines and the day totals they add to are one statement:
+ * only lines inserted now (not ones another replica or an earlier attempt wrote) are added, in
+ * key, day and model order, so replicas adding to the same totals never wait in a circle.
+ */
+const INSERT = `
+	WITH stamped AS (
+		SELECT entry.*, COALESCE(entry.given_at, now() - ($9::timestamptz - entry.recorded_at)) AS at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::bigint[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+			AS entry(request_id, api_key_id, model, images, cost_micros, given_at, recorded_at, provider)
+	), inserted AS (
+		INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
+		SELECT request_id, at, api_key_id, model, images, cost_micros, provider FROM stamped
+		ON CONFLICT (request_id) DO NOTHING
+		RETURNING api_key_id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model, images, cost_micros
+	)
+	INSERT INTO usage_days AS total (api_key_id, day, model, images, cost_micros)
+	SELECT api_key_id, day, model, sum(images), sum(cost_micros) FROM inserted GROUP BY api_key_id, day, model ORDER BY api_key_id, day, model
+	ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = total.images + EXCLUDED.images, cost_micros = total.cost_micros + EXCLUDED.cost_micros`;
 
 const MAX_TEXT = 1000;
 
@@ -100,16 +123,8 @@ export class PgUsageLedger implements UsageLedger {
 		});
 	}
 
-	async rows(apiKeyId: string, from?: string, to?: string): Promise<UsageRow[]> {
-		const { rows } = await this.pool.query<{ day: string; model: string; images: string; cost_usd: string }>(
-			`SELECT day, model, sum(images) AS images, round(sum(cost_usd), 6) AS cost_usd
-			FROM usage_entries
-			WHERE api_key_id = $1 AND day >= $2 AND day <= $3
-			GROUP BY day, model
-			ORDER BY day, model`,
-			[apiKeyId, from ?? '0000-00-00', to ?? '9999-99-99'],
-		);
-		return rows.map((row) => ({ date: row.day, model: row.model, images: Number(row.images), cost_usd: Number(row.cost_usd) }));
+	async rows(apiKeyId: string, from = '0000-00-00', to = '9999-99-99'): Promise<UsageRow[]> {
+		return (await this.pool.query<UsageDayRow>(USAGE_ROWS_SQL, [apiKeyId, from, to])).rows.map(toUsageRow);
 	}
 
 	health(): LedgerHealth {
@@ -251,27 +266,17 @@ export class PgUsageLedger implements UsageLedger {
 	 * its day follows from that stamp.
 	 */
 	private async insert(batch: readonly Queued[]): Promise<void> {
-		await this.pool.query(
-			`INSERT INTO usage_entries (request_id, api_key_id, day, model, images, cost_usd, at, provider)
-			SELECT request_id, api_key_id, to_char(stamped AT TIME ZONE 'UTC', 'YYYY-MM-DD'), model, images, cost_usd, stamped, provider
-			FROM (
-				SELECT entry.*, COALESCE(entry.given_at, now() - ($9::timestamptz - entry.recorded_at)) AS stamped
-				FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::numeric[], $6::timestamptz[], $7::timestamptz[], $8::text[])
-					AS entry(request_id, api_key_id, model, images, cost_usd, given_at, recorded_at, provider)
-			) AS stamped_entries
-			ON CONFLICT (request_id) DO NOTHING`,
-			[
-				batch.map(({ entry }) => entry.requestId),
-				batch.map(({ entry }) => entry.apiKeyId),
-				batch.map(({ entry }) => entry.model),
-				batch.map(({ entry }) => entry.images),
-				batch.map(({ entry }) => entry.costUsd.toString()),
-				batch.map(({ entry }) => entry.at ?? null),
-				batch.map(({ recordedAt }) => recordedAt),
-				batch.map(({ entry }) => entry.provider ?? null),
-				new Date(),
-			],
-		);
+		await this.pool.query(INSERT, [
+			batch.map(({ entry }) => entry.requestId),
+			batch.map(({ entry }) => entry.apiKeyId),
+			batch.map(({ entry }) => entry.model),
+			batch.map(({ entry }) => entry.images),
+			batch.map(({ entry }) => toMicros(entry.costUsd)),
+			batch.map(({ entry }) => entry.at ?? null),
+			batch.map(({ recordedAt }) => recordedAt),
+			batch.map(({ entry }) => entry.provider ?? null),
+			new Date(),
+		]);
 	}
 }
 

@@ -10,9 +10,10 @@
  * busy timeout) the entries stay queued and are retried with backoff, each failure is logged at
  * error level, and `health()` reports degraded until a write succeeds again.
  */
-import type { SqliteDatabase } from '../sqlite/database';
+import { toMicros } from '../../../core/units';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
-import type { LedgerHealth, UsageEntry, UsageLedger, UsageRow } from './usage-ledger';
+import { USAGE_ROWS_SQL, toUsageRow, type LedgerHealth, type UsageDayRow, type UsageEntry, type UsageLedger, type UsageRow } from './usage-ledger';
 
 export interface LedgerLogger {
 	error(details: object, message: string): void;
@@ -34,7 +35,7 @@ interface Line {
 	api_key_id: string;
 	model: string;
 	images: number;
-	cost_pico: bigint;
+	cost_micros: number;
 	provider: string | null;
 	day: string;
 }
@@ -42,18 +43,6 @@ interface Line {
 interface Queued {
 	line: Line;
 	done: () => void;
-}
-
-const PICO_PER_MICRO = 1_000_000n;
-
-/** A cost in pico-dollars: exact for any price of up to 12 decimals (float noise rounds away). */
-function toPico(costUsd: number): bigint {
-	return BigInt(Math.round(costUsd * 1e12));
-}
-
-/** Rounded to the micro-dollar, half up, as the PostgreSQL ledger rounds its exact sum. */
-function picoToUsd(pico: bigint): number {
-	return Number((pico + PICO_PER_MICRO / 2n) / PICO_PER_MICRO) / 1e6;
 }
 
 export class SqliteUsageLedger implements UsageLedger {
@@ -73,23 +62,18 @@ export class SqliteUsageLedger implements UsageLedger {
 		private readonly options: SqliteUsageLedgerOptions,
 	) {
 		const insertLine = database.prepare<[Line]>(
-			`INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_pico, provider)
-			VALUES (@request_id, @at, @api_key_id, @model, @images, @cost_pico, @provider) ON CONFLICT (request_id) DO NOTHING`,
+			`INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
+			VALUES (@request_id, @at, @api_key_id, @model, @images, @cost_micros, @provider) ON CONFLICT (request_id) DO NOTHING`,
 		);
 		const addToDay = database.prepare<[Line]>(
-			`INSERT INTO usage_days (api_key_id, day, model, images, cost_pico) VALUES (@api_key_id, @day, @model, @images, @cost_pico)
-			ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_pico = cost_pico + excluded.cost_pico`,
+			`INSERT INTO usage_days (api_key_id, day, model, images, cost_micros) VALUES (@api_key_id, @day, @model, @images, @cost_micros)
+			ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_micros = cost_micros + excluded.cost_micros`,
 		);
 		this.commits = groupCommitOf(database);
 		this.writeBatch = database.transaction((lines: readonly Line[]) => {
 			for (const line of lines) if (insertLine.run(line).changes === 1) addToDay.run(line);
 		}).immediate;
-		this.selectRows = database
-			.prepare<[string, string, string], { day: string; model: string; images: number; cost_pico: bigint }>(
-				'SELECT day, model, images, cost_pico FROM usage_days WHERE api_key_id = ? AND day >= ? AND day <= ? ORDER BY day, model',
-			)
-			// Sums past 2^53 pico-dollars ($9,007) must not lose their last digits.
-			.safeIntegers(true);
+		this.selectRows = database.prepare<[Record<string, unknown>], UsageDayRow>(USAGE_ROWS_SQL);
 	}
 
 	/** Resolves once the entry's transaction has committed (synced to disk). */
@@ -101,7 +85,7 @@ export class SqliteUsageLedger implements UsageLedger {
 			api_key_id: entry.apiKeyId,
 			model: entry.model,
 			images: entry.images,
-			cost_pico: toPico(entry.costUsd),
+			cost_micros: toMicros(entry.costUsd),
 			provider: entry.provider ?? null,
 			day: new Date(at).toISOString().slice(0, 10),
 		};
@@ -112,7 +96,7 @@ export class SqliteUsageLedger implements UsageLedger {
 	}
 
 	async rows(apiKeyId: string, from = '0000-00-00', to = '9999-99-99'): Promise<UsageRow[]> {
-		return this.selectRows.all(apiKeyId, from, to).map((row) => ({ date: row.day, model: row.model, images: Number(row.images), cost_usd: picoToUsd(row.cost_pico) }));
+		return this.selectRows.all(bindNumbered([apiKeyId, from, to])).map(toUsageRow);
 	}
 
 	health(): LedgerHealth {

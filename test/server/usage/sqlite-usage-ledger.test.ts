@@ -69,15 +69,14 @@ test('close waits for queued entries, and gives up (logged) when the lock is nev
 	holder.exec('ROLLBACK');
 });
 
-test('sums stay exact past 2^53 pico-dollars, and a report reads the day totals, not the lines', async () => {
+test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-dollar, and a report reads the day totals, not the lines', async () => {
 	const ledger = new SqliteUsageLedger(open(), { log });
-	// 40,000 × $0.3 + 499,999 pico-dollars = 12,000,000,000,499,999: a double holds it as …500,000,
-	// which would round up to $12,000.000001; the exact sum rounds down.
+	// 40,000 × $0.3 in doubles is 11,999.999999999…; in micro-dollars it is exact. Half a micro-dollar rounds up, less down.
 	const many = Array.from({ length: 40_000 }, (_, index) => ({ ...entry(`r${index}`), costUsd: 0.3 }));
-	await Promise.all([...many, { ...entry('odd'), costUsd: 0.000000499999 }].map((each) => ledger.record(each)));
-	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_001, cost_usd: 12_000 }]);
+	await Promise.all([...many, { ...entry('half'), costUsd: 0.0000005 }, { ...entry('less'), costUsd: 0.000000499 }].map((each) => ledger.record(each)));
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_002, cost_usd: 12_000.000001 }]);
 	const plan = open()
-		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_pico FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
+		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_micros FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
 		.all() as Array<{ detail: string }>;
 	expect(plan.map((step) => step.detail).join('\n')).toMatch(/SEARCH usage_days USING PRIMARY KEY/);
 	await ledger.close();
