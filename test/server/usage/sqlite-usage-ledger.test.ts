@@ -41,7 +41,7 @@ test('record resolves once the line is committed; another process on the file re
 });
 
 test('a write lock held past the busy timeout: the entry is kept and retried, health is degraded, then it is written once', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 80 });
+	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 80 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
 	let durable = false;
@@ -57,15 +57,16 @@ test('a write lock held past the busy timeout: the entry is kept and retried, he
 	await ledger.close();
 });
 
-test('close waits for queued entries, and gives up (logged) when the lock is never released', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 40 });
+test('close waits for queued entries, and gives up (logged, the record rejected) when the lock is never released', async () => {
+	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 40 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
-	void ledger.record(entry('r1'));
+	const lost = ledger.record(entry('r1'));
 	const started = Date.now();
 	await ledger.close(300);
 	expect(Date.now() - started).toBeLessThan(2_000);
-	expect(errors).toContain('usage entries could not be written before shutdown');
+	expect(errors).toContain('usage ledger closed with entries not yet written to the database');
+	await expect(lost).rejects.toThrow(/closed before the entry was written to the database: .*locked/);
 	holder.exec('ROLLBACK');
 });
 
