@@ -12,7 +12,7 @@ export const HISTORY_TABLES = {
 	usage_days: ['api_key_id', 'day', 'model', 'images', 'cost_micros'],
 };
 
-/** What the database lacks for the bench (e.g. "table usage_entries"); empty when it has all. */
+/** What the database lacks for the bench (e.g. "table usage_days"); empty when it has all. */
 export function missingHistoryColumns(database) {
 	const missing = [];
 	for (const [table, columns] of Object.entries(HISTORY_TABLES)) {

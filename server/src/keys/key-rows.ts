@@ -10,22 +10,8 @@ import { fromMicros, toMicros } from '../../../core/units';
 import type { KeyPatch } from './key-store';
 import type { BudgetPeriod, ManagedKey } from './managed-key';
 
-const COLUMNS = [
-	'id',
-	'name',
-	'prefix',
-	'secret_hash',
-	'previous_secret_hash',
-	'previous_valid_until',
-	'created_at',
-	'expires_at',
-	'blocked',
-	'revoked_at',
-	'models',
-	'rate_limit_per_minute',
-	'budget_limit_micros',
-	'budget_period',
-] as const;
+const COLUMNS = ['id', 'name', 'prefix', 'secret_hash', 'previous_secret_hash', 'previous_valid_until', 'created_at', 'expires_at', 'blocked', 'revoked_at',
+	'models', 'rate_limit_per_minute', 'budget_limit_micros', 'budget_period'] as const;
 
 export const KEY_COLUMNS = COLUMNS.join(', ');
 
