@@ -51,7 +51,7 @@ function* idempotencyRecords(count, samples) {
 	}
 }
 
-/** `count` lines over `days` days ending now; `expected` gathers exact totals per day and model (pico-dollars). */
+/** `count` lines over `days` days ending now; `expected` gathers exact totals per day and model (micro-dollars). */
 function* usageLines(count, days, expected) {
 	const apiKeyId = apiKeyIdOf(API_KEY);
 	const models = Object.keys(PRICES);
@@ -63,9 +63,9 @@ function* usageLines(count, days, expected) {
 		const costUsd = PRICES[model] * images;
 		const atMs = start + Math.floor(index * step);
 		const row = `${new Date(atMs).toISOString().slice(0, 10)} ${model}`;
-		const sum = expected.get(row) ?? { images: 0, pico: 0n };
+		const sum = expected.get(row) ?? { images: 0, micros: 0 };
 		sum.images += images;
-		sum.pico += BigInt(Math.round(costUsd * 1e12));
+		sum.micros += Math.round(costUsd * 1e6);
 		expected.set(row, sum);
 		yield { requestId: `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`, apiKeyId, atMs, model, images, costUsd };
 	}
@@ -89,7 +89,7 @@ async function checkTotals(origin, expected) {
 	const response = await fetch(`${origin}/v1/usage`, { headers: { authorization: `Bearer ${API_KEY}` } });
 	const usage = await response.json();
 	const want = [...expected]
-		.map(([row, sum]) => ({ date: row.slice(0, 10), model: row.slice(11), images: sum.images, cost_usd: Number((sum.pico + 500_000n) / 1_000_000n) / 1e6 }))
+		.map(([row, sum]) => ({ date: row.slice(0, 10), model: row.slice(11), images: sum.images, cost_usd: sum.micros / 1e6 }))
 		.sort((a, b) => a.date.localeCompare(b.date) || a.model.localeCompare(b.model));
 	const images = want.reduce((total, row) => total + row.images, 0);
 	return { usageRows: want.length, usageExact: JSON.stringify(usage.data) === JSON.stringify(want) && usage.total?.images === images };

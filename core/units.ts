@@ -12,3 +12,16 @@ export function formatBytes(bytes: number): string {
 export function roundUsd(value: number): number {
 	return Math.round(value * 1e6) / 1e6;
 }
+
+/**
+ * Money is stored and added up in whole micro-dollars, by both database engines: sums of prices
+ * such as 0.0035 stay exact, so a budget with room for k images admits exactly k, never k − 1
+ * through a rounding error. A cost below a micro-dollar's precision is rounded to the nearest one.
+ */
+export function toMicros(usd: number): number {
+	return Math.round(usd * 1_000_000);
+}
+
+export function fromMicros(micros: number | bigint | string): number {
+	return Number(micros) / 1_000_000;
+}

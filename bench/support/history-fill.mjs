@@ -8,11 +8,11 @@
 /** The tables and columns the inserts below write. */
 export const HISTORY_TABLES = {
 	idempotency_keys: ['api_key_id', 'key', 'fingerprint', 'completed', 'lease_until', 'expires_at', 'status', 'content_type', 'body'],
-	usage_lines: ['request_id', 'at', 'api_key_id', 'model', 'images', 'cost_pico', 'provider'],
-	usage_days: ['api_key_id', 'day', 'model', 'images', 'cost_pico'],
+	usage_lines: ['request_id', 'at', 'api_key_id', 'model', 'images', 'cost_micros', 'provider'],
+	usage_days: ['api_key_id', 'day', 'model', 'images', 'cost_micros'],
 };
 
-/** What the database lacks for the bench (e.g. "table usage_entries"); empty when it has all. */
+/** What the database lacks for the bench (e.g. "table usage_days"); empty when it has all. */
 export function missingHistoryColumns(database) {
 	const missing = [];
 	for (const [table, columns] of Object.entries(HISTORY_TABLES)) {
@@ -60,18 +60,18 @@ export function insertUsageLines(database, lines) {
 		database,
 		'usage_lines',
 		mapIterable(lines, (line) => {
-			// Pico-dollars, as the ledger stores them (usage/sqlite-usage-ledger.ts).
-			const costPico = BigInt(Math.round(line.costUsd * 1e12));
+			// Micro-dollars, as the ledger stores them (usage/usage-ledger.ts).
+			const costMicros = Math.round(line.costUsd * 1e6);
 			const day = new Date(line.atMs).toISOString().slice(0, 10);
 			const total = `${line.apiKeyId}\u0000${day}\u0000${line.model}`;
-			const sum = days.get(total) ?? { apiKeyId: line.apiKeyId, day, model: line.model, images: 0, costPico: 0n };
+			const sum = days.get(total) ?? { apiKeyId: line.apiKeyId, day, model: line.model, images: 0, costMicros: 0 };
 			sum.images += line.images;
-			sum.costPico += costPico;
+			sum.costMicros += costMicros;
 			days.set(total, sum);
-			return [line.requestId, line.atMs, line.apiKeyId, line.model, line.images, costPico, 'sandbox'];
+			return [line.requestId, line.atMs, line.apiKeyId, line.model, line.images, costMicros, 'sandbox'];
 		}),
 	);
-	insertAll(database, 'usage_days', mapIterable(days.values(), (sum) => [sum.apiKeyId, sum.day, sum.model, sum.images, sum.costPico]));
+	insertAll(database, 'usage_days', mapIterable(days.values(), (sum) => [sum.apiKeyId, sum.day, sum.model, sum.images, sum.costMicros]));
 	return count;
 }
 

@@ -163,4 +163,64 @@ export const MIGRATIONS: readonly Migration[] = [
 			ALTER TABLE idempotency_keys ADD COLUMN inline_files jsonb;
 		`,
 	},
+	{
+		version: 7,
+		name: 'money in micro-dollars; usage lines and day totals as on the data dir',
+		sql: `
+			-- The same tables as the embedded engine: one line per generation and exact totals per key,
+			-- day and model, added to in the statement that inserts the lines. Money in whole
+			-- micro-dollars, rounded half up from the exact numeric; day totals from their exact sums,
+			-- so every /v1/usage answer reads as it did (it rounded those sums the same way).
+			CREATE TABLE usage_days (
+				api_key_id text NOT NULL,
+				day text COLLATE "C" NOT NULL,
+				model text COLLATE "C" NOT NULL,
+				images bigint NOT NULL,
+				cost_micros bigint NOT NULL,
+				PRIMARY KEY (api_key_id, day, model)
+			);
+			INSERT INTO usage_days (api_key_id, day, model, images, cost_micros)
+				SELECT api_key_id, day, model, sum(images), round(sum(cost_usd) * 1000000) FROM usage_entries GROUP BY api_key_id, day, model;
+			DROP INDEX usage_entries_key_day;
+			ALTER TABLE usage_entries RENAME TO usage_lines;
+			ALTER TABLE usage_lines ADD COLUMN cost_micros bigint;
+			UPDATE usage_lines SET cost_micros = round(cost_usd * 1000000);
+			ALTER TABLE usage_lines ALTER COLUMN cost_micros SET NOT NULL, DROP COLUMN cost_usd, DROP COLUMN day;
+
+			ALTER TABLE key_spend_days ADD COLUMN spent_micros bigint;
+			UPDATE key_spend_days SET spent_micros = round(spent_usd * 1000000);
+			ALTER TABLE key_spend_days ALTER COLUMN spent_micros SET NOT NULL, DROP COLUMN spent_usd;
+			ALTER TABLE api_keys ADD COLUMN budget_limit_micros bigint;
+			UPDATE api_keys SET budget_limit_micros = round(budget_limit_usd * 1000000);
+			ALTER TABLE api_keys DROP COLUMN budget_limit_usd;
+
+			-- Migration 2's admission, in micro-dollars.
+			DROP FUNCTION imagegen_admit_charges(text, numeric[], numeric, date, date);
+			CREATE FUNCTION imagegen_admit_charges(p_key_id text, p_amounts bigint[], p_limit bigint, p_since date, p_day date)
+			RETURNS TABLE (ordinal integer, admitted boolean, spent bigint)
+			LANGUAGE plpgsql VOLATILE AS $$
+			DECLARE
+				v_spent bigint;
+				v_charged bigint := 0;
+			BEGIN
+				PERFORM 1 FROM api_keys WHERE id = p_key_id FOR UPDATE;
+				SELECT COALESCE(sum(spent_micros), 0) INTO v_spent FROM key_spend_days WHERE key_id = p_key_id AND day >= p_since;
+				FOR i IN 1 .. COALESCE(array_length(p_amounts, 1), 0) LOOP
+					ordinal := i;
+					spent := v_spent;
+					admitted := v_spent + p_amounts[i] <= p_limit;
+					IF admitted THEN
+						v_spent := v_spent + p_amounts[i];
+						v_charged := v_charged + p_amounts[i];
+					END IF;
+					RETURN NEXT;
+				END LOOP;
+				IF v_charged > 0 THEN
+					INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES (p_key_id, p_day, v_charged)
+					ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + EXCLUDED.spent_micros;
+				END IF;
+			END
+			$$;
+		`,
+	},
 ];

@@ -1,9 +1,10 @@
 /**
  * What a key may generate, enforced where every way in (the HTTP route, the MCP endpoint, …)
  * passes: the shared generation runner. A model outside the key's list is refused before any
- * provider is called; a budgeted key reserves the generation's price first and is refused with a
- * 402 when spent + reserved + price would pass its limit. The reservation becomes spend when the
- * generation succeeds and is dropped when it fails, so a failure costs nothing.
+ * provider is called; a budgeted key is charged the generation's price first and is refused with a
+ * 402 when spent + price would pass its limit (generations in flight count as spent). The charge
+ * becomes the actual cost when the generation succeeds and is refunded when it fails, so a failure
+ * costs nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
@@ -21,11 +22,11 @@ export function checkModelAllowed(key: ApiKeyPolicy, model: ModelId): void {
 	});
 }
 
-/** A budget reservation held while the generation runs. */
+/** A budget charge held while the generation runs. */
 export interface BudgetHold {
 	/** The generation succeeded: `costUsd` becomes spend. */
 	settle(costUsd: number): Promise<void>;
-	/** The generation failed: nothing is charged. */
+	/** The generation failed: the charge is refunded. */
 	release(): Promise<void>;
 }
 
@@ -34,7 +35,7 @@ export interface BudgetGate {
 	admit(key: ApiKeyPolicy, priceUsd: number): Promise<BudgetHold | null>;
 }
 
-export function createBudgetGate(store: KeyStore, options: { leaseMs: number; now?: () => Date | Promise<Date> }): BudgetGate {
+export function createBudgetGate(store: KeyStore, options: { now?: () => Date | Promise<Date> }): BudgetGate {
 	const now = options.now ?? (() => new Date());
 	return {
 		async admit(key, priceUsd) {
@@ -48,11 +49,10 @@ export function createBudgetGate(store: KeyStore, options: { leaseMs: number; no
 					amountUsd: priceUsd,
 					limitUsd: key.budget.limitUsd,
 					since: periodStart(key.budget.period, at),
-					leaseUntil: new Date(at.getTime() + options.leaseMs),
 				},
 				at,
 			);
-			if (!admission.admitted) throw budgetExceeded(key.budget, admission.spentUsd, admission.reservedUsd, priceUsd, at);
+			if (!admission.admitted) throw budgetExceeded(key.budget, admission.spentUsd, priceUsd, at);
 			return { settle: (costUsd) => store.settle(id, costUsd), release: () => store.release(id) };
 		},
 	};
@@ -60,13 +60,12 @@ export function createBudgetGate(store: KeyStore, options: { leaseMs: number; no
 
 const PERIOD_NAMES = { day: 'daily (UTC)', month: 'monthly (UTC)', total: 'total' } as const;
 
-function budgetExceeded(budget: KeyBudget, spentUsd: number, reservedUsd: number, priceUsd: number, at: Date): ImageGenError {
+function budgetExceeded(budget: KeyBudget, spentUsd: number, priceUsd: number, at: Date): ImageGenError {
 	const resets = periodEnd(budget.period, at);
-	const inFlight = reservedUsd > 0 ? ` (plus $${roundUsd(reservedUsd)} held by generations in progress)` : '';
 	const when = resets ? `it resets at ${resets.toISOString()}` : 'it does not reset; ask the operator to raise it';
 	return new ImageGenError(
 		402,
-		`Budget exceeded: this API key has spent $${roundUsd(spentUsd)}${inFlight} of its ${PERIOD_NAMES[budget.period]} budget of $${budget.limitUsd}, ` +
+		`Budget exceeded: this API key has spent $${roundUsd(spentUsd)} of its ${PERIOD_NAMES[budget.period]} budget of $${budget.limitUsd}, ` +
 			`and this generation costs $${roundUsd(priceUsd)}; ${when}`,
 		{ code: BUDGET_EXCEEDED },
 	);

@@ -42,6 +42,26 @@ export interface IdempotencyClaim {
 	leaseUntil: Date;
 }
 
+/**
+ * Whether a claim may take a held row over, as SQL for both engines (SQLite's 0/1 reads as a
+ * boolean): the row expired, or it is a running claim whose process stopped renewing its lease (a
+ * dead process or replica). An abandoned claim is taken over only by the same request (same
+ * fingerprint): another body under the key stays a mismatch, and the late `complete` of a run that
+ * lost its lease can then only store an answer to that very request. `now` and `fingerprint` are
+ * SQL expressions (parameters) of the statement; `row` names the held row.
+ */
+export function takeableSql(now: string, fingerprint: string, row = 'idempotency_keys'): string {
+	return `(${row}.expires_at <= ${now} OR (NOT ${row}.completed AND ${row}.lease_until <= ${now} AND ${row}.fingerprint = ${fingerprint}))`;
+}
+
+/** Rows a sweep deletes: expired, and not still running under a live lease. */
+export function sweepableSql(now: string): string {
+	return `expires_at <= ${now} AND (completed OR lease_until <= ${now})`;
+}
+
+/** A running claim given up (its request failed), so that a repeat runs again. */
+export const RELEASE_SQL = 'DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND NOT completed';
+
 export type ClaimOutcome =
 	| { state: 'claimed' }
 	| { state: 'replay'; answer: StoredAnswer }

@@ -7,7 +7,16 @@
  * Clock: the `now` passed in, else the database's (shared by every replica), as for file metadata.
  */
 import type { Pool } from 'pg';
-import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, InlineFilePart, StoredAnswer } from './idempotency-store';
+import {
+	RELEASE_SQL,
+	sweepableSql,
+	takeableSql,
+	type ClaimOutcome,
+	type IdempotencyClaim,
+	type IdempotencyStore,
+	type InlineFilePart,
+	type StoredAnswer,
+} from './idempotency-store';
 
 interface HeldRow {
 	fingerprint: string;
@@ -21,9 +30,8 @@ interface HeldRow {
 	takeable: boolean;
 }
 
-// An abandoned claim is taken over only by the same request (same fingerprint): another body under
-// the key stays a mismatch, and the late `complete` of a request that lost its lease can then
-// only store an answer to that very request.
+const NOW = (parameter: string) => `COALESCE(${parameter}::timestamptz, now())`;
+
 const CLAIM = `
 	INSERT INTO idempotency_keys AS held (api_key_id, key, fingerprint, lease_until, expires_at)
 	VALUES ($1, $2, $3,
@@ -32,14 +40,11 @@ const CLAIM = `
 	ON CONFLICT (api_key_id, key) DO UPDATE
 	SET fingerprint = EXCLUDED.fingerprint, completed = false, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at,
 		status = NULL, content_type = NULL, body = NULL, inline_files = NULL
-	WHERE held.expires_at <= COALESCE($6::timestamptz, now())
-		OR (NOT held.completed AND held.lease_until <= COALESCE($6::timestamptz, now()) AND held.fingerprint = EXCLUDED.fingerprint)
+	WHERE ${takeableSql(NOW('$6'), 'EXCLUDED.fingerprint', 'held')}
 	RETURNING 1`;
 
 const READ = `
-	SELECT fingerprint, completed, status, content_type, body, file_ids, inline_files,
-		expires_at <= COALESCE($3::timestamptz, now())
-			OR (NOT completed AND lease_until <= COALESCE($3::timestamptz, now()) AND fingerprint = $4) AS takeable
+	SELECT fingerprint, completed, status, content_type, body, file_ids, inline_files, ${takeableSql(NOW('$3'), '$4::text')} AS takeable
 	FROM idempotency_keys WHERE api_key_id = $1 AND key = $2`;
 
 /** A claim races at most a release or an expiry per attempt; this many in a row is a bug. */
@@ -80,7 +85,7 @@ export class PgIdempotencyStore implements IdempotencyStore {
 	}
 
 	async release(apiKeyId: string, key: string): Promise<void> {
-		await this.pool.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2 AND NOT completed', [apiKeyId, key]);
+		await this.pool.query(RELEASE_SQL, [apiKeyId, key]);
 	}
 
 	async forgetFile(apiKeyId: string, fileId: string): Promise<number> {
@@ -89,11 +94,7 @@ export class PgIdempotencyStore implements IdempotencyStore {
 	}
 
 	async sweep(now?: Date): Promise<number> {
-		const { rowCount } = await this.pool.query(
-			`DELETE FROM idempotency_keys
-			WHERE expires_at <= COALESCE($1::timestamptz, now()) AND (completed OR lease_until <= COALESCE($1::timestamptz, now()))`,
-			[now ?? null],
-		);
+		const { rowCount } = await this.pool.query(`DELETE FROM idempotency_keys WHERE ${sweepableSql(NOW('$1'))}`, [now ?? null]);
 		return rowCount ?? 0;
 	}
 }

@@ -11,9 +11,18 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { whenUnlocked } from '../sqlite/busy';
-import type { SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
-import type { ClaimOutcome, IdempotencyClaim, IdempotencyStore, InlineFilePart, StoredAnswer } from './idempotency-store';
+import {
+	RELEASE_SQL,
+	sweepableSql,
+	takeableSql,
+	type ClaimOutcome,
+	type IdempotencyClaim,
+	type IdempotencyStore,
+	type InlineFilePart,
+	type StoredAnswer,
+} from './idempotency-store';
 
 /** Rows deleted per transaction by a sweep: the write lock is never held for long. */
 export const SWEEP_BATCH = 500;
@@ -22,8 +31,7 @@ interface HeldRow {
 	id: number;
 	fingerprint: string;
 	completed: number;
-	lease_until: number;
-	expires_at: number;
+	takeable: number;
 }
 
 interface AnswerRow {
@@ -46,8 +54,8 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
 	constructor(private readonly database: SqliteDatabase) {
 		this.statements = {
-			held: database.prepare<[string, string], HeldRow>(
-				'SELECT id, fingerprint, completed, lease_until, expires_at FROM idempotency_keys WHERE api_key_id = ? AND key = ?',
+			held: database.prepare<[Record<string, unknown>], HeldRow>(
+				`SELECT id, fingerprint, completed, ${takeableSql('$3', '$4')} AS takeable FROM idempotency_keys WHERE api_key_id = $1 AND key = $2`,
 			),
 			forgetRow: database.prepare('DELETE FROM idempotency_keys WHERE id = ?'),
 			insert: database.prepare('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, lease_until, expires_at) VALUES (?, ?, ?, ?, ?)'),
@@ -59,22 +67,20 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 				'UPDATE idempotency_keys SET completed = 1, status = ?, content_type = ?, body = ?, inline_files = ? WHERE api_key_id = ? AND key = ? AND completed = 0 RETURNING id',
 			),
 			addFile: database.prepare('INSERT INTO idempotency_files (answer_id, position, file_id) VALUES (?, ?, ?)'),
-			release: database.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND completed = 0'),
+			release: database.prepare(RELEASE_SQL),
 			forgetFile: database.prepare(
 				`DELETE FROM idempotency_keys
 				WHERE api_key_id = ? AND completed = 1 AND id IN (SELECT answer_id FROM idempotency_files WHERE file_id = ?)`,
 			),
 			sweep: database.prepare(
 				`DELETE FROM idempotency_keys WHERE id IN (
-					SELECT id FROM idempotency_keys
-					WHERE expires_at <= @now AND (completed = 1 OR lease_until <= @now)
-					LIMIT @limit
+					SELECT id FROM idempotency_keys WHERE ${sweepableSql('@now')} LIMIT @limit
 				)`,
 			),
 		};
 		this.decide = database.transaction((claim: IdempotencyClaim, now: number): ClaimOutcome['state'] => {
-			const held = this.statements.held.get(claim.apiKeyId, claim.key);
-			if (held && !isTakeable(held, claim.fingerprint, now)) {
+			const held = this.statements.held.get(bindNumbered([claim.apiKeyId, claim.key, now, claim.fingerprint]));
+			if (held && !held.takeable) {
 				if (held.fingerprint !== claim.fingerprint) return 'mismatch';
 				return held.completed === 1 ? 'replay' : 'in_progress';
 			}
@@ -121,7 +127,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 	}
 
 	async release(apiKeyId: string, key: string): Promise<void> {
-		await whenUnlocked(this.database, () => this.statements.release.run(apiKeyId, key));
+		await whenUnlocked(this.database, () => this.statements.release.run(bindNumbered([apiKeyId, key])));
 	}
 
 	async forgetFile(apiKeyId: string, fileId: string): Promise<number> {
@@ -140,15 +146,4 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 		if (removed > 0) await releaseFreePages(this.database);
 		return removed;
 	}
-}
-
-/**
- * Whether a claim may take the row over: it expired, or it is a running claim whose process
- * stopped renewing its lease. An abandoned claim is taken over only by the same request (same
- * fingerprint): another body under the key stays a mismatch, and the late `complete` of a run
- * that lost its lease can then only store an answer to that very request.
- */
-function isTakeable(held: HeldRow, fingerprint: string, now: number): boolean {
-	if (held.expires_at <= now) return true;
-	return held.completed === 0 && held.lease_until <= now && held.fingerprint === fingerprint;
 }

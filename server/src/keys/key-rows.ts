@@ -1,14 +1,79 @@
 /**
- * A managed key as both databases store it: the same columns, read back into a ManagedKey. The
- * drivers differ only in how values arrive (PostgreSQL: timestamps as Dates, booleans, text[],
- * numeric as text; SQLite: unix milliseconds, 0/1, JSON text, REAL). How each stores a value it
- * writes stays with its store.
+ * A managed key as both databases store it: the same columns and the same statements (numbered
+ * `$n` parameters, which SQLite reads as named ones; sqlite/database.ts `bindNumbered`), read back
+ * into a ManagedKey. The drivers differ only in how values travel (PostgreSQL: Dates, booleans,
+ * text[], bigint as text; SQLite: unix milliseconds, 0/1, JSON text), which each engine's binding
+ * and `toManagedKey` take care of.
  */
 import type { ModelId } from '../../../core/models';
+import { fromMicros, toMicros } from '../../../core/units';
+import type { KeyPatch } from './key-store';
 import type { BudgetPeriod, ManagedKey } from './managed-key';
 
-export const KEY_COLUMNS = `id, name, prefix, secret_hash, previous_secret_hash, previous_valid_until, created_at, expires_at, blocked,
-	revoked_at, models, rate_limit_per_minute, budget_limit_usd, budget_period`;
+const COLUMNS = ['id', 'name', 'prefix', 'secret_hash', 'previous_secret_hash', 'previous_valid_until', 'created_at', 'expires_at', 'blocked', 'revoked_at',
+	'models', 'rate_limit_per_minute', 'budget_limit_micros', 'budget_period'] as const;
+
+export const KEY_COLUMNS = COLUMNS.join(', ');
+
+/** The columns a patch may set, by setting: the only place a setting meets its columns. */
+const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {
+	name: (patch) => ({ name: patch.name }),
+	expiresAt: (patch) => ({ expires_at: patch.expiresAt ?? null }),
+	blocked: (patch) => ({ blocked: patch.blocked }),
+	models: (patch) => ({ models: patch.models ?? null }),
+	rateLimitPerMinute: (patch) => ({ rate_limit_per_minute: patch.rateLimitPerMinute ?? null }),
+	budget: (patch) => ({ budget_limit_micros: patch.budget ? toMicros(patch.budget.limitUsd) : null, budget_period: patch.budget?.period ?? null }),
+};
+
+export const KEY_SQL = {
+	insert: `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})`,
+	list: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at, id`,
+	get: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND revoked_at IS NULL`,
+	revoke: 'UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL',
+	rotate: `UPDATE api_keys SET previous_secret_hash = CASE WHEN $5 THEN secret_hash END, previous_valid_until = $4, secret_hash = $2, prefix = $3
+		WHERE id = $1 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
+	bySecret: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1 UNION ALL SELECT ${KEY_COLUMNS} FROM api_keys WHERE previous_secret_hash = $1 LIMIT 1`,
+	/** Settled spend plus generations in flight (charged at admission), from a UTC day on. */
+	spent: 'SELECT COALESCE(sum(spent_micros), 0) AS micros FROM key_spend_days WHERE key_id = $1 AND day >= $2',
+};
+
+/** The values of `KEY_SQL.insert`, in its order. */
+export function keyValues(key: ManagedKey): unknown[] {
+	const row: Record<string, unknown> = {
+		id: key.id,
+		prefix: key.prefix,
+		secret_hash: key.secretHash,
+		previous_secret_hash: key.previousSecretHash,
+		previous_valid_until: key.previousValidUntil,
+		created_at: key.createdAt,
+		revoked_at: key.revokedAt,
+		...Object.assign({}, ...Object.values(PATCHABLE).map((columns) => columns(key))),
+	};
+	return COLUMNS.map((column) => row[column]);
+}
+
+/** The values of `KEY_SQL.rotate`, in its order. */
+export function rotateValues(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): unknown[] {
+	return [id, secret.hash, secret.prefix, previousValidUntil, previousValidUntil !== null];
+}
+
+/**
+ * The UPDATE of a patch's settings only (a change of another field made meanwhile, by any process or
+ * replica, is kept), with its values ($1 is the id); undefined when the patch sets nothing.
+ */
+export function patchStatement(id: string, patch: KeyPatch): { text: string; values: unknown[] } | undefined {
+	const values: unknown[] = [id];
+	const assignments: string[] = [];
+	for (const setting of Object.keys(PATCHABLE) as Array<keyof KeyPatch>) {
+		if (patch[setting] === undefined) continue;
+		for (const [column, value] of Object.entries(PATCHABLE[setting](patch))) {
+			values.push(value);
+			assignments.push(`${column} = $${values.length}`);
+		}
+	}
+	if (assignments.length === 0) return undefined;
+	return { text: `UPDATE api_keys SET ${assignments.join(', ')} WHERE id = $1 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`, values };
+}
 
 type Time = Date | number;
 
@@ -26,8 +91,8 @@ export interface KeyRow {
 	/** PostgreSQL's text[] arrives as an array, SQLite's as JSON text. */
 	models: string[] | string | null;
 	rate_limit_per_minute: number | null;
-	/** PostgreSQL's numeric arrives as text. */
-	budget_limit_usd: string | number | null;
+	/** PostgreSQL's bigint arrives as text. */
+	budget_limit_micros: string | number | null;
 	budget_period: string | null;
 }
 
@@ -46,8 +111,8 @@ export function toManagedKey(row: KeyRow): ManagedKey {
 		models: (typeof row.models === 'string' ? JSON.parse(row.models) : row.models) as ModelId[] | null,
 		rateLimitPerMinute: row.rate_limit_per_minute,
 		budget:
-			row.budget_limit_usd !== null && row.budget_period !== null
-				? { limitUsd: Number(row.budget_limit_usd), period: row.budget_period as BudgetPeriod }
+			row.budget_limit_micros !== null && row.budget_period !== null
+				? { limitUsd: fromMicros(row.budget_limit_micros), period: row.budget_period as BudgetPeriod }
 				: null,
 	};
 }

@@ -2,12 +2,14 @@
  * Where managed keys and their spend live: PostgreSQL for a fleet (pg-key-store.ts), the data
  * dir's SQLite database otherwise (sqlite-key-store.ts). Both pass test/server/support/key-store-contract.ts.
  *
- * Spend is kept as charges: a generation reserves its price before it runs (admitted only while
- * spent + reserved + price ≤ limit, atomically), then the reservation is settled with the actual
- * cost or released when the generation failed. SQLite keeps reservations as rows with a lease (one
- * left by a process that died stops counting when its lease ends); PostgreSQL charges them as spend
- * at once and refunds a release, so a replica that dies mid-generation leaves its charge and the
- * key never overspends.
+ * Budgets are the same on both: a generation's price is charged to the key's spend at its
+ * admission (admitted only while spent + price ≤ limit, atomically for every process and replica),
+ * then adjusted to the actual cost when it succeeds or refunded when it fails. A generation in
+ * flight is therefore spend that every process sees, with nothing to expire: a process or replica
+ * that dies mid-generation leaves its charge, so a key never spends past its budget (at worst it
+ * pays for a generation cut off by the crash). Leased reservations, which SQLite kept before,
+ * needed a lease longer than the slowest generation: one that ran longer stopped counting (room
+ * for an overspend) and could then no longer be settled (a generation made for free).
  */
 import type { KeySettings, ManagedKey } from './managed-key';
 
@@ -20,13 +22,12 @@ export interface Reservation {
 	keyId: string;
 	amountUsd: number;
 	limitUsd: number;
-	/** Charges at or after this instant count against the limit (the budget period's start). */
+	/** Charges of this instant's UTC day and later count against the limit (the budget period's start). */
 	since: Date;
-	/** Until when an unsettled reservation counts, where an engine keeps reservations apart from spend. */
-	leaseUntil: Date;
 }
 
-export type Admission = { admitted: true } | { admitted: false; spentUsd: number; reservedUsd: number };
+/** A refusal says what the period holds: spend, generations in flight included. */
+export type Admission = { admitted: true } | { admitted: false; spentUsd: number };
 
 export interface KeyStore {
 	create(key: ManagedKey): Promise<void>;
@@ -45,13 +46,13 @@ export interface KeyStore {
 	rotate(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): Promise<ManagedKey | null>;
 	/** The key, revoked or not, whose current or previous secret has this hash. */
 	findBySecretHash(hash: string): Promise<ManagedKey | null>;
-	/** Admits a charge only while spent + reserved + amount ≤ limit, atomically for every caller of the store. */
+	/** Charges the amount to `now`'s UTC day only while spent + amount ≤ limit, atomically for every caller of the store. */
 	reserve(reservation: Reservation, now?: Date): Promise<Admission>;
-	/** Turns a reservation into spend of `amountUsd` (the actual cost). */
+	/** The generation succeeded: its charge becomes `amountUsd` (the actual cost). */
 	settle(reservationId: string, amountUsd: number): Promise<void>;
-	/** Forgets a reservation: the generation failed and costs nothing. */
+	/** The generation failed: its charge is refunded. */
 	release(reservationId: string): Promise<void>;
-	/** Settled spend of a key since an instant. */
+	/** Spend of a key since an instant's UTC day, generations in flight included. */
 	spent(keyId: string, since: Date): Promise<number>;
 	/** The store's clock, where it is not this machine's (PostgreSQL: the database's); see store-clock.ts. */
 	now?(): Promise<Date>;

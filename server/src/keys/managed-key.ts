@@ -79,15 +79,3 @@ export function periodEnd(period: BudgetPeriod, now: Date): Date | null {
 	if (period === 'month') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
 	return null;
 }
-
-/**
- * Money is added up in whole micro-dollars: sums of prices such as 0.0035 stay exact, so a
- * budget with room for k images admits exactly k, never k − 1 through a rounding error.
- */
-export function toMicros(usd: number): number {
-	return Math.round(usd * 1_000_000);
-}
-
-export function fromMicros(micros: number): number {
-	return micros / 1_000_000;
-}

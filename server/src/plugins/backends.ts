@@ -26,7 +26,8 @@ import type { ObjectStorage } from '../storage/object-storage';
 import { isProcessAlive } from '../storage/process-alive';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
 import { reportLegacyFiles } from '../sqlite/legacy-files';
-import { SqliteUsageLedger, type LedgerLogger } from '../usage/sqlite-usage-ledger';
+import type { LedgerLog } from '../usage/ledger-queue';
+import { SqliteUsageLedger } from '../usage/sqlite-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
@@ -53,7 +54,7 @@ export interface Backends extends Engines {
 }
 
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
-export async function openBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
+export async function openBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
 	const database = openSqliteDatabase(config.dataDir, { log, serving: true });
 	try {
@@ -107,7 +108,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * Everything but the bytes in PostgreSQL, so replicas share it; bytes still come from
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
-export async function openDatabaseBackends(config: ServiceConfig, log: LedgerLogger): Promise<Backends> {
+export async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
 	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {

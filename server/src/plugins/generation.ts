@@ -16,8 +16,6 @@ declare module 'fastify' {
 
 /** Input images of a generation request are held in memory while the provider works. */
 const MAX_INPUT_IMAGE_BYTES = 50 * 1024 * 1024;
-/** Beyond the slowest a generation may take, before a reservation counts as left by a dead process. */
-const RESERVATION_MARGIN_MS = 60_000;
 
 export default fp(
 	async (fastify) => {
@@ -37,7 +35,7 @@ export default fp(
 				hostedFiles: fastify.hostedFiles,
 				imageWork: fastify.hostedFiles.imageWork,
 				usageLedger: fastify.usageLedger,
-				budgets: createBudgetGate(fastify.keyStore, { leaseMs: config.generationTimeoutMs + config.fetchTimeoutMs + RESERVATION_MARGIN_MS, now: () => clock.now() }),
+				budgets: createBudgetGate(fastify.keyStore, { now: () => clock.now() }),
 				log: fastify.log,
 				metrics: fastify.metrics,
 				provenance: fastify.provenance.marker,

@@ -84,3 +84,21 @@ function damaged(database: SqliteDatabase, problems: readonly string[], cause?: 
 export function createPrivately(file: string): void {
 	closeSync(openSync(file, 'a', 0o600));
 }
+
+/**
+ * The values of a statement written with PostgreSQL's numbered parameters (`$1`, `$2`, …), which
+ * SQLite reads as named ones, so that one text serves both engines: as SQLite stores them (Dates as
+ * unix milliseconds, booleans as 0/1, arrays as JSON text).
+ */
+export function bindNumbered(values: readonly unknown[]): Record<string, unknown> {
+	const named: Record<string, unknown> = {};
+	values.forEach((value, index) => (named[index + 1] = sqliteValue(value)));
+	return named;
+}
+
+function sqliteValue(value: unknown): unknown {
+	if (value instanceof Date) return value.getTime();
+	if (typeof value === 'boolean') return value ? 1 : 0;
+	if (Array.isArray(value)) return JSON.stringify(value);
+	return value;
+}

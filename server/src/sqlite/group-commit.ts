@@ -33,8 +33,6 @@ interface Queued {
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export class SqliteGroupCommit {
-	/** Told when a sync of the log begins, with its descriptor. */
-	onSync: ((walDescriptor: number) => void) | undefined;
 	private queue: Queued[] = [];
 	private scheduled = false;
 	private readonly pending = new Set<Promise<void>>();
@@ -86,11 +84,6 @@ export class SqliteGroupCommit {
 		await this.drain();
 		if (this.wal !== undefined) closeSync(this.wal);
 		this.wal = undefined;
-	}
-
-	/** The descriptor the log is synced through, once a group has been written. */
-	walDescriptor(): number | undefined {
-		return this.wal;
 	}
 
 	private flush(): void {
@@ -165,9 +158,7 @@ export class SqliteGroupCommit {
 	}
 
 	private async syncOnce(): Promise<void> {
-		const descriptor = this.openLog();
-		this.onSync?.(descriptor);
-		await datasync(descriptor);
+		await datasync(this.openLog());
 	}
 
 	/** The log as it is now: SQLite removes and recreates it only when every connection has closed. */

@@ -149,6 +149,32 @@ const INLINE_FILES = `
 	ALTER TABLE idempotency_keys ADD COLUMN inline_files TEXT;
 `;
 
+/**
+ * One money unit in both engines, whole micro-dollars: usage was in pico-dollars. A stored line or
+ * day total is rounded to the nearest micro-dollar, half up (integer division of a non-negative
+ * sum). Day totals are rounded from their own exact sums, so every /v1/usage answer reads as it did
+ * (it rounded them the same way); a day's lines may then add up to a few micro-dollars more or less
+ * than its total, which is what is reported.
+ *
+ * Budgets: the limit is in micro-dollars too, and a generation in flight is charged to spend at its
+ * admission (refunded when it fails), as on PostgreSQL: the reservations table goes, and the
+ * reservations live at the upgrade are charged to the day they were made.
+ */
+const MICRO_DOLLARS = `
+	ALTER TABLE usage_lines RENAME COLUMN cost_pico TO cost_micros;
+	UPDATE usage_lines SET cost_micros = (cost_micros + 500000) / 1000000;
+	ALTER TABLE usage_days RENAME COLUMN cost_pico TO cost_micros;
+	UPDATE usage_days SET cost_micros = (cost_micros + 500000) / 1000000;
+	ALTER TABLE api_keys ADD COLUMN budget_limit_micros INTEGER;
+	UPDATE api_keys SET budget_limit_micros = CAST(round(budget_limit_usd * 1000000) AS INTEGER) WHERE budget_limit_usd IS NOT NULL;
+	ALTER TABLE api_keys DROP COLUMN budget_limit_usd;
+	INSERT INTO key_spend_days (key_id, day, spent_micros)
+		SELECT key_id, strftime('%Y-%m-%d', at / 1000, 'unixepoch'), sum(micros) FROM key_reservations
+		WHERE lease_until > (julianday('now') - 2440587.5) * 86400000 GROUP BY 1, 2
+		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
+	DROP TABLE key_reservations;
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
@@ -156,4 +182,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 4, name: 'managed keys and their charges', sql: KEYS },
 	{ version: 5, name: 'rate limit buckets', sql: RATE_LIMITS },
 	{ version: 6, name: 'idempotent answers keep their inline images as stored files', sql: INLINE_FILES },
+	{ version: 7, name: 'money in micro-dollars; budgets charged at admission', sql: MICRO_DOLLARS },
 ];

@@ -1,7 +1,28 @@
 /**
  * Per-key usage (billing data): images and cost per model and UTC day. In the data dir's SQLite
  * database by default, PostgreSQL for a fleet, where every replica reports all.
+ *
+ * Both engines keep the same two tables: `usage_lines` (one per generation, keyed by its request id)
+ * and `usage_days` (images and cost per key, UTC day and model, added to in the same transaction or
+ * statement as the lines), money in whole micro-dollars. A report reads the day totals.
  */
+import { fromMicros } from '../../../core/units';
+
+export const USAGE_ROWS_SQL =
+	'SELECT day, model, images, cost_micros FROM usage_days WHERE api_key_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, model';
+
+export interface UsageDayRow {
+	day: string;
+	model: string;
+	/** Counts and sums as the driver gives them (PostgreSQL's bigint as text). */
+	images: number | string;
+	cost_micros: number | string;
+}
+
+export function toUsageRow(row: UsageDayRow): UsageRow {
+	return { date: row.day, model: row.model, images: Number(row.images), cost_usd: fromMicros(row.cost_micros) };
+}
+
 export interface UsageRow {
 	date: string;
 	model: string;

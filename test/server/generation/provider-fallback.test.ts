@@ -171,7 +171,7 @@ test('the PostgreSQL usage ledger records the serving host too', async () => {
 		const client = new Client({ connectionString: databaseUrl });
 		await client.connect();
 		try {
-			const { rows } = await client.query<{ provider: string | null }>('SELECT provider FROM usage_entries');
+			const { rows } = await client.query<{ provider: string | null }>('SELECT provider FROM usage_lines');
 			expect(rows).toEqual([{ provider: 'replicate' }]);
 		} finally {
 			await client.end();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteKeyStore } from '../../../server/src/keys/sqlite-key-store';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
-import { describeKeyStoreContract, managedKey, withoutSecret } from '../support/key-store-contract';
+import { describeKeyStoreContract, managedKey } from '../support/key-store-contract';
 
 /** Each store on its own connection to the file, as each process has. */
 async function sqliteHarness() {
@@ -40,21 +40,5 @@ describe('SqliteKeyStore on a file several processes share', () => {
 		database.close();
 		expect(stored).toContain(key.secretHash);
 		expect(stored).not.toContain(secret);
-	});
-
-	it('a reservation left by a process that died stops counting when its lease ends', async () => {
-		const dead = await harness.open();
-		const alive = await harness.open();
-		const key = withoutSecret(managedKey());
-		await alive.create(key);
-		const now = new Date();
-		const reservation = { keyId: key.id, amountUsd: 0.01, limitUsd: 0.01, since: new Date(0) };
-		expect(await dead.reserve({ ...reservation, id: 'left-behind', leaseUntil: new Date(now.getTime() + 1_000) }, now)).toEqual({ admitted: true });
-		await dead.close?.();
-		expect((await alive.reserve({ ...reservation, id: 'during-lease', leaseUntil: new Date(now.getTime() + 60_000) }, new Date(now.getTime() + 999))).admitted).toBe(false);
-		expect(await alive.reserve({ ...reservation, id: 'after-lease', leaseUntil: new Date(now.getTime() + 60_000) }, new Date(now.getTime() + 1_000))).toEqual({ admitted: true });
-		// The dead process's reservation can no longer be settled into spend.
-		await alive.settle('left-behind', 0.01);
-		expect(await alive.spent(key.id, new Date(0))).toBe(0);
 	});
 });

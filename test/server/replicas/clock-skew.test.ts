@@ -104,7 +104,7 @@ it('usage lines of replicas 10 minutes ahead and behind carry the database clock
 		expect(answer.status).toBe(200);
 	}
 	const rows = await fleet.query<{ seconds: number; day: string; today: string }>(
-		"SELECT extract(epoch FROM now() - at)::float8 AS seconds, day, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS today FROM usage_entries WHERE model = 'p-image' ORDER BY at DESC LIMIT 2",
+		"SELECT extract(epoch FROM now() - at)::float8 AS seconds, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS today FROM usage_lines WHERE model = 'p-image' ORDER BY at DESC LIMIT 2",
 	);
 	expect(rows).toHaveLength(2);
 	for (const row of rows) {

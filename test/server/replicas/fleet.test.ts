@@ -34,7 +34,7 @@ test('three replicas started at the same moment on an empty database all become 
 	const tables = await fleet.query<{ table_name: string }>(
 		"SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
 	);
-	expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(['files', 'idempotency_keys', 'rate_limit_buckets', 'usage_entries']));
+	expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(['files', 'idempotency_keys', 'rate_limit_buckets', 'usage_lines']));
 	const applied = await fleet.query<{ version: number; count: string }>('SELECT version, count(*) FROM schema_migrations GROUP BY version');
 	expect(applied.length).toBeGreaterThan(0);
 	expect(applied.every((row) => row.count === '1')).toBe(true);

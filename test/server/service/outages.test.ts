@@ -151,7 +151,7 @@ describe('PostgreSQL down (--database-url, S3 storage)', () => {
 		const first = await startServer({ args });
 		let again: RunningServer | undefined;
 		try {
-			await postgres.admin(databaseUrl, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			await postgres.admin(databaseUrl, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 			// The generation is answered (the ledger's wait is bounded); its billing line stays queued.
 			const generated = await postJson(first, '/v1/images/generations', { model: 'p-image', prompt: 'Billed once', response_format: 'b64_json' });
 			expect(generated.status).toBe(200);
@@ -159,7 +159,7 @@ describe('PostgreSQL down (--database-url, S3 storage)', () => {
 			await first.stop();
 			expect(first.output()).toMatch(/kept on disk, written at the next start/);
 
-			await postgres.admin(databaseUrl, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			await postgres.admin(databaseUrl, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 			again = await startServer({ args, dataDir: first.dataDir, apiKey: first.apiKey });
 			const counted = async () => (await call(again!, '/v1/usage')).body?.total?.images === 1;
 			expect(await eventually(counted, 10_000)).toBe(true);

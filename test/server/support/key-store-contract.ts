@@ -41,10 +41,10 @@ export function withoutSecret(key: ManagedKey & { secret: string }): ManagedKey 
 	return stored as ManagedKey;
 }
 
-/** What a refusal says is held against the limit: spend plus generations in flight. */
+/** What a refusal says is held against the limit: spend, generations in flight included. */
 function held(admission: Admission): number {
 	if (admission.admitted) throw new Error('expected a refusal');
-	return admission.spentUsd + admission.reservedUsd;
+	return admission.spentUsd;
 }
 
 export function describeKeyStoreContract(name: string, factory: () => Promise<KeyStoreHarness>): void {
@@ -63,7 +63,6 @@ export function describeKeyStoreContract(name: string, factory: () => Promise<Ke
 			amountUsd: 0.0035,
 			limitUsd: 0.01,
 			since: periodStart('day', new Date()),
-			leaseUntil: new Date(Date.now() + 60_000),
 			...overrides,
 		});
 
@@ -151,15 +150,15 @@ export function describeKeyStoreContract(name: string, factory: () => Promise<Ke
 			expect(await store.rotate(newKeyId(), newSecret(), null)).toBeNull();
 		});
 
-		it('admits while spent + reserved + price fits the limit, and tells spent and reserved when not', async () => {
+		it('admits while spent + price fits the limit, generations in flight counted as spent, and tells the spend when not', async () => {
 			const key = managedKey();
 			await store.create(withoutSecret(key));
 			const first = reservation(key.id);
 			const second = reservation(key.id);
 			expect(await store.reserve(first)).toEqual({ admitted: true });
 			expect(await store.reserve(second)).toEqual({ admitted: true });
-			// 0.0035 × 3 = 0.0105 > 0.01: the third does not fit while two are in flight. (An engine may
-			// count generations in flight as spent or as reserved; together they are what is held.)
+			// 0.0035 × 3 = 0.0105 > 0.01: the third does not fit while two are in flight.
+			expect(await store.spent(key.id, new Date(0))).toBeCloseTo(0.007, 9);
 			const refused = await store.reserve(reservation(key.id));
 			expect(held(refused)).toBeCloseTo(0.007, 9);
 			await store.settle(first.id, 0.0035);
@@ -183,7 +182,7 @@ export function describeKeyStoreContract(name: string, factory: () => Promise<Ke
 			expect(admitted).toBe(10);
 		});
 
-		it('counts only charges of the current period; a released reservation stops counting at once', async () => {
+		it('counts only charges of the current period; a released charge stops counting at once', async () => {
 			const key = managedKey();
 			await store.create(withoutSecret(key));
 			const yesterday = new Date(periodStart('day', new Date()).getTime() - 3_600_000);
@@ -218,6 +217,27 @@ export function describeKeyStoreContract(name: string, factory: () => Promise<Ke
 				Array.from({ length: 24 }, (_, index) => stores[index % stores.length]!.reserve(reservation(key.id, { limitUsd: 0.0245 }))),
 			);
 			expect(outcomes.filter((outcome) => outcome.admitted)).toHaveLength(7);
+		});
+
+		it('a charge left by a store that went away mid-generation keeps counting, however long after; a settle or release counts once', async () => {
+			const dead = harness.shared ? await open() : store;
+			const alive = harness.shared ? await open() : store;
+			const key = managedKey();
+			await alive.create(withoutSecret(key));
+			const charged = reservation(key.id, { amountUsd: 0.01, limitUsd: 0.01, since: new Date(0) });
+			expect(await dead.reserve(charged)).toEqual({ admitted: true });
+			if (harness.shared) await dead.close?.();
+			const aWeekLater = new Date(Date.now() + 7 * 86_400_000);
+			expect(await alive.reserve(reservation(key.id, { amountUsd: 0.0035, limitUsd: 0.01, since: new Date(0) }), aWeekLater)).toEqual({ admitted: false, spentUsd: 0.01 });
+			// Another store never settles or refunds what it did not charge.
+			await alive.release(charged.id);
+			expect(await alive.spent(key.id, new Date(0))).toBe(0.01);
+			const twice = reservation(key.id, { amountUsd: 0.0035, limitUsd: 1, since: new Date(0) });
+			await alive.reserve(twice);
+			await alive.settle(twice.id, 0.002);
+			await alive.settle(twice.id, 0.002);
+			await alive.release(twice.id);
+			expect(await alive.spent(key.id, new Date(0))).toBe(0.012);
 		});
 	});
 }

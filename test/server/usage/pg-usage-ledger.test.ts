@@ -111,7 +111,7 @@ describe('PostgreSQL usage ledger', () => {
 		const a = await replica();
 		const b = await replica();
 		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
-		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+		await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 
 		let durable = false;
 		const recording = a.ledger.record(entry({ images: 2 })).then(() => (durable = true));
@@ -120,14 +120,14 @@ describe('PostgreSQL usage ledger', () => {
 		expect(durable).toBe(false);
 		const health = a.ledger.health();
 		expect(health).toMatchObject({ status: 'degraded', pending: 2 });
-		expect(health.lastError).toMatch(/usage_entries/);
+		expect(health.lastError).toMatch(/usage_days/);
 		expect(a.log.errors[0]!.message).toMatch(/retrying/);
 		expect(a.log.errors.map((logged) => logged.details.attempt)).toEqual(expect.arrayContaining([1, 2, 3]));
 
 		// Meanwhile the other replica's reads fail loudly rather than answering a wrong total.
-		await expect(b.ledger.rows('key-a')).rejects.toThrow(/usage_entries/);
+		await expect(b.ledger.rows('key-a')).rejects.toThrow(/usage_days/);
 
-		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 		await recording;
 		await second;
 		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
@@ -139,18 +139,18 @@ describe('PostgreSQL usage ledger', () => {
 
 	it('close waits for queued entries; past its timeout it logs them and fails their record()', async () => {
 		const a = await replica({ closeTimeoutMs: 10_000 });
-		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+		await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 		const recorded = a.ledger.record(entry());
 		await eventually(() => a.ledger.health().status === 'degraded');
 		const closing = a.ledger.close();
 		await new Promise((resolve) => setTimeout(resolve, 200));
-		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 		await closing;
 		await recorded;
 		await expect(a.ledger.record(entry())).rejects.toThrow(/closed/);
 
 		const b = await replica({ closeTimeoutMs: 300 });
-		await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+		await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 		const lost = b.ledger.record(entry());
 		lost.catch(() => undefined);
 		// Once a write has failed, the connection is up: no insert still connecting can land after close.
@@ -158,7 +158,7 @@ describe('PostgreSQL usage ledger', () => {
 		await b.ledger.close();
 		await expect(lost).rejects.toThrow(/closed before the entry was written/);
 		expect(b.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/closed with entries not yet written/), details: { pending: 1 } });
-		await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+		await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
 	});
 
@@ -166,7 +166,7 @@ describe('PostgreSQL usage ledger', () => {
 		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
 		try {
 			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 300 });
-			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 			const kept = entry({ images: 3 });
 			const recorded = a.ledger.record(kept);
 			await eventually(() => a.ledger.health().status === 'degraded');
@@ -180,7 +180,7 @@ describe('PostgreSQL usage ledger', () => {
 			const copy = mkdtempSync(join(tmpdir(), 'imagegen-pending-copy-'));
 			cpSync(dataDir, copy, { recursive: true });
 
-			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 			const b = await replicaKeepingIn(dataDir);
 			await eventually(async () => (await b.ledger.rows('key-a')).length > 0);
 			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
@@ -201,7 +201,7 @@ describe('PostgreSQL usage ledger', () => {
 		const afterCrash = mkdtempSync(join(tmpdir(), 'imagegen-pending-crash-'));
 		try {
 			const a = await replicaKeepingIn(dataDir);
-			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 			const first = entry({ model: 'p-image-edit' });
 			const second = entry({ model: 'textimage-v2' });
 			void a.ledger.record(first);
@@ -209,7 +209,7 @@ describe('PostgreSQL usage ledger', () => {
 			await eventually(() => pendingFiles(dataDir).some((name) => readFileSync(join(dataDir, name), 'utf8').includes(second.requestId)));
 			// What a crash right now leaves behind: the data dir as it is.
 			cpSync(dataDir, afterCrash, { recursive: true });
-			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 
 			const b = await replicaKeepingIn(afterCrash);
 			await eventually(async () => (await b.ledger.rows('key-a')).length === 2);
@@ -230,12 +230,12 @@ describe('PostgreSQL usage ledger', () => {
 		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
 		try {
 			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 10_000 });
-			await postgres.admin(url, 'ALTER TABLE usage_entries RENAME TO usage_entries_away');
+			await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
 			const recorded = a.ledger.record(entry());
 			await eventually(() => pendingFiles(dataDir).length === 1);
 			const closing = a.ledger.close();
 			await new Promise((resolve) => setTimeout(resolve, 200));
-			await postgres.admin(url, 'ALTER TABLE usage_entries_away RENAME TO usage_entries');
+			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 			await closing;
 			await recorded;
 			expect(pendingFiles(dataDir)).toEqual([]);

@@ -41,7 +41,7 @@ test('record resolves once the line is committed; another process on the file re
 });
 
 test('a write lock held past the busy timeout: the entry is kept and retried, health is degraded, then it is written once', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 80 });
+	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 80 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
 	let durable = false;
@@ -57,27 +57,27 @@ test('a write lock held past the busy timeout: the entry is kept and retried, he
 	await ledger.close();
 });
 
-test('close waits for queued entries, and gives up (logged) when the lock is never released', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, initialRetryMs: 20, maxRetryMs: 40 });
+test('close waits for queued entries, and gives up (logged, the record rejected) when the lock is never released', async () => {
+	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 40 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
-	void ledger.record(entry('r1'));
+	const lost = ledger.record(entry('r1'));
 	const started = Date.now();
 	await ledger.close(300);
 	expect(Date.now() - started).toBeLessThan(2_000);
-	expect(errors).toContain('usage entries could not be written before shutdown');
+	expect(errors).toContain('usage ledger closed with entries not yet written to the database');
+	await expect(lost).rejects.toThrow(/closed before the entry was written to the database: .*locked/);
 	holder.exec('ROLLBACK');
 });
 
-test('sums stay exact past 2^53 pico-dollars, and a report reads the day totals, not the lines', async () => {
+test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-dollar, and a report reads the day totals, not the lines', async () => {
 	const ledger = new SqliteUsageLedger(open(), { log });
-	// 40,000 × $0.3 + 499,999 pico-dollars = 12,000,000,000,499,999: a double holds it as …500,000,
-	// which would round up to $12,000.000001; the exact sum rounds down.
+	// 40,000 × $0.3 in doubles is 11,999.999999999…; in micro-dollars it is exact. Half a micro-dollar rounds up, less down.
 	const many = Array.from({ length: 40_000 }, (_, index) => ({ ...entry(`r${index}`), costUsd: 0.3 }));
-	await Promise.all([...many, { ...entry('odd'), costUsd: 0.000000499999 }].map((each) => ledger.record(each)));
-	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_001, cost_usd: 12_000 }]);
+	await Promise.all([...many, { ...entry('half'), costUsd: 0.0000005 }, { ...entry('less'), costUsd: 0.000000499 }].map((each) => ledger.record(each)));
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_002, cost_usd: 12_000.000001 }]);
 	const plan = open()
-		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_pico FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
+		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_micros FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
 		.all() as Array<{ detail: string }>;
 	expect(plan.map((step) => step.detail).join('\n')).toMatch(/SEARCH usage_days USING PRIMARY KEY/);
 	await ledger.close();
