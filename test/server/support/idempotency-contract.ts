@@ -242,7 +242,9 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 
 			it('hands the inline files of an answer to the caller, first and on replay', async () => {
 				const inline: StoredAnswer = { ...answer('{"b64_json":""}'), fileIds: ['file-one'], inlineFiles: [{ fileId: 'file-one', at: 13 }] };
-				const { fileIds: _kept, ...sent } = inline;
+				// The file ids stay with the store (they keep the files alive); the caller gets the rest.
+				const { fileIds, ...sent } = inline;
+				expect(fileIds).toEqual(['file-one']);
 				expect(await run({ run: async () => inline })).toEqual({ ...sent, replayed: false });
 				expect(await run({ run: async () => answer('never') })).toEqual({ ...sent, replayed: true });
 			});
