@@ -149,7 +149,9 @@ function piecewise(pieces: number[], handedOut: Buffer[]): HostedFiles {
 		read: async (key: string) => {
 			const whole = await storage.read(key);
 			if (!whole) return null;
-			const bytes = Buffer.concat(await Array.fromAsync(whole as AsyncIterable<Buffer>));
+			const read: Buffer[] = [];
+			for await (const chunk of whole as AsyncIterable<Buffer>) read.push(chunk);
+			const bytes = Buffer.concat(read);
 			const chunks: Buffer[] = [];
 			for (let from = 0, index = 0; from < bytes.length; from += pieces[index % pieces.length]!, index++) {
 				const piece = bytes.subarray(from, from + pieces[index % pieces.length]!);
