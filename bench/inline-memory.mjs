@@ -5,7 +5,10 @@
 // must not add up in the process, so it stops growing once the traffic's working set is reached.
 // Runs under this Node, or the one given with `--node <path>`.
 //
-//   node bench/inline-memory.mjs [--node <path>] [--generations 1200]
+//   node bench/inline-memory.mjs [--node <path>] [--generations 1200] [--samples 50,100,200]
+//                                [--heap] [--server-args '--marking-threads 0']
+// A shorter probe: `--generations 300 --samples 50,100,200`. `--heap` starts the service with an
+// admin key and reads V8's heap figures from its /metrics at every sample too.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,18 +33,22 @@ async function generate(origin, index) {
 }
 
 /** Resident memory (MB) after each count of `samples`, the peak, and the answers' size; one fresh service under `node`. */
-export async function inlineMemoryBench({ node = process.execPath, samples = INLINE_MEMORY_SAMPLES } = {}) {
+export async function inlineMemoryBench({ node = process.execPath, samples = INLINE_MEMORY_SAMPLES, heap = false, serverArgs = [] } = {}) {
 	const upstream = await startCountingUpstream(0, await noisyPicture());
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-inline-memory-'));
-	const server = await startImagegenServer(dataDir, ['--providers', 'p-image=upstream'], { UPSTREAM_BASE_URL: `${upstream.origin}/v1`, UPSTREAM_API_KEY: 'upstream-key-123' }, node);
+	const adminArgs = heap ? ['--admin-key', ADMIN_KEY] : [];
+	const server = await startImagegenServer(dataDir, ['--providers', 'p-image=upstream', ...adminArgs, ...serverArgs], { UPSTREAM_BASE_URL: `${upstream.origin}/v1`, UPSTREAM_API_KEY: 'upstream-key-123' }, node);
 	try {
 		const startMb = round(residentBytes(server.pid) / MB, 1);
 		const rssMb = {};
+		const heapMb = {};
 		let answerBytes = 0;
 		const last = samples.at(-1);
 		for (let index = 1; index <= last; index++) {
 			answerBytes += await generate(server.origin, index);
-			if (samples.includes(index)) rssMb[index] = round(residentBytes(server.pid) / MB, 1);
+			if (!samples.includes(index)) continue;
+			rssMb[index] = round(residentBytes(server.pid) / MB, 1);
+			if (heap) heapMb[index] = await heapFigures(server.origin);
 		}
 		const from = samples[1] ?? samples[0];
 		return {
@@ -52,6 +59,7 @@ export async function inlineMemoryBench({ node = process.execPath, samples = INL
 			peakMb: round(peakRssMb(server.pid), 1),
 			growthMb: round(rssMb[last] - rssMb[from], 1),
 			growthFrom: from,
+			...(heap ? { heapMb } : {}),
 			answerMb: round(answerBytes / MB, 1),
 			upstreamCalls: upstream.counter.calls,
 		};
@@ -62,9 +70,26 @@ export async function inlineMemoryBench({ node = process.execPath, samples = INL
 	}
 }
 
+const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
+
+/** V8's heap as the service's /metrics reports it (prom-client's default metrics), MB: total, of it new space, and external. */
+async function heapFigures(origin) {
+	const response = await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+	const text = await response.text();
+	const value = (pattern) => round(Number(pattern.exec(text)?.[1] ?? NaN) / MB, 1);
+	return {
+		total: value(/^nodejs_heap_size_total_bytes (\S+)/m),
+		newSpace: value(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\S+)/m),
+		external: value(/^nodejs_external_memory_bytes (\S+)/m),
+	};
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
 	const option = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 	const generations = Number(option('--generations') ?? INLINE_MEMORY_SAMPLES.at(-1));
-	const samples = INLINE_MEMORY_SAMPLES.filter((count) => count < generations).concat(generations);
-	process.stdout.write(`${JSON.stringify(await inlineMemoryBench({ node: option('--node'), samples }))}\n`);
+	const given = option('--samples')?.split(',').map(Number) ?? INLINE_MEMORY_SAMPLES;
+	const samples = given.filter((count) => count < generations).concat(generations);
+	const serverArgs = option('--server-args')?.split(' ').filter(Boolean) ?? [];
+	const heap = process.argv.includes('--heap');
+	process.stdout.write(`${JSON.stringify(await inlineMemoryBench({ node: option('--node'), samples, heap, serverArgs }))}\n`);
 }

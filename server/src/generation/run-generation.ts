@@ -9,6 +9,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
 import { limitedSignal } from '../media/limited-signal';
+import { releaseBytes } from '../media/release-bytes';
 import { roundUsd } from '../../../core/units';
 import type { GeneratedImage, GenerationResponse } from '../../../core/api';
 import { MODELS, SEED_MAX } from '../../../core/models';
@@ -133,15 +134,20 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					prompt: generation.prompt,
 					source: image.bytes === bytes ? undefined : { bytes, media: sniffMedia(bytes)!, changes: image.changes },
 				});
+				// Each copy this generation made is given back once read, not when V8 next collects
+				// (media/release-bytes.ts); the provider's own bytes are left to their owner.
+				if (image.bytes !== bytes && image.bytes !== marked.bytes) releaseBytes(image.bytes);
+				const ours = marked.bytes !== bytes;
 				if (generation.response_format === 'b64_json' && !caller.keepsInlineImages) {
 					// Nobody will replay this answer: the marked image goes out from memory, in pieces.
-					data.push({ b64_json: new InlineBytes(marked.bytes), seed, provenance: marked.provenance });
+					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed, provenance: marked.provenance });
 					continue;
 				}
 				// An inline image to be replayed is stored too, and sent from storage in pieces: neither the
 				// answer nor its idempotent record holds it whole. Not synced on its own: the usage line
 				// below is made durable before the answer, and its sync of the same database covers this row.
 				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
+				if (ours) releaseBytes(marked.bytes);
 				if (generation.response_format === 'b64_json') {
 					data.push({ b64_json: new InlineFile(stored.id), seed, provenance: marked.provenance });
 				} else {

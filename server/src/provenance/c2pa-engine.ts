@@ -131,6 +131,10 @@ function provideFileReaderSync(): void {
 	global.FileReaderSync ??= class {
 		readAsArrayBuffer(blob: BytesBlob): ArrayBuffer {
 			const { bytes } = blob;
+			// The engine copies what it reads into its own memory: a slice that is the whole buffer
+			// is handed over as it is, not copied once more (a 3 MB image read whole).
+			const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+			if (whole && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
 			return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
 		}
 	};

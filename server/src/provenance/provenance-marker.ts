@@ -5,6 +5,7 @@
  * it as the parent ingredient of ours.
  */
 import type { SniffedMedia } from '../../../core/media';
+import { releaseBytes } from '../media/release-bytes';
 import { signWithC2pa, type SigningJob } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
@@ -109,7 +110,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
 			},
 			signer,
-		);
+		).finally(() => releaseCopy(marked, image.bytes));
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
 	}
 
@@ -127,15 +128,16 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const xmp = xmpPacket({ digitalSourceType: verifiedSourceType ?? digitalSourceType, ...credits });
 		const agent = { name: this.options.creatorTool };
 		const actions = [opened(agent), ...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent }))];
+		const withXmp = embedXmp(upload.bytes, upload.media, xmp);
 		const bytes = await signWithC2pa(
 			{
 				manifest: this.manifest(upload.media, actions),
 				mimeType: upload.media.mimeType,
-				bytes: embedXmp(upload.bytes, upload.media, xmp),
+				bytes: withXmp,
 				parent: parent(original.bytes, original.media, 'original'),
 			},
 			this.options.signer,
-		);
+		).finally(() => releaseCopy(withXmp, upload.bytes));
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: verifiedSourceType } };
 	}
 
@@ -148,6 +150,11 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
 		};
 	}
+}
+
+/** The image with its XMP packet is our own copy, read by the signer and then no longer needed. */
+function releaseCopy(withXmp: Buffer, input: Buffer): void {
+	if (withXmp !== input) releaseBytes(withXmp);
 }
 
 function opened(softwareAgent: { name: string }): object {

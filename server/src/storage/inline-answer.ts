@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { InlineFilePart, StoredAnswer } from '../idempotency/idempotency-store';
 import { isEngineUnreachable, serviceUnavailable } from '../http/engine-unavailable';
+import { releaseBytes } from '../media/release-bytes';
 import type { FileRecord, HostedFiles } from './hosted-files';
 
 /** Stands, in an answer object, for the bytes of the hosted file `fileId`, sent as a base64 JSON string. */
@@ -20,13 +21,18 @@ export class InlineFile {
 
 /** Stands, in an answer object, for image bytes in memory, sent as a base64 JSON string. */
 export class InlineBytes {
-	constructor(readonly bytes: Buffer) {}
+	/** `releaseWhenSent`: the answer owns the bytes, and gives their memory back once they are sent (media/release-bytes.ts). */
+	constructor(
+		readonly bytes: Buffer,
+		readonly options: { releaseWhenSent?: boolean } = {},
+	) {}
 }
 
 /** Where in an answer's body (a string index) bytes in memory go as base64; never stored. */
 export interface InlineBytesPart {
 	bytes: Buffer;
 	at: number;
+	releaseWhenSent?: boolean;
 }
 
 /** The answer as JSON text without the bytes of its inline images, and where each one goes. */
@@ -45,7 +51,7 @@ export function inlineAnswerBody(result: unknown): { body: string; inlineFiles: 
 	const inlineBytes: InlineBytesPart[] = [];
 	for (const [index, value] of found.entries()) {
 		if (value instanceof InlineFile) inlineFiles.push({ fileId: value.fileId, at: body.length });
-		else inlineBytes.push({ bytes: value.bytes, at: body.length });
+		else inlineBytes.push({ bytes: value.bytes, at: body.length, ...(value.options.releaseWhenSent ? { releaseWhenSent: true } : {}) });
 		body += pieces[index + 1]!;
 	}
 	return { body, inlineFiles, inlineBytes };
@@ -90,7 +96,13 @@ export async function openInlineAnswer(files: HostedFiles, answer: InlineAnswer,
 	}
 	const sources: ImageSource[] = [
 		...opened.map((source, index) => ({ at: parts[index]!.at, length: base64Length(source.file.size), chunks: () => base64Chunks(source), close: () => source.bytes.destroy() })),
-		...(answer.inlineBytes ?? []).map(({ at, bytes }) => ({ at, length: base64Length(bytes.length), chunks: () => memoryBase64Chunks(bytes), close: () => undefined })),
+		...(answer.inlineBytes ?? []).map(({ at, bytes, releaseWhenSent }) => ({
+			at,
+			length: base64Length(bytes.length),
+			chunks: () => memoryBase64Chunks(bytes),
+			// Sent once (an answer nobody replays), or never when the client left: done with either way.
+			close: () => (releaseWhenSent ? releaseBytes(bytes) : undefined),
+		})),
 	].sort((a, b) => a.at - b.at);
 	const length = sources.reduce((sum, source) => sum + source.length, Buffer.byteLength(answer.body));
 	return { stream: Readable.from(answerChunks(answer.body, sources), { objectMode: false }), length };
@@ -131,10 +143,20 @@ async function* base64Chunks({ file, bytes }: { file: FileRecord; bytes: Readabl
 	let read = 0;
 	for await (const chunk of bytes as AsyncIterable<Buffer>) {
 		read += chunk.length;
-		const pending = carried.length > 0 ? Buffer.concat([carried, chunk]) : chunk;
-		const whole = pending.length - (pending.length % 3);
-		carried = Buffer.from(pending.subarray(whole));
-		if (whole > 0) yield pending.toString('base64', 0, whole);
+		// The carried bytes are completed from the chunk's head, so the chunk itself is never copied.
+		const completing = carried.length > 0 ? Math.min(3 - carried.length, chunk.length) : 0;
+		let headText = '';
+		if (carried.length > 0) {
+			carried = Buffer.concat([carried, chunk.subarray(0, completing)]);
+			if (carried.length === 3) [headText, carried] = [carried.toString('base64'), Buffer.alloc(0)];
+		}
+		const whole = completing + Math.floor((chunk.length - completing) / 3) * 3;
+		// Still short of a group only when the chunk was all used to complete it: nothing is left over.
+		if (carried.length === 0) carried = Buffer.from(chunk.subarray(whole));
+		const text = headText + chunk.toString('base64', completing, whole);
+		// Read, encoded and carried over: the chunk is done with (media/release-bytes.ts).
+		releaseBytes(chunk);
+		if (text.length > 0) yield text;
 	}
 	// The length sent ahead was counted from the recorded size: other bytes would break the answer.
 	if (read !== file.size) throw new Error(`hosted file ${file.id} has ${read} bytes where ${file.size} were recorded`);

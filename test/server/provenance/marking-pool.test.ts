@@ -116,6 +116,28 @@ it('hands the marked bytes back without copying them: the worker is left without
 	await expect(marker.markGenerated(generated('probe'))).rejects.toThrow('marking the image failed: bytes left: 0');
 });
 
+it('gives back its own copies of an image once marked, instead of leaving them to a collection the worker rarely runs', async () => {
+	// The built worker behind a probe that keeps each job and, asked, says what is left of its copies there.
+	const probing = join(dir, 'job-keeping-worker.js');
+	writeFileSync(
+		probing,
+		`const mark = require(${JSON.stringify(BUILT_WORKER)}).default;
+		let last;
+		module.exports = async (job) => {
+			if (job.facts.prompt === 'probe') return { failed: 'bytes left: ' + last.facts.bytes.byteLength + ' and ' + last.facts.source.bytes.byteLength };
+			last = job;
+			return mark(job);
+		};`,
+	);
+	const marker = pool({ threads: 1, workerScript: probing });
+	const image = { ...generated(), source: { bytes: Buffer.concat([png, Buffer.alloc(8192)]), media: sniffMedia(png)!, changes: ['resized' as const] } };
+	const marked = await marker.markGenerated(image);
+	expect(marked.provenance.c2pa).toBe('signed');
+	// The service's own bytes were copied to the worker, not taken from it.
+	expect(image.bytes.byteLength).toBe(png.length);
+	await expect(marker.markGenerated(generated('probe'))).rejects.toThrow('marking the image failed: bytes left: 0 and 0');
+});
+
 it('with several workers, close() still lets every accepted image finish', async () => {
 	const marker = pool({ threads: 2 });
 	const accepted = Array.from({ length: 6 }, (_, index) => marker.markGenerated(generated(`image ${index}`)));

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { MEDIA_DETAILS } from '../../../core/media';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
@@ -139,4 +140,64 @@ test('a storage that cannot be reached is a 503 before anything is sent, and not
 	await expect(answer).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
 	expect(reads).toHaveLength(1);
 	expect((reads[0] as unknown as { destroyed: boolean }).destroyed).toBe(true);
+});
+
+/** A storage whose reads come in the given piece sizes (as S3 or a slow disk may cut them), each its own buffer. */
+function piecewise(pieces: number[], handedOut: Buffer[]): HostedFiles {
+	const storage = files.storage;
+	const cut = Object.assign(Object.create(storage) as typeof storage, {
+		read: async (key: string) => {
+			const whole = await storage.read(key);
+			if (!whole) return null;
+			const read: Buffer[] = [];
+			for await (const chunk of whole as AsyncIterable<Buffer>) read.push(chunk);
+			const bytes = Buffer.concat(read);
+			const chunks: Buffer[] = [];
+			for (let from = 0, index = 0; from < bytes.length; from += pieces[index % pieces.length]!, index++) {
+				const piece = bytes.subarray(from, from + pieces[index % pieces.length]!);
+				const own = Buffer.alloc(piece.length); // never from Node’s shared pool
+				piece.copy(own);
+				chunks.push(own);
+			}
+			for (const chunk of chunks) handedOut.push(chunk);
+			// One buffer per read, exactly as cut (a byte stream would join what it has buffered).
+			return Readable.from(chunks);
+		},
+	});
+	return new HostedFiles({ storage: cut, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+}
+
+test.each([[[1]], [[2, 1, 1]], [[1, 4, 2, 7]], [[65_537, 5]]])('a file read in pieces of %j bytes: the same base64, and each piece given back once encoded', async (pieces) => {
+	const bytes = randomBytes(Math.max(...pieces) > 1_000 ? 200_003 : 1_001);
+	const file = await stored(bytes);
+	const handedOut: Buffer[] = [];
+	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(file.id)]));
+	const opened = await openInlineAnswer(piecewise(pieces, handedOut), { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER);
+	if ('gone' in opened) throw new Error('unexpectedly gone');
+	const { text } = await readAll(opened.stream);
+	expect(text).toBe(JSON.stringify(answerWith([bytes.toString('base64')])));
+	expect(Buffer.byteLength(text)).toBe(opened.length);
+	expect(handedOut.length).toBeGreaterThan(1);
+	expect(handedOut.filter((chunk) => chunk.byteLength > 0)).toEqual([]);
+});
+
+test('bytes in memory the answer owns are given back once sent, or once the client left; others are left to their owner', async () => {
+	const send = async (parts: InlineBytes[], stop = false) => {
+		const { body, inlineBytes } = inlineAnswerBody(answerWith(parts));
+		const opened = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineBytes }, OWNER);
+		if ('gone' in opened) throw new Error('unexpectedly gone');
+		if (!stop) return (await readAll(opened.stream)).text;
+		for await (const _ of opened.stream) break;
+		return '';
+	};
+	const owned = randomBytes(300_000);
+	const kept = randomBytes(300_000);
+	const expected = JSON.stringify(answerWith([owned.toString('base64'), kept.toString('base64')]));
+	expect(await send([new InlineBytes(owned, { releaseWhenSent: true }), new InlineBytes(kept)])).toBe(expected);
+	expect(owned.byteLength).toBe(0);
+	expect(kept.byteLength).toBe(300_000);
+
+	const left = randomBytes(300_000);
+	await send([new InlineBytes(left, { releaseWhenSent: true })], true);
+	expect(left.byteLength).toBe(0);
 });

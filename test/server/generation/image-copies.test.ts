@@ -1,0 +1,97 @@
+/**
+ * What a generation does with the image copies it makes (server/src/generation/run-generation.ts):
+ * each is given back once read (sharp's re-encode once marked, the marked image once stored), not
+ * left for V8's next collection, and the provider's own bytes are never touched, so a host (or a
+ * stand-in) may hand out the same buffer again.
+ */
+import { parseGenerationRequest } from '../../../core/schemas';
+import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
+import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
+import { UNMARKED, type GeneratedImageFacts, type ProvenanceMarker } from '../../../server/src/provenance/provenance-marker';
+import { InlineBytes, InlineFile } from '../../../server/src/storage/inline-answer';
+import { makeImage } from '../support/media';
+
+/** A marker that answers a copy of its own, as the C2PA one does, and remembers what it read. */
+function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
+	const read: Buffer[] = [];
+	return {
+		read,
+		async markGenerated(image: GeneratedImageFacts) {
+			read.push(image.bytes);
+			return { bytes: Buffer.from(image.bytes), provenance: { c2pa: 'signed', digital_source_type: null } };
+		},
+		markConverted: async () => {
+			throw new Error('not reached');
+		},
+	};
+}
+
+function runnerWith(output: Buffer, provenance: ProvenanceMarker) {
+	const stored: Buffer[] = [];
+	const hostedFiles = {
+		putBuffer: async (bytes: Buffer) => {
+			// What storage saw while it wrote, before the run was done with the bytes.
+			stored.push(Buffer.from(bytes));
+			return { id: `file-${stored.length}`, expiresAt: new Date(Date.now() + 3_600_000), bytes };
+		},
+		publicUrl: (file: { id: string }) => `http://127.0.0.1:1/files/${file.id}`,
+	};
+	const provider = { name: 'stand-in', generate: async () => [{ bytes: output }] };
+	const run = createGenerationRunner({
+		providers: { 'p-image': provider, 'p-image-edit': provider, 'textimage-v2': provider },
+		prices: {},
+		timeoutMs: 10_000,
+		inputs: { fetchRemote: async () => Buffer.alloc(0), maxInputImageBytes: 1_048_576 },
+		hostedFiles,
+		usageLedger: { record: async () => undefined },
+		budgets: { admit: async () => null },
+		log: console,
+		provenance,
+	} as unknown as GenerationServices);
+	const generate = (responseFormat: 'url' | 'b64_json', keepsInlineImages: boolean) =>
+		run(parseGenerationRequest({ model: 'p-image', prompt: 'a harbour', response_format: responseFormat }), {
+			apiKeyId: 'k',
+			apiKey: flatKeyPolicy('k'),
+			clientGone: new AbortController().signal,
+			keepsInlineImages,
+		});
+	return { generate, stored, hostedFiles };
+}
+
+test('a re-encoded, marked and stored image: each copy given back once read; the provider’s bytes untouched and served again', async () => {
+	// 1024 × 576 for a square request: fitted (re-encoded by sharp), then marked.
+	const output = await makeImage('png', 1024, 576);
+	const original = Buffer.from(output);
+	const marker = copyingMarker();
+	const { generate, stored } = runnerWith(output, marker);
+	for (const [format, keeps] of [['b64_json', true], ['url', false]] as const) {
+		const answer = await generate(format, keeps);
+		const image = answer.data[0]!;
+		expect('b64_json' in image ? image.b64_json : image.url).toBeDefined();
+		if ('b64_json' in image) expect(image.b64_json).toBeInstanceOf(InlineFile);
+	}
+	expect(stored).toHaveLength(2);
+	expect(stored.every((bytes) => bytes.byteLength > 0)).toBe(true);
+	// sharp's re-encode, once marked: released.
+	expect(marker.read.map((bytes) => bytes.byteLength)).toEqual([0, 0]);
+	expect(output.equals(original)).toBe(true);
+});
+
+test('an image nobody replays goes out from memory: marked bytes are the answer’s to release once sent, the provider’s are not', async () => {
+	const output = await makeImage('png', 1024, 1024);
+	const marked = runnerWith(output, copyingMarker());
+	const ownAnswer = await marked.generate('b64_json', false);
+	const own = ownAnswer.data[0]!;
+	expect('b64_json' in own && own.b64_json instanceof InlineBytes && own.b64_json.options.releaseWhenSent).toBe(true);
+
+	// Unmarked and already the right size: the provider's own buffer is the answer, and stays its.
+	const unmarked = runnerWith(output, UNMARKED);
+	const passedAnswer = await unmarked.generate('b64_json', false);
+	const passed = passedAnswer.data[0]!;
+	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.bytes).toBe(output);
+	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.options.releaseWhenSent).toBeFalsy();
+	// Stored unmarked: still the provider's, never released.
+	await unmarked.generate('b64_json', true);
+	expect(output.byteLength).toBeGreaterThan(0);
+	expect(unmarked.stored[0]!.equals(output)).toBe(true);
+});
