@@ -19,6 +19,12 @@ export const provenanceSchema = z
 	.describe("The file's marks: signed (our C2PA manifest), kept (an upload's own manifest that validates, hosted unchanged) or none; an upload's digital_source_type comes only from a manifest that validates");
 export type Provenance = z.infer<typeof provenanceSchema>;
 
+/** What a file with no marks (or a service that marks nothing) says. */
+export const NO_PROVENANCE: Provenance = { c2pa: 'none', digital_source_type: null };
+
+/** IPTC's term for media made by a trained model: what every generated image says it is. */
+export const TRAINED_ALGORITHMIC_MEDIA = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+
 /** `seed`: the one the image was made with (the caller's, or drawn for them). */
 const imageMarks = { seed: z.number().int(), provenance: provenanceSchema.optional() };
 export const generatedImageSchema = z.union([

@@ -57,9 +57,10 @@ function provenanceConfig(values: Values): ProvenanceConfig {
 }
 
 /**
- * One core stays with the event loop. Before Node 24 none: on Node 20 the extra thread left
- * 20–50 MB more resident memory after a run of large inline answers (bench/RESULTS.md, "Marking
- * large images off the event loop"); Node 22 keeps that default until it is measured apart.
+ * One core stays with the event loop. Before Node 24 none: on Node 22 the worker costs ≈ 38 MB of
+ * resident memory under a run of large inline answers, on Node 24 ≈ 24 MB (bench/RESULTS.md,
+ * "Inline generations: memory given back as it is used"), and Node 22's service already sits above
+ * its memory bound without it.
  */
 function defaultMarkingThreads(): number {
 	if (Number(process.versions.node.split('.')[0]) < 24) return 0;

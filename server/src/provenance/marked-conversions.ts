@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { SniffedMedia } from '../../../core/media';
 import sharp from '../media/sharp';
 import { cannotFit, fitImage, type FitImageOptions, type FittedImage } from '../media/fit-image';
-import { NO_PROVENANCE } from './digital-source';
+import { NO_PROVENANCE } from '../../../core/api';
 import type { ConvertedUploadFacts, ImageChange, MarkedImage, ProvenanceMarker } from './provenance-marker';
 import { verifiedProvenance } from './verified-provenance';
 

@@ -8,7 +8,7 @@ import type { SniffedMedia } from '../../../core/media';
 import { releaseBytes } from '../media/release-bytes';
 import { signWithC2pa, type SigningJob } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
-import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type ProvenanceSummary } from './digital-source';
+import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type Provenance } from '../../../core/api';
 import { embedXmp } from './embed-xmp';
 import { keptCredits } from './kept-credits';
 import { mayCarryC2pa } from './provenance-scan';
@@ -36,7 +36,7 @@ export interface ConvertedUploadFacts {
 		bytes: Buffer;
 		media: SniffedMedia;
 		/** What the original's own manifest says, validated by c2pa-rs (verified-provenance.ts); nothing else is believed. */
-		provenance?: ProvenanceSummary;
+		provenance?: Provenance;
 		/** The original's EXIF and XMP blocks, for the credits that survive the conversion. */
 		exif?: Buffer;
 		xmp?: Buffer;
@@ -55,7 +55,7 @@ export function convertedBytesRead(upload: ConvertedUploadFacts): number {
 
 export interface MarkedImage {
 	bytes: Buffer;
-	provenance: ProvenanceSummary;
+	provenance: Provenance;
 }
 
 export interface ProvenanceMarker {

@@ -4,9 +4,8 @@
  * carry a manifest (provenance-scan.ts); only this says it does. XMP and IPTC are never read
  * here: anyone can write them.
  */
-import type { Provenance } from '../../../core/api';
+import { NO_PROVENANCE, type Provenance } from '../../../core/api';
 import { readManifestStore, type ManifestStoreReport, type StoredIngredient, type StoredManifest } from './c2pa-engine';
-import { NO_PROVENANCE } from './digital-source';
 
 /**
  * c2pa-rs reads the whole file into its WebAssembly memory, which never shrinks again, and

@@ -3,11 +3,10 @@
  * the MCP tools `get_file` / `delete_file`. Only the API key that stored a file, by upload or
  * generation, may see or delete it; for any other key it does not exist (404), so ids cannot be probed.
  */
-import type { FileInfoResponse } from '../../../core/api';
+import { NO_PROVENANCE, type FileInfoResponse } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import type { FileRecord, HostedFiles } from './hosted-files';
-import { NO_PROVENANCE } from '../provenance/digital-source';
 
 export const FILE_ID = /^[A-Za-z0-9_-]{16,64}$/;
 

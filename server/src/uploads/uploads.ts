@@ -8,14 +8,13 @@ import { Readable } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
 import { sniffMedia, type ImageType, type SniffedMedia } from '../../../core/media';
 import { outputFormatForVideo, parseUploadJson, type UploadOutputFormat } from '../../../core/schemas';
-import type { UploadResponse } from '../../../core/api';
+import { NO_PROVENANCE, type UploadResponse } from '../../../core/api';
 import { checkUploadOptionsFor, parseUploadOptions, type UploadOptions } from '../../../core/upload-options';
 import { formatBytes } from '../../../core/units';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import type { RemoteOpener } from '../net/safe-fetch';
 import type { FileRecord, HostedFiles, StagedFile } from '../storage/hosted-files';
 import { unsupportedMedia } from '../storage/media-inspector';
-import { NO_PROVENANCE } from '../provenance/digital-source';
 
 /** What to do with the received bytes before they are published. */
 export interface UploadPlan {
