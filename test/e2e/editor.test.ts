@@ -96,7 +96,7 @@ test('signs in and opens the ImageGen node of the demo workflow', async () => {
 
 const expectations = [
 	{ model: 'p-image', images: false, textimage: false, ratios: 7 },
-	{ model: 'p-image-edit', images: true, textimage: false, ratios: 7 },
+	{ model: 'p-image-edit', images: true, textimage: false, ratios: 8 }, // Match Input Image and the seven ratios
 	{ model: 'textimage-v2', images: false, textimage: true, ratios: 11 },
 ];
 
