@@ -97,12 +97,18 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 		async close() {
 			closing = true;
 			// Fastify closes the connections idle at this moment; these become idle later, after the
-			// answer to their last request.
-			const sweepIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+			// answer to their last request. A chain of timeouts, not an interval: suites on a fake
+			// clock move intervals by hand (test/server/support/clock.ts) and a close must not wait on them.
+			let sweepIdle: NodeJS.Timeout | undefined;
+			const sweep = () => {
+				app.server.closeIdleConnections();
+				sweepIdle = setTimeout(sweep, 100);
+			};
+			sweepIdle = setTimeout(sweep, 100);
 			try {
 				await app.close();
 			} finally {
-				clearInterval(sweepIdle);
+				clearTimeout(sweepIdle);
 			}
 		},
 	};
