@@ -103,8 +103,8 @@ test('a link to an operation opens the page at that operation, expanded', async 
 	await page.goto('about:blank');
 	await page.goto(`${server.origin}/docs#/Files/uploadFile`);
 	const block = page.locator('#operations-Files-uploadFile');
-	await block.locator('.opblock-body').waitFor();
-	await expect(block.locator('.opblock-body').textContent()).resolves.toContain('multipart/form-data');
+	// The body's frame is drawn before its content: wait for the content, not the frame.
+	await block.locator('.opblock-body', { hasText: 'multipart/form-data' }).waitFor();
 	await page.locator('#operations-Files-uploadFile').screenshot({ path: join(ARTIFACTS, 'docs-upload.png') });
 });
 
