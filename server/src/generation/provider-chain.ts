@@ -6,9 +6,9 @@
  * already have made (and billed) the image. A job one member accepted is followed again (`resume`)
  * or canceled by that member, the one its HostJobRef names.
  */
+import { ImageGenError } from '../../../core/errors';
 import type { ModelLimits } from '../../../core/models';
 import { CHAIN_SEPARATOR } from '../config/provider-selection';
-import { ImageGenError } from '../../../core/errors';
 import type { GenerationProvider, HostJobRef } from './provider';
 import { NothingMadeError } from './providers/provider-http';
 

@@ -11,8 +11,8 @@
  * follows the prediction by that id (`resume`); a caller that keeps none still gets Try-Sync.
  * The API has no cancel: its operations are submit, status, file upload and delivery (Models API
  * reference, docs.api.pruna.ai/apis/models-api-0), and "canceled" is only a status it may report.
- * So this provider has no `cancel`; a prediction we stop following runs to its end at Pruna. The output is
- * downloaded from `generation_url` with the API key. Input images are first uploaded with
+ * So this provider has no `cancel`; a prediction we stop following runs to its end at Pruna.
+ * The output is downloaded from `generation_url` with the API key. Input images are first uploaded with
  * POST {base}/files (multipart part `content`), whose answer's `urls.get` goes into `input.images`.
  * The key goes to the configured origin only (host-credentials.ts): a status URL elsewhere is
  * refused, a delivery URL elsewhere is downloaded keyless through the address-checked fetcher.
