@@ -53,6 +53,13 @@ export const OPTIONS = [
 		into: (selection, given) => ({ providers: given, providerSelection: selection }),
 	}),
 	option({
+		flag: 'sandbox-delay-ms',
+		type: wholeNumber(0, 600_000),
+		default: 0,
+		help: 'How long the sandbox waits before it draws, like a slow host (0 to 600000), to try slow generations and asynchronous jobs offline',
+		into: to('sandboxDelayMs'),
+	}),
+	option({
 		flag: 'prices',
 		placeholder: '<spec>',
 		type: parsedBy(parsePriceOverrides),

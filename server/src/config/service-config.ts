@@ -20,6 +20,8 @@ export interface ServiceConfig {
 	/** Raw `--providers` value; `providerSelection` is its parsed form. */
 	providers?: string;
 	providerSelection: ProviderSelection;
+	/** How long the sandbox provider waits before it draws (`--sandbox-delay-ms`). */
+	sandboxDelayMs: number;
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
 	prices?: string;
 	priceOverrides: PriceOverrides;

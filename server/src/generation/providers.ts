@@ -14,11 +14,17 @@ import { replicateProvider } from './providers/replicate';
 import { upstreamProvider } from './providers/upstream';
 import { sandboxProvider } from './providers/sandbox';
 
+/** What the service's options say about providers (the rest of their settings live in the environment). */
+export interface ProviderOptions {
+	/** `--sandbox-delay-ms`: how long the sandbox waits before it draws. */
+	sandboxDelayMs?: number;
+}
+
 /** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
-export type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv) => GenerationProvider;
+export type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv, options: ProviderOptions) => GenerationProvider;
 
 export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>> = {
-	sandbox: () => sandboxProvider,
+	sandbox: (_model, _env, options) => sandboxProvider(options.sandboxDelayMs),
 	upstream: upstreamProvider,
 	replicate: replicateProvider,
 	pruna: prunaProvider,
@@ -28,11 +34,12 @@ export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>>
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;
 
 /** Builds the providers once; throws when one's settings in `env` are incomplete (a start-up error). */
-export function buildProviderTable(selection: ProviderSelection, env: NodeJS.ProcessEnv): ProviderTable {
-	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandboxProvider])) as Record<ModelId, GenerationProvider>;
+export function buildProviderTable(selection: ProviderSelection, env: NodeJS.ProcessEnv, options: ProviderOptions = {}): ProviderTable {
+	const sandbox = sandboxProvider(options.sandboxDelayMs);
+	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandbox])) as Record<ModelId, GenerationProvider>;
 	for (const model of MODEL_IDS) {
 		const name = selection[model];
-		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => PROVIDER_FACTORIES[member as ProviderName](model, env)));
+		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => PROVIDER_FACTORIES[member as ProviderName](model, env, options)));
 	}
 	return table;
 }

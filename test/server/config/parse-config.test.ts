@@ -19,8 +19,14 @@ describe('parseConfig', () => {
 			maxUploadBytes: 512 * 1024 * 1024,
 			rateLimitPerMinute: 600,
 			generationTimeoutMs: 120_000,
+			sandboxDelayMs: 0,
 			priceOverrides: {},
 		});
+	});
+
+	it('takes the sandbox’s delay from the flag or IMAGEGEN_SANDBOX_DELAY_MS, up to 600000 ms', () => {
+		expect(parseConfig([], { IMAGEGEN_SANDBOX_DELAY_MS: '2500' })).toMatchObject({ sandboxDelayMs: 2500 });
+		expect(parseConfig(['--sandbox-delay-ms', '600000'], { IMAGEGEN_SANDBOX_DELAY_MS: '2500' })).toMatchObject({ sandboxDelayMs: 600_000 });
 	});
 
 	it('reads IMAGEGEN_* and lets flags win', () => {
@@ -49,6 +55,8 @@ describe('parseConfig', () => {
 		[['--prices', 'p-image=cheap'], /--prices: the price of 'p-image'/],
 		[['--prices', 'dall-e=1'], /--prices: unknown model 'dall-e'/],
 		[['--log-level', 'loud'], /--log-level/],
+		[['--sandbox-delay-ms', '600001'], /--sandbox-delay-ms must be a whole number/],
+		[['--sandbox-delay-ms', '-1'], /--sandbox-delay-ms/],
 		[['--port'], /--port needs a value/],
 		[['--colour', 'red'], /Unknown option '--colour'/],
 		[['--providers', 'p-image=dalle'], /--providers: unknown provider 'dalle' for p-image/],

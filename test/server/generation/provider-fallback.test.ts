@@ -1,8 +1,8 @@
 /**
  * Fallback chains (`--providers p-image=pruna|replicate`) against loopback stand-ins of both hosts,
  * counting the calls each host receives: the next host is tried only when the previous one
- * provably made nothing, never after an accepted job or a time-out, and the host that served is
- * what the usage ledger and the metrics name.
+ * provably made nothing (a refused connection, a 429), never after a 5xx to the create, an
+ * accepted job or a time-out, and the host that served is what the usage ledger and the metrics name.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -85,20 +85,30 @@ test('the first host serves when it works; the second is never asked', async () 
 	expect(ledgerProviders(chained).at(-1)).toBe('pruna');
 });
 
-test('500 on submit (after the bounded retries): the next host serves', async () => {
-	fake.script('POST', '/v1/predictions', { status: 500, body: { error: 'overloaded' } }, ATTEMPTS);
+test('a lasting 429 on submit (after the bounded retries): the next host serves', async () => {
+	fake.script('POST', '/v1/predictions', { status: 429, body: { error: { code: 'QUOTA_EXCEEDED', message: 'Too many requests' } }, headers: { 'retry-after': '0' } }, ATTEMPTS);
 	const answer = await generate(chained);
 	expect(answer.status).toBe(200);
 	expect([prunaSubmits(), replicateSubmits()]).toEqual([ATTEMPTS, 1]);
 	expect(ledgerProviders(chained).at(-1)).toBe('replicate');
+	expect(await metric(chained, 'imagegen_provider_errors_total', { provider: 'pruna', code: 'upstream_rate_limited' })).toBeGreaterThanOrEqual(1);
+});
+
+test('500 on submit: neither repeated nor passed on (the host may have made the image), a 502', async () => {
+	fake.script('POST', '/v1/predictions', { status: 500, body: { error: 'overloaded' } }, ATTEMPTS);
+	const answer = await generate(chained);
+	expect(answer.status).toBe(502);
+	expect(answer.body.error.code).toBe('upstream_failed');
+	expect([prunaSubmits(), replicateSubmits()]).toEqual([1, 0]);
 	expect(await metric(chained, 'imagegen_provider_errors_total', { provider: 'pruna', code: 'upstream_failed' })).toBeGreaterThanOrEqual(1);
 });
 
-test('401 on submit (our key refused): the next host serves', async () => {
+test('401 on submit (our key refused): not passed on, the refusal is the answer', async () => {
 	fake.script('POST', '/v1/predictions', { status: 401, body: { error: 'invalid apikey' } });
 	const answer = await generate(chained);
-	expect(answer.status).toBe(200);
-	expect([prunaSubmits(), replicateSubmits()]).toEqual([1, 1]);
+	expect(answer.status).toBe(502);
+	expect(answer.body.error.code).toBe('upstream_auth_failed');
+	expect([prunaSubmits(), replicateSubmits()]).toEqual([1, 0]);
 });
 
 test('a job the first host accepted and whose status then fails: no fallback (it may be billed)', async () => {
@@ -127,12 +137,12 @@ test('a 4xx other than 401/403/429 on submit (the request itself refused): no fa
 });
 
 test('both hosts refuse: the last host’s error is the answer', async () => {
-	fake.script('POST', '/v1/predictions', { status: 503, body: { error: 'down' } }, ATTEMPTS);
+	fake.script('POST', '/v1/predictions', { status: 429, body: { error: 'slow down' }, headers: { 'retry-after': '0' } }, ATTEMPTS);
 	fake.script('POST', '/v1/models/', { status: 503, body: { detail: 'replicate down' } }, ATTEMPTS);
 	const answer = await generate(chained);
 	expect(answer.status).toBe(502);
 	expect(answer.body.error.message).toMatch(/replicate/);
-	expect([prunaSubmits(), replicateSubmits()]).toEqual([ATTEMPTS, ATTEMPTS]);
+	expect([prunaSubmits(), replicateSubmits()]).toEqual([ATTEMPTS, 1]);
 });
 
 test('/v1/models shows the chain in the order it is tried', async () => {

@@ -79,13 +79,13 @@ async function hostedBytes(url: string): Promise<Buffer> {
 }
 
 describe('replicate', () => {
-	test('p-image: model path, bearer token, sync wait, input mapping; our URL serves the host’s bytes', async () => {
+	test('p-image: model path, bearer token, a sync wait of at most 5 s, input mapping; our URL serves the host’s bytes', async () => {
 		const answer = await generate(replicate, { model: 'p-image', prompt: 'A red bicycle', aspect_ratio: '16:9', seed: 42 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/models/');
 		expect(call!.path).toBe('/v1/models/prunaai/p-image/predictions');
 		expect(call!.headers.authorization).toBe('Bearer r8_test_token');
-		expect(call!.headers.prefer).toBe('wait=60');
+		expect(call!.headers.prefer).toBe('wait=5');
 		expect(call!.json).toEqual({ input: { prompt: 'A red bicycle', aspect_ratio: '16:9', seed: 42 } });
 		expect(answer.body.data[0].seed).toBe(42);
 		expect(answer.body.data[0].url.startsWith(`${replicate.origin}/files/`)).toBe(true);
@@ -141,12 +141,21 @@ describe('replicate', () => {
 		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(4);
 	});
 
-	test('persistent 5xx: 4 attempts, then a 502 with the host’s message', async () => {
+	test('a 5xx to the create: not repeated (the prediction may exist), a 502 with the host’s message', async () => {
 		fake.script('POST', '/v1/models/', { status: 503, body: { detail: 'Service Unavailable' } }, 10);
 		const answer = await generate(replicate, { model: 'p-image', prompt: 'x' });
 		expect(answer.status).toBe(502);
 		expect(answer.body.error.message).toMatch(/HTTP 503: Service Unavailable/);
-		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(4);
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(1);
+	});
+
+	test('a 5xx to a status poll is retried', async () => {
+		fake.setPendingPolls(2);
+		fake.script('GET', '/v1/predictions/r', { status: 503, body: { detail: 'Service Unavailable' } }, 3);
+		const answer = await generate(replicate, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+		expect(answer.status).toBe(200);
+		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(1);
+		expect(fake.callsTo('GET', '/v1/predictions/r')).toHaveLength(5);
 	});
 
 	test('a rejected token: 502 upstream_auth_failed, not retried', async () => {
@@ -486,9 +495,12 @@ describe('upstream (another imagegen-server)', () => {
 		expect(sandboxProxy.requests[0]!.bodyBytes).toBeGreaterThan(input.length);
 	});
 
-	test('the upstream’s 503 is retried; its lasting 429 reaches our client as 429', async () => {
+	test('the upstream’s 503 to a generation is not repeated (it may have made the image); its 429 is, and a lasting one reaches our client as 429', async () => {
 		sandboxProxy.failNext({ status: 503, body: { error: { message: 'busy', type: 'server_error', param: null, code: 'busy' } } });
-		expect((await generate(upstream, { model: 'p-image', prompt: 'x' })).status).toBe(200);
+		const failed = await generate(upstream, { model: 'p-image', prompt: 'x' });
+		expect(failed.status).toBe(502);
+		expect(failed.body.error.message).toMatch(/HTTP 503: busy/);
+		expect(sandboxProxy.requests).toHaveLength(1);
 		sandboxProxy.reset();
 		sandboxProxy.failNext({ status: 429, body: { error: { message: 'Rate limit of 1 requests per minute reached', type: 'rate_limit_error', param: null, code: 'rate_limited' } }, headers: { 'retry-after': '0' } }, 4);
 		const limited = await generate(upstream, { model: 'p-image', prompt: 'x' });

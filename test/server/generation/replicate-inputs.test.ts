@@ -113,7 +113,7 @@ describe('REPLICATE_MODEL_VERSIONS', () => {
 		const created = fake.callsTo('POST', '/v1/predictions');
 		expect(created).toHaveLength(1);
 		expect(created[0]!.json).toEqual({ version: VERSION, input: { prompt: 'a lighthouse', aspect_ratio: '4:3', seed: 5 } });
-		expect(created[0]!.headers.prefer).toBe('wait=60');
+		expect(created[0]!.headers.prefer).toBe('wait=5');
 		expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(0);
 	});
 

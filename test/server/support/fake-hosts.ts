@@ -3,6 +3,12 @@
  * public documentation gives (see the provider files in server/src/generation/providers/):
  * Replicate's predictions and files APIs, Pruna's P-API and Ideogram's generate endpoint. Every request is
  * recorded; any route can be made to fail, rate-limit or hang for the next calls.
+ * A prediction finishes after a number of polls (`setPendingPolls`) or after some time
+ * (`setPredictionMs`). A create waits for one that takes time as the hosts do: Replicate's for
+ * at most the `Prefer: wait=N` seconds asked (its sync mode), Pruna's for at most 60 s with
+ * `Try-Sync: true`; one counted in polls answers at once, since no wait advances it.
+ * Replicate's predictions name `urls.get` and `urls.cancel`, and both hosts' status routes answer
+ * 404 for an id they never made.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +29,8 @@ export interface Scripted {
 	headers?: Record<string, string>;
 	/** Never answer (the connection stays open until the client gives up). */
 	hang?: boolean;
+	/** Make the prediction first, then answer this (a proxy's 502 after the host took the create). */
+	afterMaking?: boolean;
 }
 
 export interface FakeHosts {
@@ -34,6 +42,10 @@ export interface FakeHosts {
 	script(method: string, pathPrefix: string, answer: Scripted, count?: number): void;
 	/** Predictions answer "processing" this many times before they succeed (0: finished at once). */
 	setPendingPolls(count: number): void;
+	/** Predictions made from now on take this long before they succeed (0: no time at all). */
+	setPredictionMs(ms: number): void;
+	/** The ids of the predictions made (Replicate's `r…`, Pruna's `p…`), in order, whatever the create was answered. */
+	predictionsMade(): string[];
 	callsTo(method: string, pathPrefix: string): RecordedCall[];
 	reset(): void;
 	close(): Promise<void>;
@@ -42,9 +54,14 @@ export interface FakeHosts {
 export async function startFakeHosts(): Promise<FakeHosts> {
 	let image: Buffer = Buffer.alloc(0);
 	let pendingPolls = 0;
+	let predictionMs = 0;
 	const calls: RecordedCall[] = [];
 	const scripts: Array<{ method: string; prefix: string; answer: Scripted }> = [];
 	const polls = new Map<string, number>();
+	/** When each prediction that takes time is ready (Date.now()). */
+	const readyAt = new Map<string, number>();
+	const made: string[] = [];
+	const holds = new Set<NodeJS.Timeout>();
 	let nextId = 1;
 	/** Replicate's files are numbered from 1 after each reset: `rf1`, `rf2`, … in the order they arrive. */
 	let nextReplicateFile = 1;
@@ -60,6 +77,7 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 			const scripted = scripts.findIndex((entry) => entry.method === call.method && call.path.startsWith(entry.prefix));
 			if (scripted >= 0) {
 				const { answer } = scripts.splice(scripted, 1)[0]!;
+				if (answer.afterMaking) makePrediction(String(call.headers.authorization ?? '').startsWith('Bearer ') ? 'r' : 'p');
 				if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
 				return;
 			}
@@ -79,6 +97,28 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 		urls: { get: `${origin}/v1/predictions/${id}`, cancel: `${origin}/v1/predictions/${id}/cancel` },
 	});
 
+	function makePrediction(prefix: 'r' | 'p'): string {
+		const id = `${prefix}${nextId++}`;
+		polls.set(id, pendingPolls);
+		if (predictionMs > 0) readyAt.set(id, Date.now() + predictionMs);
+		made.push(id);
+		return id;
+	}
+
+	/** Whether a prediction still takes time (it is not done by counting polls). */
+	const stillRunning = (id: string) => (readyAt.get(id) ?? 0) > Date.now() && (polls.get(id) ?? 0) >= 0;
+
+	/** A create that waits for its prediction: until it is ready, at most `maxMs`, or the client leaves. */
+	function holdCreate(id: string, maxMs: number, response: http.ServerResponse, answer: () => void): void {
+		const ms = Math.min((readyAt.get(id) ?? 0) - Date.now(), maxMs);
+		if (ms <= 0 || (polls.get(id) ?? 0) > 0) return answer();
+		const timer = setTimeout(() => {
+			holds.delete(timer);
+			if (!response.destroyed) answer();
+		}, ms);
+		holds.add(timer);
+	}
+
 	function route(call: RecordedCall, response: http.ServerResponse): void {
 		const { method, path } = call;
 		if (method === 'GET' && path.startsWith('/out/')) return void response.writeHead(200, { 'content-type': 'image/png' }).end(image);
@@ -96,9 +136,11 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 		// Replicate (its calls carry `Authorization: Bearer`, Pruna's an `apikey` header: both have /v1/files and /v1/predictions)
 		const toReplicate = String(call.headers.authorization ?? '').startsWith('Bearer ');
 		const createPrediction = () => {
-			const id = `r${nextId++}`;
-			polls.set(id, pendingPolls);
-			return sendJson(response, 201, prediction(id, pendingPolls > 0 ? 'starting' : 'succeeded'));
+			const id = makePrediction('r');
+			// Sync mode: `Prefer: wait=N` holds the answer until the prediction ends or N seconds pass.
+			const wait = /^wait(?:=(\d+))?$/.exec(String(call.headers.prefer ?? '').trim());
+			const waitMs = wait ? Number(wait[1] ?? 60) * 1000 : 0;
+			holdCreate(id, waitMs, response, () => sendJson(response, 201, prediction(id, pendingPolls > 0 ? 'starting' : stillRunning(id) ? 'processing' : 'succeeded')));
 		};
 		if (method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(path)) return createPrediction();
 		// Any model by `version` ("owner/name:version_id", "owner/name" or the bare version id).
@@ -126,16 +168,20 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 				urls: { get: `${origin}/v1/files/${id}` },
 			});
 		}
+		const notFound = () => sendJson(response, 404, { detail: 'Not found.' });
 		const replicateGet = /^\/v1\/predictions\/(r\d+)$/.exec(path);
 		if (method === 'GET' && replicateGet) {
 			const id = replicateGet[1]!;
-			const left = polls.get(id) ?? 0;
+			if (!polls.has(id)) return notFound();
+			const left = polls.get(id)!;
 			if (left < 0) return sendJson(response, 200, prediction(id, 'canceled'));
-			polls.set(id, left - 1);
+			if (stillRunning(id)) return sendJson(response, 200, prediction(id, 'processing'));
+			polls.set(id, Math.max(0, left - 1));
 			return sendJson(response, 200, prediction(id, left > 1 ? 'processing' : 'succeeded'));
 		}
 		const replicateCancel = /^\/v1\/predictions\/(r\d+)\/cancel$/.exec(path);
 		if (method === 'POST' && replicateCancel) {
+			if (!polls.has(replicateCancel[1]!)) return notFound();
 			polls.set(replicateCancel[1]!, -1);
 			return sendJson(response, 200, prediction(replicateCancel[1]!, 'canceled'));
 		}
@@ -146,17 +192,20 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 			return sendJson(response, 200, { id, filename: 'input.png', content_type: 'image/png', size: call.body.length, urls: { get: `https://files.pruna.example/${id}` } });
 		}
 		if (method === 'POST' && path === '/v1/predictions') {
-			const id = `p${nextId++}`;
-			polls.set(id, pendingPolls);
-			if (pendingPolls === 0 && call.headers['try-sync'] === 'true') {
-				return sendJson(response, 200, { status: 'succeeded', generation_url: `${origin}/v1/predictions/delivery/xy/${id}/output.png` });
-			}
-			return sendJson(response, 200, { id, model: call.headers.model, input: call.json?.input, get_url: `${origin}/v1/predictions/status/${id}` });
+			const id = makePrediction('p');
+			const accepted = () => sendJson(response, 200, { id, model: call.headers.model, input: call.json?.input, get_url: `${origin}/v1/predictions/status/${id}` });
+			if (pendingPolls > 0 || call.headers['try-sync'] !== 'true') return accepted();
+			// Try-Sync: the final result if the prediction ends within 60 s, else the asynchronous answer.
+			return holdCreate(id, 60_000, response, () =>
+				stillRunning(id) ? accepted() : sendJson(response, 200, { status: 'succeeded', generation_url: `${origin}/v1/predictions/delivery/xy/${id}/output.png` }),
+			);
 		}
 		const prunaStatus = /^\/v1\/predictions\/status\/(p\d+)$/.exec(path);
 		if (method === 'GET' && prunaStatus) {
 			const id = prunaStatus[1]!;
-			const left = (polls.get(id) ?? 0) - 1;
+			if (!polls.has(id)) return sendJson(response, 404, { error: { code: 'NOT_FOUND', message: 'Prediction not found' } });
+			if (stillRunning(id)) return sendJson(response, 200, { status: 'processing', message: 'Generation in progress' });
+			const left = polls.get(id)! - 1;
 			polls.set(id, left);
 			return sendJson(response, 200, left > 0 ? { status: 'processing', message: 'Generation in progress' } : { status: 'succeeded', generation_url: `${origin}/v1/predictions/delivery/xy/${id}/output.png` });
 		}
@@ -185,15 +234,20 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 			for (let i = 0; i < count; i++) scripts.push({ method, prefix: pathPrefix, answer });
 		},
 		setPendingPolls: (count) => (pendingPolls = count),
+		setPredictionMs: (ms) => (predictionMs = ms),
+		predictionsMade: () => [...made],
 		callsTo: (method, prefix) => calls.filter((call) => call.method === method && call.path.startsWith(prefix)),
 		reset() {
 			calls.length = 0;
 			scripts.length = 0;
+			made.length = 0;
 			pendingPolls = 0;
+			predictionMs = 0;
 			nextReplicateFile = 1;
 		},
 		close: () =>
 			new Promise<void>((resolve) => {
+				for (const timer of holds) clearTimeout(timer);
 				server.closeAllConnections();
 				server.close(() => resolve());
 			}),

@@ -42,14 +42,15 @@ export interface FilesApi {
 /**
  * Uploads one input image to a host's files API, as Replicate's (POST /v1/files) and Pruna's
  * (POST /v1/files) both take it: multipart with the file in part `content`; the answer's
- * `urls.get` (Pruna: or `url`) is where the host's model reads it. A refusal comes before any
- * billable work, so it counts as a submit (a fallback chain may try the next host).
+ * `urls.get` (Pruna: or `url`) is where the host's model reads it. An upload is no billable work:
+ * it prepares the job, so it is retried like a poll and a refusal proves nothing was made (a
+ * fallback chain may try the next host).
  */
 export async function uploadInputImage(bytes: Buffer, index: number, api: FilesApi): Promise<string> {
 	const form = new FormData();
 	const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
 	form.append('content', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
-	const file = await providerJson<{ url?: unknown; urls?: { get?: unknown } }>({ provider: api.provider, method: 'POST', url: api.url, credentials: api.credentials, form, signal: api.signal, deadline: api.deadline, retry: api.retry, submit: true });
+	const file = await providerJson<{ url?: unknown; urls?: { get?: unknown } }>({ provider: api.provider, method: 'POST', url: api.url, credentials: api.credentials, form, signal: api.signal, deadline: api.deadline, retry: api.retry, prepares: true });
 	const url = file.urls?.get ?? file.url;
 	if (typeof url !== 'string' || !url) {
 		throw new ImageGenError(502, `The ${api.provider} provider accepted an input image but returned no URL for it`, { code: 'upstream_invalid_output' });

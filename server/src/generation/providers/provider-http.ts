@@ -1,7 +1,8 @@
 /**
  * HTTP calls to model hosts: bounded retries on 429 and 5xx that honour Retry-After (the policy
  * the nodes use too; a 429 without it waits what the host's words say, at least 10 s, and only
- * while the generation's time limit allows), the request's abort signal (our time limit, our client going away), and a
+ * while the generation's time limit allows; a call that creates a job is repeated only after a
+ * 429, see `submit`), the request's abort signal (our time limit, our client going away), and a
  * host's failure turned into our error shape: 429 stays 429 with its Retry-After, everything else
  * becomes a 502 that carries the host's own message. Credentials are attached per hop, only on
  * the configured origin: redirects are followed here, because a client that followed them would
@@ -41,17 +42,26 @@ export interface ProviderRequest {
 	/** Our error code for a host's refusal with this status, where the host gives it a meaning (Ideogram's 422: a safety rejection). */
 	codesByStatus?: Readonly<Record<number, string>>;
 	/**
-	 * This call comes before the host has accepted any billable work (it creates the job, or
-	 * prepares one). Its failures that prove the host made nothing become a NothingMadeError, which
-	 * a fallback chain may pass on to the next host; the same failure on a later call (a status
-	 * poll, a download) proves nothing, because the job may already be running and billed.
+	 * This call creates the host's job (billable work). It is never sent twice for one job: repeated
+	 * only after a 429 (as Replicate's own clients do), never after a 5xx or a time-out, because a
+	 * proxy's 502 or a lost answer may come after the host made the job. Its failures that prove
+	 * the host made nothing (a 429, a refused connection) become a NothingMadeError, which a
+	 * fallback chain may pass on to the next host; the same failure on a later call (a status poll,
+	 * a download) proves nothing, because the job may already be running and billed.
 	 */
 	submit?: boolean;
+	/**
+	 * This call prepares a job and makes nothing billable (an input upload): retried like a poll,
+	 * and any refusal of it (429, 5xx, 401, 403, a refused connection) proves no job was made.
+	 */
+	prepares?: boolean;
 }
 
 /**
- * A provider failure that proves no image was made and nothing was charged: the connection was
- * refused, the name did not resolve, or the host answered 429, 5xx, 401 or 403 to the submit.
+ * A provider failure that proves no image was made and nothing was charged: the connection to
+ * create the job was refused or its host name did not resolve, the host answered the create with
+ * 429 (after the retries), or it refused a call that only prepares the job (`prepares`). A 5xx to
+ * the create proves nothing (a proxy's 502 may come after the job exists), nor does a time-out.
  * Only this lets a fallback chain try the next host without risking a double charge. Answered
  * exactly like the ImageGenError it stands for.
  */
@@ -67,9 +77,10 @@ export class NothingMadeError extends ImageGenError {
 /** Connection failures before any byte of the request reached the host. */
 const NOT_CONNECTED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
 
-/** Statuses a host gives to a submit it did not take on: rate limited, failing, or refusing our key. */
-function refusedSubmit(status: number): boolean {
-	return status === 429 || status >= 500 || status === 401 || status === 403;
+/** Whether this refusal proves the host made no job: a create rate limited, or a preparation refused (rate limited, failing, or our key refused). */
+function provesNothingMade(request: ProviderRequest, status: number): boolean {
+	if (request.prepares) return status === 429 || status >= 500 || status === 401 || status === 403;
+	return request.submit === true && status === 429;
 }
 
 export interface HostRetryPolicy extends RetryPolicy {
@@ -105,7 +116,7 @@ export async function providerFetch(request: ProviderRequest): Promise<ProviderA
 			}
 			throw refused(request, 429, providerError(request, 429, text, wait));
 		}
-		if (shouldRetry(response.status, attempt, policy)) {
+		if (!request.submit && shouldRetry(response.status, attempt, policy)) {
 			const wait = retryDelayMs(attempt, parseRetryAfter(response.header('retry-after')), policy);
 			await response.discard();
 			await sleep(wait, undefined, { signal: request.signal });
@@ -116,9 +127,9 @@ export async function providerFetch(request: ProviderRequest): Promise<ProviderA
 	}
 }
 
-/** A refusal of the submit that proves nothing was made may go to the next host of a chain. */
+/** A refusal that proves nothing was made may go to the next host of a chain. */
 function refused(request: ProviderRequest, status: number, error: ImageGenError): ImageGenError {
-	return request.submit && refusedSubmit(status) ? new NothingMadeError(request.provider, error) : error;
+	return provesNothingMade(request, status) ? new NothingMadeError(request.provider, error) : error;
 }
 
 /**
@@ -196,7 +207,7 @@ async function sendOnce(request: ProviderRequest, url: string, method: 'GET' | '
 			code: 'upstream_unreachable',
 			cause: error,
 		});
-		throw request.submit && neverConnected(error) ? new NothingMadeError(request.provider, unreachable) : unreachable;
+		throw (request.submit || request.prepares) && neverConnected(error) ? new NothingMadeError(request.provider, unreachable) : unreachable;
 	}
 }
 

@@ -1,10 +1,18 @@
 /**
  * `pruna`: Pruna's P-API for p-image and p-image-edit.
  * Shapes from docs.api.pruna.ai (Models API): POST {base}/predictions with headers `apikey`,
- * `Model: p-image | p-image-edit` and `Try-Sync: true` (waits up to 60 s), body `{ input }`.
- * A finished answer is `{ status: "succeeded", generation_url }`; otherwise `{ id, get_url }`,
- * polled until `status` is succeeded, failed or canceled (`error` holds the reason). The output is
- * downloaded from `generation_url` with the API key. Input images are first uploaded with
+ * `Model: p-image | p-image-edit` and optionally `Try-Sync: true` (waits up to 60 s), body
+ * `{ input }`. A finished answer is `{ status: "succeeded", generation_url }`; otherwise
+ * `{ id, get_url }`, polled (GET {base}/predictions/status/{id}) until `status` is succeeded,
+ * failed or canceled (`error` holds the reason).
+ * Try-Sync has no shorter wait than 60 s, and a create held that long has no id we could keep: a
+ * restart in that window would lose a prediction that runs (and is billed) anyway. So a caller that
+ * keeps job ids (`hostJobStarted`) gets an asynchronous create, its id told at once, and a restart
+ * follows the prediction by that id (`resume`); a caller that keeps none still gets Try-Sync.
+ * The API has no cancel: its operations are submit, status, file upload and delivery (Models API
+ * reference, docs.api.pruna.ai/apis/models-api-0), and "canceled" is only a status it may report.
+ * So this provider has no `cancel`; a prediction we stop following runs to its end at Pruna.
+ * The output is downloaded from `generation_url` with the API key. Input images are first uploaded with
  * POST {base}/files (multipart part `content`), whose answer's `urls.get` goes into `input.images`.
  * The key goes to the configured origin only (host-credentials.ts): a status URL elsewhere is
  * refused, a delivery URL elsewhere is downloaded keyless through the address-checked fetcher.
@@ -12,7 +20,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelId, ModelLimits } from '../../../../core/models';
-import type { GenerationProvider } from '../provider';
+import type { GenerationContext, GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
 import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, uploadInputImage } from './inputs';
 import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
@@ -45,9 +53,31 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 	const pollMs = Number(env.PRUNA_POLL_INTERVAL_MS ?? 1000);
 	const credentials = hostCredentials(root, { apikey: apiKey });
 
+	const statusUrl = (id: string) => `${root}/predictions/status/${encodeURIComponent(id)}`;
+
+	/** Polls an unfinished prediction to its end (at once when `pollAtOnce`), then brings its output. */
+	async function follow(first: PrunaStatus, context: GenerationContext, pollAtOnce = false): Promise<ProviderImage[]> {
+		let status = first;
+		for (let wait = !pollAtOnce; !finished(status); wait = true) {
+			const answered = status.get_url ?? (status.id ? statusUrl(status.id) : undefined);
+			if (!answered) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
+			const pollUrl = ownUrl(answered, credentials, 'pruna', 'status URL');
+			if (wait) await sleep(pollMs, undefined, { signal: context.signal });
+			status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, deadline: context.deadline, retry })), get_url: pollUrl };
+		}
+		if (status.status !== 'succeeded' || !status.generation_url) {
+			throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
+		}
+		const delivery = new URL(status.generation_url, `${root}/`);
+		if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
+		const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
+		return [{ bytes }];
+	}
+
 	return {
 		name: 'pruna',
 		limits: PRUNA_LIMITS[model],
+		hasJobIds: true,
 		async generate(request, context) {
 			// Both input schemas take `seed` (docs.api.pruna.ai, Models API schemas p-image and p-image-edit).
 			const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
@@ -56,11 +86,11 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				const files = { provider: 'pruna', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline };
 				input.images = await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 			}
-			let status = await providerJson<PrunaStatus>({
+			const status = await providerJson<PrunaStatus>({
 				provider: 'pruna',
 				method: 'POST',
 				url: `${root}/predictions`,
-				headers: { model: request.model, 'try-sync': 'true' },
+				headers: { model: request.model, ...(context.hostJobStarted ? {} : { 'try-sync': 'true' }) },
 				credentials,
 				json: { input },
 				signal: context.signal,
@@ -68,20 +98,15 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 				submit: true,
 				retry,
 			});
-			while (status.status !== 'succeeded' && status.status !== 'failed' && status.status !== 'canceled') {
-				const answered = status.get_url ?? (status.id ? `${root}/predictions/status/${status.id}` : undefined);
-				if (!answered) throw new ImageGenError(502, 'The pruna provider answered neither a result nor a status URL', { code: 'upstream_invalid_output' });
-				const pollUrl = ownUrl(answered, credentials, 'pruna', 'status URL');
-				await sleep(pollMs, undefined, { signal: context.signal });
-				status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, deadline: context.deadline, retry })), get_url: pollUrl };
-			}
-			if (status.status !== 'succeeded' || !status.generation_url) {
-				throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
-			}
-			const delivery = new URL(status.generation_url, `${root}/`);
-			if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
-			const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
-			return [{ bytes }];
+			if (!finished(status) && typeof status.id === 'string' && status.id) await context.hostJobStarted?.({ provider: 'pruna', id: status.id });
+			return await follow(status, context);
+		},
+		async resume(job, context) {
+			return await follow({ id: job.id, get_url: statusUrl(job.id) }, context, true);
 		},
 	};
+}
+
+function finished(status: PrunaStatus): boolean {
+	return status.status === 'succeeded' || status.status === 'failed' || status.status === 'canceled';
 }

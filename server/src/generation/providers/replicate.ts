@@ -3,9 +3,12 @@
  * Shapes from Replicate's HTTP API reference: POST {base}/models/{owner}/{name}/predictions with
  * `Authorization: Bearer <token>`, `Prefer: wait=<seconds>` (sync mode, at most 60 s) and
  * `{ input }`; a prediction is `{ id, status: starting|processing|succeeded|failed|canceled,
- * output, error, urls: { get, cancel } }`. Unfinished predictions are polled at `urls.get`; when
- * our client goes away or our time limit passes, `urls.cancel` is called so nobody pays for work
- * no one will see. Inputs follow each model's schema on Replicate (prunaai/p-image,
+ * output, error, urls: { get, cancel } }`. The create waits at most 5 s (`Prefer: wait=5`), so
+ * the prediction's id is known, and told to `hostJobStarted`, before any long wait: a restart can
+ * then follow it with GET {base}/predictions/{id} (`resume`) instead of creating it again.
+ * Unfinished predictions are polled at `urls.get`; when our client goes away or our time limit
+ * passes, `urls.cancel` is called so nobody pays for work no one will see; `cancel` is
+ * POST {base}/predictions/{id}/cancel. Inputs follow each model's schema on Replicate (prunaai/p-image,
  * prunaai/p-image-edit, ideogram-ai/ideogram-v2); file inputs take data URIs, and inputs whose data
  * URIs together would exceed 1 MiB are first uploaded through the files API (POST {base}/files,
  * multipart part `content`, answered with `urls.get`) and passed by that URL. A model named in
@@ -47,6 +50,13 @@ export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> =
  * goes by URL.
  */
 const INLINE_INPUTS_MAX_BYTES = 1_048_576;
+
+/**
+ * How long a create may hold its answer for a prediction that finishes fast. Short, because until
+ * the create answers the prediction has no id we could keep: a restart in that window would lose a
+ * prediction that runs (and is billed) anyway. A p-image prediction usually finishes within it.
+ */
+const CREATE_WAIT_SECONDS = 5;
 
 /** `owner/name:version_id` (the id is 64 hex digits), or the bare version id. */
 const VERSION_PATTERN = /^(?:[\w.-]+\/[\w.-]+:)?[0-9a-f]{64}$/;
@@ -114,34 +124,66 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers' | 'credentials'>, headers: Record<string, string> = {}) =>
 		providerJson<Prediction>({ provider: 'replicate', retry, headers, credentials, ...request });
 
+	const predictionUrl = (id: string) => `${root}/predictions/${encodeURIComponent(id)}`;
+	const cancelPrediction = (prediction: Prediction) => cancel(prediction, root, credentials);
+
+	/**
+	 * Polls an unfinished prediction to its end (at once when `pollAtOnce`, else after the interval);
+	 * canceled when our client goes away or our time limit passes.
+	 */
+	async function follow(first: Prediction, context: GenerationContext, pollAtOnce = false): Promise<Array<{ url: string }>> {
+		let prediction = first;
+		try {
+			for (let wait = !pollAtOnce; unfinished(prediction); wait = true) {
+				if (wait) await sleep(pollMs, undefined, { signal: context.signal });
+				const url = ownUrl(prediction.urls?.get ?? predictionUrl(String(prediction.id)), credentials, 'replicate', 'status URL');
+				prediction = await call({ method: 'GET', url, signal: context.signal, deadline: context.deadline });
+			}
+		} catch (error) {
+			if (context.signal.aborted) await cancelPrediction(prediction);
+			throw error;
+		}
+		return outputsOf(prediction);
+	}
+
 	return {
 		name: 'replicate',
 		limits: REPLICATE_LIMITS[model],
+		hasJobIds: true,
 		async generate(request, context) {
 			const input = await replicateInput(request, context, { provider: 'replicate', url: `${root}/files`, credentials, retry, signal: context.signal, deadline: context.deadline });
 			const create = version
 				? { url: `${root}/predictions`, json: { version, input } }
 				: { url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input } };
-			let prediction = await call({ method: 'POST', ...create, signal: context.signal, deadline: context.deadline, submit: true }, { prefer: 'wait=60' });
-			try {
-				while (prediction.status === 'starting' || prediction.status === 'processing') {
-					await sleep(pollMs, undefined, { signal: context.signal });
-					const url = ownUrl(prediction.urls?.get ?? `${root}/predictions/${prediction.id}`, credentials, 'replicate', 'status URL');
-					prediction = await call({ method: 'GET', url, signal: context.signal, deadline: context.deadline });
+			const prediction = await call({ method: 'POST', ...create, signal: context.signal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
+			if (unfinished(prediction) && typeof prediction.id === 'string' && prediction.id && context.hostJobStarted) {
+				try {
+					await context.hostJobStarted({ provider: 'replicate', id: prediction.id });
+				} catch (error) {
+					// Not kept, so no one will follow it: nobody should pay for it either.
+					await cancelPrediction(prediction);
+					throw error;
 				}
-			} catch (error) {
-				if (context.signal.aborted) await cancel(prediction, root, credentials);
-				throw error;
 			}
-			return outputsOf(prediction);
+			return await follow(prediction, context);
+		},
+		async resume(job, context) {
+			return await follow({ id: job.id, status: 'starting', urls: { get: predictionUrl(job.id) } }, context, true);
+		},
+		async cancel(job) {
+			await cancelPrediction({ id: job.id });
 		},
 	};
+}
+
+function unfinished(prediction: Prediction): boolean {
+	return prediction.status === 'starting' || prediction.status === 'processing';
 }
 
 /** Best effort and short: the caller is already failing for its own reason. */
 async function cancel(prediction: Prediction, root: string, credentials: HostCredentials): Promise<void> {
 	const answered = prediction.urls?.cancel;
-	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${prediction.id}/cancel` : undefined;
+	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${encodeURIComponent(prediction.id)}/cancel` : undefined;
 	if (!url) return;
 	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
 		.then((response) => response.discard())
