@@ -89,7 +89,12 @@ async function startImageApiHost({ route, broken, onDrawStarted, servesFiles }: 
 			};
 			const timer = setTimeout(finish, host.drawMs);
 			const stopListening = onDrawStarted?.(finish);
-			response.on('close', () => clearTimeout(timer));
+			// A client that left is answered no more: its drawing must not take the next call's scripted answer.
+			response.on('close', () => {
+				done = true;
+				clearTimeout(timer);
+				stopListening?.();
+			});
 		});
 	});
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
