@@ -13,6 +13,7 @@ import { buildTestApp, type InProcessApp } from '../../support/app';
 import { startOpenAiHost, type ImageApiHost } from '../../support/image-api-hosts';
 import { makeImage } from '../../support/media';
 import { generateIn } from '../support/generate-in';
+import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
 
 const KEY = 'sk-test-0123456789';
 const ALL_MODELS = 'p-image=openai,p-image-edit=openai,textimage-v2=openai';
@@ -59,10 +60,6 @@ async function hostedSize(server: InProcessApp, url: string): Promise<{ width?: 
 	return await sharp(Buffer.from(await response.arrayBuffer())).metadata();
 }
 
-async function imagesCharged(server: InProcessApp): Promise<number> {
-	const usage = (await (await server.request('/v1/usage', { headers: server.auth })).json()) as { total: { images: number } };
-	return usage.total.images;
-}
 
 describe('gpt-image-1 on OpenAI', () => {
 	test('p-image: model, prompt, n and the nearest size, no response_format; the b64_json answer is hosted at the exact ratio', async () => {
@@ -117,13 +114,8 @@ describe('a host that answers badly: a 502 that says what, nothing charged', () 
 		['an empty data list', 'empty', 'upstream_no_output', /returned no image: its answer had an empty data list/],
 		['bytes that are no image', 'not-image', 'upstream_invalid_output', /not an image/],
 	] as const)('%s', async (_what, next, code, message) => {
-		const before = await imagesCharged(app);
 		openai.next(next);
-		const answer = await generateIn(app, { model: 'p-image', prompt: 'x' });
-		expect(answer.status).toBe(502);
-		expect(answer.body.error.code).toBe(code);
-		expect(answer.body.error.message).toMatch(message);
-		expect(await imagesCharged(app)).toBe(before);
+		await expectFailedUncharged(app, { model: 'p-image', prompt: 'x' }, code, message);
 	});
 
 	test('OpenAI’s error shape: its message passed on; moderation_blocked is a content filter', async () => {
