@@ -8,7 +8,9 @@ import { MODEL_IDS, type ModelId } from '../../../core/models';
 import { CHAIN_SEPARATOR, type ProviderName, type ProviderSelection } from '../config/provider-selection';
 import type { GenerationProvider } from './provider';
 import { providerChain } from './provider-chain';
+import { automatic1111Provider } from './providers/automatic1111';
 import { ideogramProvider } from './providers/ideogram';
+import { openaiProvider } from './providers/openai';
 import { prunaProvider } from './providers/pruna';
 import { replicateProvider } from './providers/replicate';
 import { upstreamProvider } from './providers/upstream';
@@ -29,6 +31,8 @@ export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>>
 	replicate: replicateProvider,
 	pruna: prunaProvider,
 	ideogram: ideogramProvider,
+	openai: openaiProvider,
+	automatic1111: automatic1111Provider,
 };
 
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;

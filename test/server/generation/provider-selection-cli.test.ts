@@ -4,11 +4,12 @@
  * command's own answer).
  */
 import { spawnSync } from 'node:child_process';
+import { PROVIDER_NAMES } from '../../../server/src/config/provider-selection';
 import { SERVER_CLI } from '../../helpers/server';
 
 describe('start-up checks the provider configuration', () => {
 	test.each([
-		['p-image=dalle', {}, /unknown provider 'dalle' for p-image \(known: sandbox, upstream, replicate, pruna, ideogram\)/],
+		['p-image=dalle', {}, new RegExp(`unknown provider 'dalle' for p-image \\(known: ${PROVIDER_NAMES.join(', ')}\\)`)],
 		['p-imagex=replicate', {}, /unknown model 'p-imagex'/],
 		['p-image=replicate', {}, /p-image=replicate needs REPLICATE_API_TOKEN/],
 		['p-image=pruna', {}, /p-image=pruna needs PRUNA_API_KEY/],
@@ -16,8 +17,11 @@ describe('start-up checks the provider configuration', () => {
 		['p-image=ideogram', { IDEOGRAM_API_KEY: 'k' }, /ideogram serves textimage-v2 only/],
 		['p-image=upstream', { UPSTREAM_API_KEY: 'k' }, /needs UPSTREAM_BASE_URL/],
 		['p-image=replicate', { REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: 'not a url' }, /REPLICATE_BASE_URL is not a URL/],
+		['p-image=openai', {}, /p-image=openai needs OPENAI_API_KEY/],
+		['p-image=openai', { OPENAI_API_KEY: 'k', OPENAI_IMAGE_SIZES: '1024' }, /OPENAI_IMAGE_SIZES has '1024', which is not WIDTHxHEIGHT/],
+		['p-image=automatic1111', {}, /p-image=automatic1111 needs A1111_BASE_URL/],
 	])('--providers %s with %j fails with exit 2', (providers, env, message) => {
-		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM)_/.test(key)));
+		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM|OPENAI|A1111)_/.test(key)));
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--providers', providers, '--port', '0'], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 10_000 });
 		expect(result.status).toBe(2);
 		expect(result.stderr).toMatch(message);

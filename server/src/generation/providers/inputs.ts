@@ -67,10 +67,13 @@ export function requiredEnv(env: NodeJS.ProcessEnv, name: string, provider: stri
 
 export function baseUrl(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 	const value = (env[name]?.trim() || fallback).replace(/\/+$/, '');
+	let protocol: string | undefined;
 	try {
-		new URL(value);
+		protocol = new URL(value).protocol;
 	} catch {
-		throw new Error(`providers: ${name} is not a URL: '${value}'`);
+		protocol = undefined;
 	}
+	// `gpu-box:7860` parses as a URL of scheme `gpu-box:`: only http and https reach a host.
+	if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`providers: ${name} is not a URL: '${value}'`);
 	return value;
 }

@@ -41,6 +41,8 @@ export interface ProviderRequest {
 	deadline?: number;
 	/** Our error code for a host's refusal with this status, where the host gives it a meaning (Ideogram's 422: a safety rejection). */
 	codesByStatus?: Readonly<Record<number, string>>;
+	/** Our error code for a refusal whose meaning is in the host's body, not its status (OpenAI's 400 `moderation_blocked`); before codesByStatus. */
+	codeOfRefusal?(status: number, text: string): string | undefined;
 	/**
 	 * This call creates the host's job (billable work). It is never sent twice for one job: repeated
 	 * only after a 429 (as Replicate's own clients do), never after a 5xx or a time-out, because a
@@ -155,7 +157,9 @@ export async function providerJson<T>(request: ProviderRequest): Promise<T> {
 	try {
 		return JSON.parse(text) as T;
 	} catch {
-		throw new ImageGenError(502, `The ${request.provider} provider answered something that is not JSON`, { code: 'upstream_invalid_output' });
+		// A base URL that names the host's web page rather than its API is answered with HTML.
+		const page = /^\s*</.test(text) ? ' but an HTML page (is its base URL the address of its API?)' : '';
+		throw new ImageGenError(502, `The ${request.provider} provider answered something that is not JSON${page}`, { code: 'upstream_invalid_output' });
 	}
 }
 
@@ -260,7 +264,7 @@ function providerError(request: ProviderRequest, status: number, text: string, w
 			retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
 		});
 	}
-	const code = request.codesByStatus?.[status] ?? (status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed');
+	const code = request.codeOfRefusal?.(status, text) ?? request.codesByStatus?.[status] ?? (status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed');
 	return new ImageGenError(502, `The ${provider} provider answered HTTP ${status}: ${message}`, { code });
 }
 
@@ -277,6 +281,8 @@ export function hostMessage(text: string): string | undefined {
 		if (Array.isArray(value)) return pick(value[0]);
 		if (value && typeof value === 'object') {
 			const object = value as Record<string, unknown>;
+			// Stable Diffusion WebUI's 500: `{ error: "OutOfMemoryError", detail: "", body: "", errors: "CUDA out of memory…" }`.
+			if (typeof object.error === 'string' && typeof object.errors === 'string' && object.errors.trim()) return `${object.error}: ${object.errors.trim()}`;
 			return pick(object.message) ?? pick(object.detail) ?? pick(object.error) ?? pick(object.title) ?? pick(object.msg);
 		}
 		return undefined;

@@ -1,0 +1,159 @@
+/**
+ * `openai`: any OpenAI-compatible images API (OpenAI's gpt-image-1, LocalAI, another gateway).
+ * Shapes from OpenAI's API reference, "Images": `POST {base}/images/generations` with
+ * `{ model, prompt, n, size }` and `POST {base}/images/edits` (multipart: `model`, `prompt`, `n`,
+ * `size` and the input images as `image[]`, or one `image` for dall-e-2), both answered
+ * `{ created, data: [{ b64_json | url }] }`. The gpt-image models always answer `b64_json` and
+ * refuse `response_format`; dall-e models answer a `url` unless `response_format: "b64_json"`, which
+ * is sent to every other model (a URL answer is still read, and fetched through the address check).
+ * Refusals are `{ error: { message, type, param, code } }`; a 400 whose code is
+ * `moderation_blocked` (gpt-image) or `content_policy_violation` (dall-e) is a content filter.
+ * A host takes a list of sizes, not ratios: the one nearest the asked ratio is sent and the answer
+ * is brought to the exact ratio afterwards, as for every host (normalize-output.ts). A generation is
+ * one synchronous call: there is no job to name, follow or cancel; leaving closes the connection.
+ */
+import { FormData } from 'undici';
+import { ImageGenError } from '../../../../core/errors';
+import { sniffMedia } from '../../../../core/media';
+import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
+import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
+import { hostCredentials, type HostCredentials } from './host-credentials';
+import { baseUrl, loadInputImages } from './inputs';
+import { providerJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+const DEFAULT_MODEL = 'gpt-image-1';
+/** gpt-image-1's sizes besides `auto` (OpenAI's images reference). */
+const DEFAULT_SIZES = '1024x1024,1536x1024,1024x1536';
+/** Refusal codes of OpenAI's content checks: gpt-image's `moderation_blocked`, dall-e's `content_policy_violation`. */
+const CONTENT_FILTER_CODES = new Set(['moderation_blocked', 'content_policy_violation']);
+
+export interface ImageSize {
+	width: number;
+	height: number;
+}
+
+/** `OPENAI_IMAGE_SIZES`: `WIDTHxHEIGHT` entries separated by commas; a start-up error names a bad one. */
+export function parseImageSizes(text: string, name = 'OPENAI_IMAGE_SIZES'): ImageSize[] {
+	const sizes = text
+		.split(',')
+		.map((entry) => entry.trim())
+		.filter(Boolean)
+		.map((entry) => {
+			const match = /^(\d{1,5})x(\d{1,5})$/.exec(entry);
+			const size = match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
+			if (!size || size.width === 0 || size.height === 0) throw new Error(`providers: ${name} has '${entry}', which is not WIDTHxHEIGHT (e.g. 1024x1024)`);
+			return size;
+		});
+	if (sizes.length === 0) throw new Error(`providers: ${name} lists no size`);
+	return sizes;
+}
+
+/** The size whose shape is nearest the ratio (distance of log(width/height)); the first listed on a tie. */
+export function nearestSize(sizes: readonly ImageSize[], ratio: AspectRatio): ImageSize {
+	const [w, h] = ratio.split(':').map(Number) as [number, number];
+	const distance = (size: ImageSize) => Math.abs(Math.log(size.width / size.height) - Math.log(w / h));
+	return sizes.reduce((best, size) => (distance(size) < distance(best) ? size : best));
+}
+
+/** gpt-image models answer base64 only and refuse `response_format` (OpenAI's images reference). */
+const isGptImage = (model: string) => model.startsWith('gpt-image');
+
+/**
+ * gpt-image-1 edits take up to 16 input images; dall-e-2 (and hosts that copy its form) one
+ * (OpenAI's images reference, "Create image edit").
+ */
+function openaiLimits(model: ModelId, hostModel: string): ModelLimits | undefined {
+	return model === 'p-image-edit' ? { maxInputImages: isGptImage(hostModel) ? 16 : 1 } : undefined;
+}
+
+interface OpenAiImages {
+	data?: Array<{ b64_json?: unknown; url?: unknown }>;
+}
+
+interface OpenAiSettings {
+	root: string;
+	model: string;
+	sizes: ImageSize[];
+	negativePrompt: boolean;
+	credentials?: HostCredentials;
+	retry: HostRetryPolicy;
+}
+
+export function openaiProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
+	const root = baseUrl(env, 'OPENAI_BASE_URL', DEFAULT_BASE_URL);
+	const apiKey = env.OPENAI_API_KEY?.trim();
+	// LocalAI and many gateways on a private network take no key; OpenAI itself always does.
+	if (!apiKey && new URL(root).origin === new URL(DEFAULT_BASE_URL).origin) throw new Error(`providers: ${model}=openai needs OPENAI_API_KEY in the environment`);
+	const negative = env.OPENAI_NEGATIVE_PROMPT?.trim().toLowerCase() ?? 'false';
+	if (negative !== 'true' && negative !== 'false' && negative !== '') throw new Error(`providers: OPENAI_NEGATIVE_PROMPT must be true or false, not '${env.OPENAI_NEGATIVE_PROMPT}'`);
+	const settings: OpenAiSettings = {
+		root,
+		model: env.OPENAI_IMAGE_MODEL?.trim() || DEFAULT_MODEL,
+		sizes: parseImageSizes(env.OPENAI_IMAGE_SIZES?.trim() || DEFAULT_SIZES),
+		negativePrompt: negative === 'true',
+		...(apiKey ? { credentials: hostCredentials(root, { authorization: `Bearer ${apiKey}` }) } : {}),
+		retry: providerRetryPolicy(env),
+	};
+	return {
+		name: 'openai',
+		limits: openaiLimits(model, settings.model),
+		generate: async (request, context) => await generateImage(settings, request, context),
+	};
+}
+
+async function generateImage(settings: OpenAiSettings, request: SettledRequest, context: GenerationContext): Promise<ProviderImage[]> {
+	const { width, height } = nearestSize(settings.sizes, request.aspect_ratio);
+	const fields: Record<string, string | number> = {
+		model: settings.model,
+		prompt: request.prompt,
+		n: 1,
+		size: `${width}x${height}`,
+		...(isGptImage(settings.model) ? {} : { response_format: 'b64_json' }),
+		...(settings.negativePrompt && request.negative_prompt ? { negative_prompt: request.negative_prompt } : {}),
+	};
+	const edit = request.model === 'p-image-edit';
+	const body = edit ? { form: await editForm(fields, await loadInputImages(request, context), isGptImage(settings.model)) } : { json: fields };
+	const answer = await providerJson<OpenAiImages>({
+		provider: 'openai',
+		method: 'POST',
+		url: `${settings.root}/images/${edit ? 'edits' : 'generations'}`,
+		...(settings.credentials ? { credentials: settings.credentials } : {}),
+		...body,
+		signal: context.signal,
+		deadline: context.deadline,
+		codeOfRefusal: (status, text) => (status === 400 && CONTENT_FILTER_CODES.has(errorCode(text) ?? '') ? 'upstream_content_filtered' : undefined),
+		submit: true,
+		retry: settings.retry,
+	});
+	return [imageOf(answer)];
+}
+
+/** The multipart form of an edit: the fields, then each input image as `image[]` (gpt-image) or `image`. */
+async function editForm(fields: Record<string, string | number>, images: Buffer[], manyImages: boolean): Promise<FormData> {
+	const form = new FormData();
+	for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
+	images.forEach((bytes, index) => {
+		const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
+		form.append(manyImages ? 'image[]' : 'image', new Blob([bytes], { type }), `input-${index}.${type.split('/')[1] ?? 'bin'}`);
+	});
+	return form;
+}
+
+function imageOf(answer: OpenAiImages): ProviderImage {
+	const first = Array.isArray(answer.data) ? answer.data[0] : undefined;
+	if (typeof first?.b64_json === 'string' && first.b64_json) return { bytes: Buffer.from(first.b64_json, 'base64') };
+	if (typeof first?.url === 'string' && first.url) return { url: first.url };
+	const why = first ? 'an entry with neither b64_json nor url' : 'an empty data list';
+	throw new ImageGenError(502, `The openai provider returned no image: its answer had ${why}`, { code: 'upstream_no_output' });
+}
+
+/** `error.code` of OpenAI's refusal shape, when the body has one. */
+function errorCode(text: string): string | undefined {
+	try {
+		const code = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
+		return typeof code === 'string' ? code : undefined;
+	} catch {
+		return undefined;
+	}
+}

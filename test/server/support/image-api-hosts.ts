@@ -1,0 +1,206 @@
+/**
+ * Loopback stand-ins for the synchronous image APIs people run or rent themselves, each following
+ * its published API:
+ * - OpenAI's images API (`POST /v1/images/generations`, multipart `POST /v1/images/edits`): refuses
+ *   an unknown field as OpenAI does (400 `unknown_parameter` naming it), refuses `response_format`
+ *   for gpt-image models and a size the model does not take, answers `b64_json` (gpt-image, or when
+ *   asked) or a `url` it serves itself (dall-e's default). `acceptsNegativePrompt` makes it LocalAI,
+ *   which takes `negative_prompt`.
+ * - Stable Diffusion WebUI's API (`/sdapi/v1/txt2img`, `img2img`, `interrupt`): FastAPI's 422
+ *   `{ detail: [{ loc, msg, type }] }` for a field missing or of the wrong type; an interrupt ends
+ *   the drawing in progress at once, answered as WebUI does (the image drawn so far).
+ * Every request is recorded; `next` replaces the next answer (an error, an HTML page, an empty
+ * list, bytes that are no image); `drawMs` makes each drawing take that long.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ImageApiCall {
+	method: string;
+	path: string;
+	headers: http.IncomingHttpHeaders;
+	json?: any;
+	/** A multipart body's fields: text values, and files as `{ type, size }`. */
+	form?: Array<[string, string | { type: string; size: number }]>;
+}
+
+/** What to answer instead of a drawn image: raw status and body, or one of the broken answers. */
+export type NextAnswer = { status: number; body: unknown; headers?: Record<string, string> } | 'html' | 'empty' | 'not-image';
+
+export interface ImageApiHost {
+	origin: string;
+	calls: ImageApiCall[];
+	/** The image it draws. */
+	image: Buffer;
+	/** How long each drawing takes (ms). */
+	drawMs: number;
+	next(answer: NextAnswer): void;
+	reset(): void;
+	close(): Promise<void>;
+}
+
+type Route = (call: ImageApiCall, send: (status: number, body: unknown, headers?: Record<string, string>) => void, host: ImageApiHost) => void;
+
+interface HostBehaviour {
+	route: Route;
+	/** The host's answer shape with an empty image list, or with bytes that are no image. */
+	broken(kind: 'empty' | 'not-image'): unknown;
+	/** Told of each drawing that takes time; `finish` answers it at once. Returns a forgetter. */
+	onDrawStarted?(finish: () => void): () => void;
+	/** Serves `GET /files/…` (its image, no key needed), for answers that give a URL. */
+	servesFiles?: boolean;
+}
+
+async function startImageApiHost({ route, broken, onDrawStarted, servesFiles }: HostBehaviour): Promise<ImageApiHost> {
+	const scripted: NextAnswer[] = [];
+	const server = http.createServer((request, response) => {
+		const chunks: Buffer[] = [];
+		request.on('data', (chunk: Buffer) => chunks.push(chunk));
+		request.on('end', async () => {
+			const body = Buffer.concat(chunks);
+			const type = request.headers['content-type'] ?? '';
+			const call: ImageApiCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers };
+			if (type.includes('json')) call.json = JSON.parse(body.toString() || 'null');
+			if (type.startsWith('multipart/form-data')) {
+				const form = await new Request('http://stand-in', { method: 'POST', headers: { 'content-type': type }, body }).formData();
+				call.form = [...form.entries()].map(([name, value]) => [name, typeof value === 'string' ? value : { type: value.type, size: value.size }]);
+			}
+			host.calls.push(call);
+			if (servesFiles && call.method === 'GET' && call.path.startsWith('/files/')) return void response.writeHead(200, { 'content-type': 'image/png' }).end(host.image);
+			const send = (status: number, answer: unknown, headers: Record<string, string> = {}) => {
+				if (!response.destroyed) response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(answer));
+			};
+			const isDraw = call.method === 'POST' && !call.path.endsWith('/interrupt');
+			const answer = () => {
+				const next = isDraw ? scripted.shift() : undefined;
+				if (next === undefined) return route(call, send, host);
+				if (next === 'html') return void response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body>Welcome</body></html>');
+				if (next === 'empty' || next === 'not-image') return send(200, broken(next));
+				send(next.status, next.body, next.headers);
+			};
+			if (!isDraw || host.drawMs <= 0) return answer();
+			let done = false;
+			const finish = () => {
+				if (done) return;
+				done = true;
+				clearTimeout(timer);
+				stopListening?.();
+				answer();
+			};
+			const timer = setTimeout(finish, host.drawMs);
+			const stopListening = onDrawStarted?.(finish);
+			// A client that left is answered no more: its drawing must not take the next call's scripted answer.
+			response.on('close', () => {
+				done = true;
+				clearTimeout(timer);
+				stopListening?.();
+			});
+		});
+	});
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const host: ImageApiHost = {
+		origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+		calls: [],
+		image: Buffer.alloc(0),
+		drawMs: 0,
+		next: (answer) => void scripted.push(answer),
+		reset() {
+			host.calls.length = 0;
+			scripted.length = 0;
+			host.drawMs = 0;
+		},
+		close: () =>
+			new Promise<void>((resolve) => {
+				server.closeAllConnections();
+				server.close(() => resolve());
+			}),
+	};
+	return host;
+}
+
+const NOT_AN_IMAGE = Buffer.from('this is not an image').toString('base64');
+
+/** Fields of OpenAI's "Create image" and "Create image edit" requests (its images reference). */
+const GENERATION_FIELDS = ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'style', 'user', 'background', 'moderation', 'output_format', 'output_compression', 'partial_images', 'stream'];
+const EDIT_FIELDS = ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'user', 'background', 'input_fidelity', 'mask', 'output_format', 'output_compression', 'partial_images', 'stream'];
+/** Sizes by model: gpt-image's three (and auto), dall-e-3's, dall-e-2's. */
+const SIZES: Record<string, string[]> = {
+	'gpt-image-1': ['1024x1024', '1536x1024', '1024x1536', 'auto'],
+	'dall-e-3': ['1024x1024', '1792x1024', '1024x1792'],
+	'dall-e-2': ['256x256', '512x512', '1024x1024'],
+};
+
+export interface OpenAiHostOptions {
+	/** The key it takes (`Authorization: Bearer …`); none: it takes any request, as LocalAI does. */
+	apiKey?: string;
+	/** LocalAI: takes `negative_prompt`. */
+	acceptsNegativePrompt?: boolean;
+}
+
+const invalid = (message: string, param: string | null, code: string) => ({ error: { message, type: 'invalid_request_error', param, code } });
+
+export async function startOpenAiHost(options: OpenAiHostOptions = {}): Promise<ImageApiHost> {
+	return await startImageApiHost({
+		servesFiles: true,
+		route: (call, send, host) => {
+			if (options.apiKey && call.headers.authorization !== `Bearer ${options.apiKey}`) {
+				return send(401, invalid('Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.', null, 'invalid_api_key'));
+			}
+			const edit = call.method === 'POST' && call.path === '/v1/images/edits';
+			if (!edit && !(call.method === 'POST' && call.path === '/v1/images/generations')) return send(404, invalid(`Invalid URL (${call.method} ${call.path})`, null, 'unknown_url'));
+			const fields: Record<string, unknown> = edit ? Object.fromEntries((call.form ?? []).filter(([name]) => !name.startsWith('image'))) : (call.json ?? {});
+			const known = [...(edit ? EDIT_FIELDS : GENERATION_FIELDS), ...(options.acceptsNegativePrompt ? ['negative_prompt'] : [])];
+			const unknown = Object.keys(fields).find((name) => !known.includes(name));
+			if (unknown) return send(400, invalid(`Unknown parameter: '${unknown}'.`, unknown, 'unknown_parameter'));
+			const model = String(fields.model ?? 'dall-e-2');
+			const gptImage = model.startsWith('gpt-image');
+			if (gptImage && fields.response_format !== undefined) return send(400, invalid("Unknown parameter: 'response_format'.", 'response_format', 'unknown_parameter'));
+			if (typeof fields.prompt !== 'string' || !fields.prompt) return send(400, invalid("Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter'));
+			const sizes = SIZES[model];
+			if (sizes && fields.size !== undefined && !sizes.includes(String(fields.size))) {
+				return send(400, invalid(`Invalid value: '${String(fields.size)}'. Supported values are: ${sizes.map((size) => `'${size}'`).join(', ')}.`, 'size', 'invalid_value'));
+			}
+			if (edit) {
+				const imageField = gptImage ? 'image[]' : 'image';
+				const images = (call.form ?? []).filter(([name]) => name === imageField);
+				const stray = (call.form ?? []).find(([name]) => name.startsWith('image') && name !== imageField);
+				if (stray) return send(400, invalid(`Unknown parameter: '${stray[0]}'.`, stray[0], 'unknown_parameter'));
+				if (images.length === 0) return send(400, invalid("Missing required parameter: 'image'.", 'image', 'missing_required_parameter'));
+			}
+			const created = Math.floor(Date.now() / 1000);
+			if (gptImage || fields.response_format === 'b64_json') return send(200, { created, data: [{ b64_json: host.image.toString('base64') }] });
+			send(200, { created, data: [{ url: `${host.origin}/files/image.png`, revised_prompt: fields.prompt }] });
+		},
+		broken: (kind) => ({ created: Math.floor(Date.now() / 1000), data: kind === 'empty' ? [] : [{ b64_json: NOT_AN_IMAGE }] }),
+	});
+}
+
+/** WebUI's request models: the fields it takes and which must be whole numbers (StableDiffusionProcessing…). */
+const A1111_INTEGER_FIELDS = ['seed', 'width', 'height', 'steps', 'batch_size', 'n_iter'];
+
+export async function startA1111Host(): Promise<ImageApiHost> {
+	const drawing = new Set<() => void>();
+	return await startImageApiHost({
+		route: (call, send, host) => {
+			if (call.method === 'POST' && call.path === '/sdapi/v1/interrupt') {
+				for (const finish of drawing) finish();
+				return send(200, {});
+			}
+			const edit = call.path === '/sdapi/v1/img2img';
+			if (call.method !== 'POST' || !(edit || call.path === '/sdapi/v1/txt2img')) return send(404, { detail: 'Not Found' });
+			const body = call.json ?? {};
+			const wrong = A1111_INTEGER_FIELDS.find((name) => body[name] !== undefined && !Number.isInteger(body[name]));
+			if (wrong) return send(422, { detail: [{ loc: ['body', wrong], msg: 'value is not a valid integer', type: 'type_error.integer' }] });
+			if (edit && !(Array.isArray(body.init_images) && body.init_images.length > 0)) {
+				return send(422, { detail: [{ loc: ['body', 'init_images'], msg: 'field required', type: 'value_error.missing' }] });
+			}
+			const parameters = { ...body, init_images: undefined };
+			send(200, { images: [host.image.toString('base64')], parameters, info: JSON.stringify({ prompt: body.prompt, seed: body.seed, width: body.width, height: body.height }) });
+		},
+		broken: (kind) => ({ images: kind === 'empty' ? [] : [NOT_AN_IMAGE], parameters: {}, info: '{}' }),
+		onDrawStarted(finish) {
+			drawing.add(finish);
+			return () => void drawing.delete(finish);
+		},
+	});
+}
