@@ -7,7 +7,14 @@
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import { listOf } from './value-types';
 
-export const PROVIDER_NAMES = ['sandbox', 'upstream', 'replicate', 'pruna', 'ideogram'] as const;
+export const PROVIDER_NAMES = [
+	'sandbox',
+	'upstream',
+	'replicate',
+	'pruna',
+	'ideogram',
+	'comfyui',
+] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 /** Separates the hosts of a chain in `--providers` and in a chain's name. */

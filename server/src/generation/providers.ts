@@ -8,6 +8,7 @@ import { MODEL_IDS, type ModelId } from '../../../core/models';
 import { CHAIN_SEPARATOR, type ProviderName, type ProviderSelection } from '../config/provider-selection';
 import type { GenerationProvider } from './provider';
 import { providerChain } from './provider-chain';
+import { comfyuiProvider } from './providers/comfyui';
 import { ideogramProvider } from './providers/ideogram';
 import { prunaProvider } from './providers/pruna';
 import { replicateProvider } from './providers/replicate';
@@ -18,6 +19,8 @@ import { sandboxProvider } from './providers/sandbox';
 export interface ProviderOptions {
 	/** `--sandbox-delay-ms`: how long the sandbox waits before it draws. */
 	sandboxDelayMs?: number;
+	/** `--comfyui-workflow`: the workflow file (resolved path) of each model the comfyui provider serves. */
+	comfyuiWorkflows?: Partial<Record<ModelId, string>>;
 }
 
 /** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
@@ -29,6 +32,7 @@ export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>>
 	replicate: replicateProvider,
 	pruna: prunaProvider,
 	ideogram: ideogramProvider,
+	comfyui: (model, env, options) => comfyuiProvider(model, env, options.comfyuiWorkflows?.[model]),
 };
 
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;

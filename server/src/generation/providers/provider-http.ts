@@ -41,6 +41,8 @@ export interface ProviderRequest {
 	deadline?: number;
 	/** Our error code for a host's refusal with this status, where the host gives it a meaning (Ideogram's 422: a safety rejection). */
 	codesByStatus?: Readonly<Record<number, string>>;
+	/** How this host words a refusal, where the usual shapes miss its point (ComfyUI names the failing node apart from its message). */
+	refusalMessage?: (text: string) => string | undefined;
 	/**
 	 * This call creates the host's job (billable work). It is never sent twice for one job: repeated
 	 * only after a 429 (as Replicate's own clients do), never after a 5xx or a time-out, because a
@@ -253,7 +255,7 @@ function socketErrorCodes(error: unknown): string[] {
 
 function providerError(request: ProviderRequest, status: number, text: string, waitMs = 1_000): ImageGenError {
 	const { provider } = request;
-	const message = hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
+	const message = request.refusalMessage?.(text) ?? hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
 	if (status === 429) {
 		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
 			code: 'upstream_rate_limited',
