@@ -8,7 +8,7 @@ import { SERVER_CLI } from '../../helpers/server';
 
 describe('start-up checks the provider configuration', () => {
 	test.each([
-		['p-image=dalle', {}, /unknown provider 'dalle' for p-image \(known: sandbox, upstream, replicate, pruna, ideogram\)/],
+		['p-image=dalle', {}, /unknown provider 'dalle' for p-image \(known: sandbox, upstream, replicate, pruna, ideogram, comfyui\)/],
 		['p-imagex=replicate', {}, /unknown model 'p-imagex'/],
 		['p-image=replicate', {}, /p-image=replicate needs REPLICATE_API_TOKEN/],
 		['p-image=pruna', {}, /p-image=pruna needs PRUNA_API_KEY/],
