@@ -20,13 +20,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FormData } from 'undici';
 import { ImageGenError, invalidField } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
+import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv } from './inputs';
 import { hostMessage, providerBytes, providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
-import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 
 /**
  * Width and height sent for an aspect ratio: about one megapixel, each side a multiple of 64.

@@ -9,15 +9,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseGenerationRequest } from '../../../../core/schemas';
-import type { GenerationContext, HostJobRef, SettledRequest } from '../../../../server/src/generation/provider';
+import type { HostJobRef, SettledRequest } from '../../../../server/src/generation/provider';
 import { comfyuiProvider } from '../../../../server/src/generation/providers/comfyui';
 import { bindComfyWorkflow, loadComfyWorkflow } from '../../../../server/src/generation/providers/comfyui-workflow';
-import type { ImageWork } from '../../../../server/src/media/image-work';
 import type { ServiceUnderTest } from '../../../helpers/server';
 import { startInProcessServer } from '../../support/app';
 import { startFakeComfyUI, type FakeComfyUI } from '../../support/fake-comfyui';
 import { call, eventually, postJson } from '../../support/http';
 import { makeImage, samePixels } from '../../support/media';
+import { providerContext } from '../../support/provider-contract';
 
 const EXAMPLES = resolve(__dirname, '../../../../examples/comfyui');
 const SDXL = join(EXAMPLES, 'sdxl.json');
@@ -54,16 +54,7 @@ beforeEach(() => {
 const generate = (body: Record<string, unknown>) => postJson(server, '/v1/images/generations', body);
 const imagesCharged = async () => (await call(server, '/v1/usage')).body.total.images as number;
 
-function context(extra: Partial<GenerationContext> = {}): GenerationContext {
-	return {
-		signal: AbortSignal.timeout(10_000),
-		deadline: Date.now() + 10_000,
-		loadInputImage: () => makeImage('png', 16, 16),
-		// ComfyUI hands back bytes; only the sandbox draws.
-		imageWork: undefined as unknown as ImageWork,
-		...extra,
-	};
-}
+const context = providerContext;
 
 const request = (): SettledRequest => ({ ...parseGenerationRequest({ model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '1:1', seed: 3 }), aspect_ratio: '1:1' });
 /** The example workflow bound as the provider would, for prompts queued by "someone else". */
