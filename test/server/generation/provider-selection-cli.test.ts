@@ -16,8 +16,11 @@ describe('start-up checks the provider configuration', () => {
 		['p-image=ideogram', { IDEOGRAM_API_KEY: 'k' }, /ideogram serves textimage-v2 only/],
 		['p-image=upstream', { UPSTREAM_API_KEY: 'k' }, /needs UPSTREAM_BASE_URL/],
 		['p-image=replicate', { REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: 'not a url' }, /REPLICATE_BASE_URL is not a URL/],
+		['p-image=comfyui', {}, /p-image=comfyui needs COMFYUI_BASE_URL/],
+		['p-image=comfyui', { COMFYUI_BASE_URL: 'http://127.0.0.1:8188' }, /p-image=comfyui needs a workflow file: --comfyui-workflow p-image=<file\.json>/],
+		['p-image=comfyui', { COMFYUI_BASE_URL: 'http://127.0.0.1:8188', IMAGEGEN_COMFYUI_WORKFLOW: 'p-image=/nonexistent/flux.json' }, /comfyui workflow \/nonexistent\/flux\.json: cannot be read \(no such file\)/],
 	])('--providers %s with %j fails with exit 2', (providers, env, message) => {
-		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM)_/.test(key)));
+		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM|COMFYUI|IMAGEGEN)_/.test(key)));
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--providers', providers, '--port', '0'], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 10_000 });
 		expect(result.status).toBe(2);
 		expect(result.stderr).toMatch(message);
