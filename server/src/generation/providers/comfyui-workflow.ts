@@ -120,7 +120,7 @@ function imageName(number: number): string {
 	return number === 1 ? 'image' : `image_${number}`;
 }
 
-/** The workflow with its placeholders replaced: a new object, the loaded one untouched. */
+/** The workflow with its inputs' placeholders replaced: a new object, the loaded one untouched. */
 export function bindComfyWorkflow(workflow: ComfyWorkflow, values: WorkflowValues): ApiWorkflow {
 	const bound = (name: string): unknown => {
 		if (name === 'prompt' || name === 'negative_prompt') return values[name];
@@ -137,7 +137,8 @@ export function bindComfyWorkflow(workflow: ComfyWorkflow, values: WorkflowValue
 		if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, each]) => [key, replace(each)]));
 		return value;
 	};
-	return replace(workflow.nodes) as ApiWorkflow;
+	// Only inputs are checked for placeholders, so only inputs are bound (a node's `_meta` title stays as written).
+	return Object.fromEntries(Object.entries(workflow.nodes).map(([id, node]) => [id, { ...node, inputs: replace(node.inputs) as WorkflowNode['inputs'] }]));
 }
 
 /** Calls `visit` with every string value and where it is (`node "6" inputs.text`). */

@@ -57,6 +57,12 @@ describe('the examples', () => {
 		expect(sampler.inputs).toMatchObject({ steps: 4, cfg: 1 });
 	});
 
+	test('only inputs are bound: a title that looks like a placeholder stays as written', async () => {
+		const path = await file('titled.json', minimal({ '6': { class_type: 'CLIPTextEncode', inputs: { text: '{{prompt}}' }, _meta: { title: '{{title}}' } } }));
+		const bound = bindComfyWorkflow(loadComfyWorkflow(path), { prompt: 'x', negative_prompt: '', seed: 1, width: 64, height: 64, images: [] });
+		expect(bound['6']).toEqual({ class_type: 'CLIPTextEncode', inputs: { text: 'x' }, _meta: { title: '{{title}}' } });
+	});
+
 	test('sdxl-edit binds one input image for p-image-edit', () => {
 		const workflow = loadComfyWorkflow(join(EXAMPLES, 'sdxl-edit.json'));
 		expect(workflow.imageInputs).toBe(1);
