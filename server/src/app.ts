@@ -74,7 +74,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	});
 	const backends = parts.backends ?? (await openBackends(config, app.log.child({ component: 'backends' })));
 	await registerService(app, config, {
-		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs }),
+		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows }),
 		backends,
 		publicBaseUrl: () => publicBaseUrl,
 	});

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
 	let providers: ProviderTable;
 	try {
 		// Provider settings live in the environment (keys, base URLs): a gap fails here, not per request.
-		providers = buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs });
+		providers = buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows });
 	} catch (error) {
 		process.stderr.write(`imagegen-server: ${(error as Error).message}\n`);
 		process.exit(2);

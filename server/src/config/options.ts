@@ -3,6 +3,7 @@
  * variables; rows are read in this order, so a row may depend on an earlier one (`onlyWith`).
  */
 import { resolve } from 'node:path';
+import type { ModelId } from '../../../core/models';
 import { option, to } from './option-row';
 import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
 import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type PriceOverrides } from './service-config';
@@ -58,6 +59,15 @@ export const OPTIONS = [
 		default: 0,
 		help: 'How long the sandbox waits before it draws, like a slow host (0 to 600000), to try slow generations and asynchronous jobs offline',
 		into: to('sandboxDelayMs'),
+	}),
+	option({
+		flag: 'comfyui-workflow',
+		placeholder: '<spec>',
+		type: parsedBy((text) => parseModelEntries(text, '<workflow file>', (file) => resolve(file))),
+		default: {} as Partial<Record<ModelId, string>>,
+		defaultText: '(none)',
+		help: 'ComfyUI workflow file (API format) per model served by the comfyui provider, e.g. p-image=./flux.json,p-image-edit=./edit.json',
+		into: to('comfyuiWorkflows'),
 	}),
 	option({
 		flag: 'prices',

@@ -15,6 +15,7 @@ export const PROVIDER_NAMES = [
 	'ideogram',
 	'openai',
 	'automatic1111',
+	'comfyui',
 ] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 

@@ -22,6 +22,8 @@ export interface ServiceConfig {
 	providerSelection: ProviderSelection;
 	/** How long the sandbox provider waits before it draws (`--sandbox-delay-ms`). */
 	sandboxDelayMs: number;
+	/** `--comfyui-workflow`: each model's ComfyUI workflow file, resolved against the working directory. */
+	comfyuiWorkflows: Partial<Record<ModelId, string>>;
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
 	prices?: string;
 	priceOverrides: PriceOverrides;

@@ -9,6 +9,7 @@ import { CHAIN_SEPARATOR, type ProviderName, type ProviderSelection } from '../c
 import type { GenerationProvider } from './provider';
 import { providerChain } from './provider-chain';
 import { automatic1111Provider } from './providers/automatic1111';
+import { comfyuiProvider } from './providers/comfyui';
 import { ideogramProvider } from './providers/ideogram';
 import { openaiProvider } from './providers/openai';
 import { prunaProvider } from './providers/pruna';
@@ -20,6 +21,8 @@ import { sandboxProvider } from './providers/sandbox';
 export interface ProviderOptions {
 	/** `--sandbox-delay-ms`: how long the sandbox waits before it draws. */
 	sandboxDelayMs?: number;
+	/** `--comfyui-workflow`: the workflow file (resolved path) of each model the comfyui provider serves. */
+	comfyuiWorkflows?: Partial<Record<ModelId, string>>;
 }
 
 /** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
@@ -33,6 +36,7 @@ export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>>
 	ideogram: ideogramProvider,
 	openai: openaiProvider,
 	automatic1111: automatic1111Provider,
+	comfyui: (model, env, options) => comfyuiProvider(model, env, options.comfyuiWorkflows?.[model]),
 };
 
 export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;

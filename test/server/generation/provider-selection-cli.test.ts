@@ -20,8 +20,11 @@ describe('start-up checks the provider configuration', () => {
 		['p-image=openai', {}, /p-image=openai needs OPENAI_API_KEY/],
 		['p-image=openai', { OPENAI_API_KEY: 'k', OPENAI_IMAGE_SIZES: '1024' }, /OPENAI_IMAGE_SIZES has '1024', which is not WIDTHxHEIGHT/],
 		['p-image=automatic1111', {}, /p-image=automatic1111 needs A1111_BASE_URL/],
+		['p-image=comfyui', {}, /p-image=comfyui needs COMFYUI_BASE_URL/],
+		['p-image=comfyui', { COMFYUI_BASE_URL: 'http://127.0.0.1:8188' }, /p-image=comfyui needs a workflow file: --comfyui-workflow p-image=<file\.json>/],
+		['p-image=comfyui', { COMFYUI_BASE_URL: 'http://127.0.0.1:8188', IMAGEGEN_COMFYUI_WORKFLOW: 'p-image=/nonexistent/flux.json' }, /comfyui workflow \/nonexistent\/flux\.json: cannot be read \(no such file\)/],
 	])('--providers %s with %j fails with exit 2', (providers, env, message) => {
-		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM|OPENAI|A1111)_/.test(key)));
+		const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(REPLICATE|PRUNA|IDEOGRAM|UPSTREAM|OPENAI|A1111|COMFYUI|IMAGEGEN)_/.test(key)));
 		const result = spawnSync(process.execPath, [SERVER_CLI, '--providers', providers, '--port', '0'], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 10_000 });
 		expect(result.status).toBe(2);
 		expect(result.stderr).toMatch(message);

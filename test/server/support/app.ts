@@ -34,7 +34,7 @@ export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'>
 	mkdirSync(config.dataDir, { recursive: true });
 	let output = '';
 	const service = await createService(config, {
-		providers: buildProviderTable(config.providerSelection, env, { sandboxDelayMs: config.sandboxDelayMs }),
+		providers: buildProviderTable(config.providerSelection, env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows }),
 		logStream: { write: (line) => void (output += line) },
 		...options.parts,
 	});

@@ -43,6 +43,8 @@ export interface ProviderRequest {
 	codesByStatus?: Readonly<Record<number, string>>;
 	/** Our error code for a refusal whose meaning is in the host's body, not its status (OpenAI's 400 `moderation_blocked`); before codesByStatus. */
 	codeOfRefusal?(status: number, text: string): string | undefined;
+	/** How this host words a refusal, where the usual shapes miss its point (ComfyUI names the failing node apart from its message). */
+	refusalMessage?: (text: string) => string | undefined;
 	/**
 	 * This call creates the host's job (billable work). It is never sent twice for one job: repeated
 	 * only after a 429 (as Replicate's own clients do), never after a 5xx or a time-out, because a
@@ -257,7 +259,7 @@ function socketErrorCodes(error: unknown): string[] {
 
 function providerError(request: ProviderRequest, status: number, text: string, waitMs = 1_000): ImageGenError {
 	const { provider } = request;
-	const message = hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
+	const message = request.refusalMessage?.(text) ?? hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
 	if (status === 429) {
 		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
 			code: 'upstream_rate_limited',
