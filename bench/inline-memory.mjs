@@ -3,10 +3,12 @@
 // stand-in's 480 px noise picture fitted to 1024 px), in one service. Its resident memory is read
 // after 150, 300, 600 and 1,200: the answers kept for replay (and the images they are sent from)
 // must not add up in the process, so it stops growing once the traffic's working set is reached.
-// Runs under this Node, or the one given with `--node <path>`.
+// Runs under this Node, or the one given with `--node <path>`, started as users start it: the bin
+// through its first line and the launcher settings it carries; `--plain-node` starts `node cli.js`
+// without them.
 //
 //   node bench/inline-memory.mjs [--node <path>] [--generations 1200] [--samples 50,100,200]
-//                                [--heap] [--server-args '--marking-threads 0']
+//                                [--heap] [--plain-node] [--server-args '--marking-threads 0']
 // A shorter probe: `--generations 300 --samples 50,100,200`. `--heap` starts the service with an
 // admin key and reads V8's heap figures from its /metrics at every sample too.
 import { execFileSync } from 'node:child_process';
@@ -33,11 +35,11 @@ async function generate(origin, index) {
 }
 
 /** Resident memory (MB) after each count of `samples`, the peak, and the answers' size; one fresh service under `node`. */
-export async function inlineMemoryBench({ node = process.execPath, samples = INLINE_MEMORY_SAMPLES, heap = false, serverArgs = [] } = {}) {
+export async function inlineMemoryBench({ node = process.execPath, samples = INLINE_MEMORY_SAMPLES, heap = false, plainNode = false, serverArgs = [] } = {}) {
 	const upstream = await startCountingUpstream(0, await noisyPicture());
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-inline-memory-'));
 	const adminArgs = heap ? ['--admin-key', ADMIN_KEY] : [];
-	const server = await startImagegenServer(dataDir, ['--providers', 'p-image=upstream', ...adminArgs, ...serverArgs], { UPSTREAM_BASE_URL: `${upstream.origin}/v1`, UPSTREAM_API_KEY: 'upstream-key-123' }, node);
+	const server = await startImagegenServer(dataDir, ['--providers', 'p-image=upstream', ...adminArgs, ...serverArgs], { UPSTREAM_BASE_URL: `${upstream.origin}/v1`, UPSTREAM_API_KEY: 'upstream-key-123' }, node, { plainNode });
 	try {
 		const startMb = round(residentBytes(server.pid) / MB, 1);
 		const rssMb = {};
@@ -53,6 +55,7 @@ export async function inlineMemoryBench({ node = process.execPath, samples = INL
 		const from = samples[1] ?? samples[0];
 		return {
 			node: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(),
+			launcher: plainNode ? 'plain node' : 'bin',
 			generations: last,
 			startMb,
 			rssMb,
@@ -91,5 +94,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 	const samples = given.filter((count) => count < generations).concat(generations);
 	const serverArgs = option('--server-args')?.split(' ').filter(Boolean) ?? [];
 	const heap = process.argv.includes('--heap');
-	process.stdout.write(`${JSON.stringify(await inlineMemoryBench({ node: option('--node'), samples, heap, serverArgs }))}\n`);
+	const plainNode = process.argv.includes('--plain-node');
+	process.stdout.write(`${JSON.stringify(await inlineMemoryBench({ node: option('--node'), samples, heap, plainNode, serverArgs }))}\n`);
 }

@@ -4,17 +4,22 @@ import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SERVER_CLI = join(ROOT, 'server', 'dist', 'server', 'src', 'cli.js');
+export const SERVER_BIN = join(ROOT, 'server', 'bin', 'imagegen-server.js');
 export const API_KEY = 'bench-key-0123456789';
 
 /** Starts a Node script (under `node`, default this one) and resolves once it prints `listening on http://…`. */
 export function startProcess(script, args = [], env = {}, node = process.execPath) {
+	return startListening(node, [script, ...args], env, script);
+}
+
+function startListening(command, args, env, script) {
 	return new Promise((resolve, reject) => {
-		const child = spawn(node, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+		const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 		let output = '';
 		const onData = (chunk) => {
 			output += chunk;
@@ -52,8 +57,16 @@ export function startPostgres() {
 	});
 }
 
-export function startImagegenServer(dataDir, args = [], env = {}, node = process.execPath) {
-	return startProcess(SERVER_CLI, ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args], env, node);
+/**
+ * imagegen-server as users start it: its bin run through its first line, which carries the
+ * launcher settings (server/bin/imagegen-server.js), with `node` (default this one) the `node` on
+ * PATH it finds. `plainNode: true` starts `node cli.js` instead, without them. The pid is Node's
+ * own either way (`env` replaces itself with Node).
+ */
+export function startImagegenServer(dataDir, args = [], env = {}, node = process.execPath, { plainNode = false } = {}) {
+	const serverArgs = ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args];
+	if (plainNode) return startProcess(SERVER_CLI, serverArgs, env, node);
+	return startListening(SERVER_BIN, serverArgs, { ...env, PATH: `${dirname(node)}${delimiter}${process.env.PATH ?? ''}` }, SERVER_BIN);
 }
 
 /** Resident memory of a process now (VmRSS), in bytes. */

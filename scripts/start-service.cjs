@@ -1,17 +1,21 @@
 // Starts imagegen-server for `npm start` and keeps its log: everything the service writes, from
 // the first line on (the start-up banner, then its JSON log lines, stack traces on stderr), goes
 // to `logFile`; stderr is also shown in the terminal. Resolves when the service is listening.
+// The service is started as its users start it: its bin run through its own first line, which
+// carries the launcher settings (server/bin/imagegen-server.js), with `nodeBin` the `node` it finds.
 'use strict';
 const { spawn } = require('node:child_process');
 const { createWriteStream } = require('node:fs');
+const { delimiter, dirname } = require('node:path');
 
 /**
- * `nodeBin` runs the service (a supported Node, whichever Node runs this script).
- * `onExit(code, output)` is called when the service exits after it was ready; `output` is what it
- * wrote until then (stdout and stderr), also in the error when it exits before.
+ * `bin` is the service's bin file; `nodeBin` runs it (a supported Node, whichever Node runs this
+ * script). `onExit(code, output)` is called when the service exits after it was ready; `output` is
+ * what it wrote until then (stdout and stderr), also in the error when it exits before.
  */
-function startService({ nodeBin = process.execPath, cli, args, logFile, onExit = () => undefined }) {
-	const child = spawn(nodeBin, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startService({ nodeBin = process.execPath, bin, args, logFile, onExit = () => undefined }) {
+	const env = { ...process.env, PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ''}` };
+	const child = spawn(bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
 	const log = createWriteStream(logFile, { flags: 'a' });
 	child.stdout.pipe(log, { end: false });
 	child.stderr.pipe(log, { end: false });

@@ -20,7 +20,7 @@ const { startService } = require('./start-service.cjs');
 const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'server', 'dist', 'server', 'src', 'cli.js');
+const bin = join(root, 'server', 'bin', 'imagegen-server.js');
 // Both folders can be moved (the start-up test runs in temporary ones).
 const dataDir = process.env.IMAGEGEN_DATA_DIR || join(root, 'data');
 const userFolder = process.env.IMAGEGEN_N8N_DEMO_DIR || join(root, '.n8n-demo');
@@ -42,7 +42,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stopAll(0))
 async function startServer(nodeBin, port) {
 	const service = await startService({
 		nodeBin,
-		cli,
+		bin,
 		args: ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...process.argv.slice(2)],
 		logFile: serviceLog,
 		onExit: (code, output) => {

@@ -1,7 +1,16 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
 // The committed entry point of `imagegen-server`. npm links a bin when the package is installed;
 // in a fresh checkout that happens before the build, so the link must point at a file that is
 // already there. This file checks the Node version and hands over to the compiled CLI.
+//
+// The first line is the service's launcher: `env -S` (GNU coreutils 8.30+, macOS 10.15+, FreeBSD;
+// npm's Windows shims read it too) starts Node with two settings read once at process start,
+// never changed while it runs. `MALLOC_ARENA_MAX=2`: glibc keeps freed image memory in one arena
+// per thread that ran image work (sharp's, libuv's pool), ≈ 80 MB under inline generations.
+// `--max-semi-space-size=4` (MiB): V8 grows its young generation with the allocation rate, to
+// 64 MB on Node 24 (32 MB on Node 22) under inline answers' base64 text; 1 MiB promotes too early,
+// 16 MiB is too much on Node 24. Figures, and where `env -S` is missing: docs/operations.md, "Memory".
+// `node bin/imagegen-server.js` (or `node dist/server/src/cli.js`) bypasses this line.
 'use strict';
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');

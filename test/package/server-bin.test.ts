@@ -1,12 +1,13 @@
 /**
  * `npx imagegen-server` on a fresh clone: npm links a workspace's bin when it installs, before
  * anything is built, so the bin must be a committed file. It hands over to the built CLI, and
- * says what to do when the build has not run yet.
+ * says what to do when the build has not run yet. Its first line is the service's launcher: Node
+ * starts with the memory settings it carries (docs/operations.md, "Memory").
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { SUPPORTED_NODE, unsupportedNodeMessage, unsupportedNodeOnMachine } from '../helpers/node-versions';
 import { npm, userEnvironment } from './support/npm';
@@ -15,10 +16,14 @@ const run = promisify(execFile);
 const ROOT = join(__dirname, '..', '..');
 const BIN = join(ROOT, 'server', 'bin', 'imagegen-server.js');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'server', 'package.json'), 'utf8'));
+/** glibc's arena cap and V8's young-generation cap (MiB), read once at process start. */
+const LAUNCHER = '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4';
+/** A shell's environment with this suite's Node first on PATH: the `node` the bin's first line finds. */
+const withThisNode = () => ({ ...userEnvironment(), PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` });
 
-async function exitOf(file: string, args: string[], cwd = ROOT) {
+async function exitOf(file: string, args: string[], cwd = ROOT, env = userEnvironment()) {
 	try {
-		const { stdout, stderr } = await run(file, args, { cwd, env: userEnvironment(), timeout: 60_000 });
+		const { stdout, stderr } = await run(file, args, { cwd, env, timeout: 60_000 });
 		return { code: 0, stdout, stderr };
 	} catch (error) {
 		const failed = error as Error & { code?: number; stdout?: string; stderr?: string };
@@ -30,8 +35,35 @@ test('the bin is a committed, executable node script and the package links it', 
 	expect(manifest.bin).toEqual({ 'imagegen-server': 'bin/imagegen-server.js' });
 	const { stdout } = await run('git', ['ls-files', '--error-unmatch', 'server/bin/imagegen-server.js'], { cwd: ROOT });
 	expect(stdout.trim()).toBe('server/bin/imagegen-server.js');
-	expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+	expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe(LAUNCHER);
 	expect(() => accessSync(BIN, constants.X_OK)).not.toThrow();
+});
+
+describe('the launcher line', () => {
+	test(`run by its first line, it starts the CLI under this Node (${process.version}), which accepts its settings (--version)`, async () => {
+		const result = await exitOf(BIN, ['--version'], ROOT, withThisNode());
+		expect(result).toEqual({ code: 0, stdout: `imagegen-server ${manifest.version}\n`, stderr: '' });
+	});
+
+	test('the process it starts has glibc\'s arena cap in its environment and the semi-space cap among its Node options', async () => {
+		const folder = mkdtempSync(join(tmpdir(), 'imagegen-launcher-'));
+		try {
+			// The bin beside a CLI that reports the settings of the process it runs in.
+			mkdirSync(join(folder, 'bin'));
+			mkdirSync(join(folder, 'dist', 'server', 'src'), { recursive: true });
+			const copy = join(folder, 'bin', 'imagegen-server.js');
+			copyFileSync(BIN, copy);
+			writeFileSync(
+				join(folder, 'dist', 'server', 'src', 'cli.js'),
+				'process.stdout.write(JSON.stringify({ node: process.version, execArgv: process.execArgv, arenas: process.env.MALLOC_ARENA_MAX ?? null, args: process.argv.slice(2) }));',
+			);
+			const result = await exitOf(copy, ['--port', '0'], folder, withThisNode());
+			expect(result.stderr).toBe('');
+			expect(JSON.parse(result.stdout)).toEqual({ node: process.version, execArgv: ['--max-semi-space-size=4'], arenas: '2', args: ['--port', '0'] });
+		} finally {
+			rmSync(folder, { recursive: true, force: true });
+		}
+	});
 });
 
 test("package-lock.json records the same bin: npm ci links bins from the lockfile, not from package.json", () => {

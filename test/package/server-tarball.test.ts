@@ -132,6 +132,15 @@ describe('installed into an empty folder and started with npx', () => {
 		});
 	}, 90_000);
 
+	test('its linked command is the committed bin, launcher line first, and runs by that line (--version)', async () => {
+		const launcher = (file: string) => readFileSync(file, 'utf8').split('\n')[0];
+		const link = join(installed, 'node_modules', '.bin', 'imagegen-server');
+		expect(launcher(link)).toBe(launcher(join(ROOT, 'server', 'bin', 'imagegen-server.js')));
+		expect(launcher(link)).toMatch(/^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=\d+ node --max-semi-space-size=\d+$/);
+		const { stdout } = await run(link, ['--version'], { cwd: installed, env: userEnvironment() });
+		expect(stdout).toMatch(/^imagegen-server \d+\.\d+\.\d+\n$/);
+	});
+
 	test('the package is a real copy, not a link into this repository', () => {
 		const location = join(installed, 'node_modules', 'imagegen-server');
 		expect(lstatSync(location).isSymbolicLink()).toBe(false);
