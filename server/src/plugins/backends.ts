@@ -87,7 +87,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			noteFailure: (error) => condition.noteFailure(error),
 			close: async () => {
 				await condition.stop();
-				await groupCommitOf(database).close();
+				await groupCommitOf(database).drain();
 				database.close();
 			},
 		};

@@ -1,27 +1,19 @@
 /**
- * Group commit for the data dir's database. better-sqlite3 runs on the event loop, so with
- * `synchronous = FULL` every commit blocks the whole service for one disk sync; a hosted
- * generation made three (reservation, publish, usage line). Writes handed to `write()` in the same
- * turn of the event loop instead share one IMMEDIATE transaction (each in a savepoint of its own,
- * so one that fails rolls back alone), committed with `synchronous = NORMAL`, and every caller is
- * answered only after an fdatasync of the write-ahead log, run on the thread pool, that began once
- * the commit was in the log.
+ * Group commit for the data dir's database. The connection commits with `synchronous = FULL`, so
+ * SQLite syncs the write-ahead log before a commit returns, and better-sqlite3 does that on the
+ * event loop: a hosted generation's three writes (reservation, publish, usage line) would stop the
+ * service for three syncs. Writes handed to `write()` in the same turn of the event loop instead
+ * share one IMMEDIATE transaction (each in a savepoint of its own, so one that fails rolls back
+ * alone): one sync serves them all, and each caller is answered once it is back.
  *
- * Why that keeps every acknowledged write across a power cut, not only a killed process: in WAL
- * mode a commit is the log's frames written up to a commit frame; NORMAL only skips the sync of
- * that write, which we then do ourselves before acknowledging. SQLite syncs the log before each
- * checkpoint and the database after it, and starts the log again from its beginning only after a
- * completed checkpoint, so a synced commit is on the disk in the log or in the database from then
- * on. Writes that do not go through here keep `synchronous = FULL`.
+ * A group of writes that need no sync of their own (a reservation, a release: see `write`) commits
+ * with `synchronous = NORMAL`, which in WAL mode skips the sync; the next synced commit syncs the
+ * log those frames are in, and SQLite checkpoints only synced frames.
  */
-import { closeSync, fdatasync, fstatSync, openSync, statSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { whenUnlocked } from './busy';
 import { conditionOf } from './condition';
 import type { SqliteDatabase } from './database';
 import { onePerConnection } from './per-connection';
-
-const datasync = promisify(fdatasync);
 
 interface Queued {
 	work: () => unknown;
@@ -36,14 +28,9 @@ export class SqliteGroupCommit {
 	private queue: Queued[] = [];
 	private scheduled = false;
 	private readonly pending = new Set<Promise<void>>();
-	private syncing: Promise<void> | null = null;
-	private following: Promise<void> | null = null;
-	private wal: number | undefined;
-	private readonly inWalMode: boolean;
 	private readonly commitBatch: (batch: readonly Queued[]) => Outcome[];
 
 	constructor(private readonly database: SqliteDatabase) {
-		this.inWalMode = database.pragma('journal_mode', { simple: true }) === 'wal';
 		this.commitBatch = database.transaction((batch: readonly Queued[]) =>
 			batch.map((queued): Outcome => {
 				try {
@@ -58,9 +45,9 @@ export class SqliteGroupCommit {
 
 	/**
 	 * Runs `work` (synchronous statements) in the next group; resolves once it is on the disk, or,
-	 * with `durable: false`, once it is committed (visible to every process; a later sync or a
-	 * checkpoint takes it to the disk): for rows whose loss in a power cut the start-up clean-up
-	 * repairs, such as a reservation.
+	 * with `durable: false`, once it is committed (visible to every process; the next synced commit
+	 * takes it to the disk): for rows whose loss in a power cut the start-up clean-up repairs, such
+	 * as a reservation.
 	 */
 	write<T>(work: () => T, options: { durable?: boolean } = {}): Promise<T> {
 		return new Promise<T>((resolve, reject) => {
@@ -71,19 +58,12 @@ export class SqliteGroupCommit {
 		});
 	}
 
-	/** Waits until every write handed in so far is committed and synced (or has failed). */
+	/** Waits until every write handed in so far is committed (or has failed). */
 	async drain(): Promise<void> {
 		while (this.scheduled || this.pending.size > 0) {
 			if (this.scheduled) this.flush();
 			await Promise.allSettled([...this.pending]);
 		}
-	}
-
-	/** Drains, then lets go of the log's descriptor; the database itself is closed by its owner. */
-	async close(): Promise<void> {
-		await this.drain();
-		if (this.wal !== undefined) closeSync(this.wal);
-		this.wal = undefined;
 	}
 
 	private flush(): void {
@@ -109,65 +89,23 @@ export class SqliteGroupCommit {
 	}
 
 	private commitOnce(batch: readonly Queued[]): Outcome[] {
+		if (batch.some((queued) => queued.durable)) return this.commitBatch(batch);
 		try {
-			if (this.inWalMode) this.database.pragma('synchronous = NORMAL');
+			this.database.pragma('synchronous = NORMAL');
 			return this.commitBatch(batch);
 		} finally {
-			if (this.inWalMode) this.database.pragma('synchronous = FULL');
+			this.database.pragma('synchronous = FULL');
 		}
 	}
 
 	private answer(batch: readonly Queued[], outcomes: readonly Outcome[]): void {
 		conditionOf(this.database).noteWritten();
-		// Failures and writes that need no sync are answered now; the rest after the log's sync.
-		const waiting: Array<{ queued: Queued; value: unknown }> = [];
 		outcomes.forEach((outcome, index) => {
 			const queued = batch[index]!;
-			if (!outcome.ok) {
-				conditionOf(this.database).noteFailure(outcome.error);
-				queued.reject(outcome.error);
-			} else if (queued.durable) waiting.push({ queued, value: outcome.value });
-			else queued.resolve(outcome.value);
+			if (outcome.ok) return queued.resolve(outcome.value);
+			conditionOf(this.database).noteFailure(outcome.error);
+			queued.reject(outcome.error);
 		});
-		if (waiting.length === 0) return;
-		const settled = this.syncLog().then(
-			() => waiting.forEach(({ queued, value }) => queued.resolve(value)),
-			(error: unknown) => waiting.forEach(({ queued }) => queued.reject(error)),
-		);
-		this.pending.add(settled);
-		void settled.finally(() => this.pending.delete(settled));
-	}
-
-	/**
-	 * A sync under way may have begun before this group's commit: callers arriving meanwhile share
-	 * the one that follows it, so at most one runs and one waits whatever the load.
-	 */
-	private syncLog(): Promise<void> {
-		if (!this.inWalMode) return Promise.resolve();
-		if (!this.syncing) {
-			this.syncing = this.syncOnce().finally(() => (this.syncing = null));
-			return this.syncing;
-		}
-		this.following ??= this.syncing
-			.catch(() => undefined)
-			.then(() => {
-				this.following = null;
-				return this.syncLog();
-			});
-		return this.following;
-	}
-
-	private async syncOnce(): Promise<void> {
-		await datasync(this.openLog());
-	}
-
-	/** The log as it is now: SQLite removes and recreates it only when every connection has closed. */
-	private openLog(): number {
-		const path = `${this.database.name}-wal`;
-		if (this.wal !== undefined && fstatSync(this.wal).ino === statSync(path).ino) return this.wal;
-		if (this.wal !== undefined) closeSync(this.wal);
-		this.wal = openSync(path, 'r');
-		return this.wal;
 	}
 }
 
