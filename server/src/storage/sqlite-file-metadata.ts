@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { conditionOf } from '../sqlite/condition';
 import { whenUnlocked } from '../sqlite/busy';
-import type { SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
-import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from './file-rows';
+import { FILE_SQL, toFileRecord, type FileRow } from './file-rows';
 
 /**
  * How long a sweeper holds the batch it took while it deletes the bytes. Past this, the batch is
@@ -65,13 +65,9 @@ export class SqliteFileMetadata implements FileMetadataStore {
 					created_at = @createdAt, expires_at = @expiresAt, provenance = @provenance
 				WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`,
 			),
-			release: database.prepare('DELETE FROM files WHERE id = ?'),
-			get: database.prepare<[string, number], FileRow>(`SELECT ${FILE_RECORD_COLUMNS} FROM files WHERE id = ? AND published = 1 AND expires_at > ?`),
-			remove: database.prepare<{ id: string; ownerKeyId: string; now: number }, FileRow>(
-				`UPDATE files SET expires_at = @now
-				WHERE id = @id AND owner_key_id = @ownerKeyId AND published = 1 AND expires_at > @now
-				RETURNING ${FILE_RECORD_COLUMNS}`,
-			),
+			release: database.prepare<[Record<string, unknown>]>(FILE_SQL.release),
+			get: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.get('$2')),
+			remove: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.remove('$3')),
 			// One statement: two processes' sweepers cannot both take a row, and a batch whose
 			// sweeper died is taken over once its lease has passed.
 			takeExpired: database.prepare<{ token: string; now: number; until: number; limit: number }, ExpiredRow>(
@@ -132,16 +128,16 @@ export class SqliteFileMetadata implements FileMetadataStore {
 
 	async release(id: string): Promise<void> {
 		// A release lost in a power cut leaves a reservation the start-up clean-up or the sweeper removes.
-		await this.commits.write(() => this.statements.release.run(id), { durable: false });
+		await this.commits.write(() => this.statements.release.run(bindNumbered([id])), { durable: false });
 	}
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
-		const row = await whenUnlocked(this.database, () => this.statements.get.get(id, this.instant(now)));
+		const row = await whenUnlocked(this.database, () => this.statements.get.get(bindNumbered([id, this.instant(now)])));
 		return row ? toFileRecord(row) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
-		const row = await whenUnlocked(this.database, () => this.statements.remove.get({ id, ownerKeyId, now: this.instant(now) }));
+		const row = await whenUnlocked(this.database, () => this.statements.remove.get(bindNumbered([id, ownerKeyId, this.instant(now)])));
 		return row ? toFileRecord(row) : null;
 	}
 
