@@ -46,12 +46,11 @@ export class SqliteRateLimiter implements RateLimiter {
 		assertPerMinute(perMinute);
 		this.now = options.now ?? Date.now;
 		this.commits = groupCommitOf(database);
-		// The database's clock of the shared statements, when no time is passed: this machine's.
+		// The database's clock of the shared statements, when no time is passed: this machine's (the
+		// group commit's thread, which runs the takes, defines it on its connection too).
 		database.function('imagegen_clock_ms', { deterministic: false }, () => Date.now());
 		this.statements = {
-			take: database.prepare<[Record<string, unknown>], BucketRow>(BUCKET_SQL.take),
 			peek: database.prepare<[Record<string, unknown>], Pick<BucketRow, 'tokens'>>(BUCKET_SQL.peek),
-			forget: database.prepare<[Record<string, unknown>]>(BUCKET_SQL.forgetIdle),
 		};
 	}
 
@@ -59,7 +58,7 @@ export class SqliteRateLimiter implements RateLimiter {
 		if (perMinute === 0) return ADMITTED;
 		const now = this.now();
 		this.forgetIdleNowAndThen(now);
-		const row = await this.commits.write(() => this.statements.take.get(bindNumbered([bucketName, perMinute, now]))!, { durable: false });
+		const row = await this.commits.write<BucketRow>([{ sql: BUCKET_SQL.take, values: bindNumbered([bucketName, perMinute, now]), row: true }], { durable: false });
 		return takeDecision(row, perMinute);
 	}
 
@@ -77,7 +76,7 @@ export class SqliteRateLimiter implements RateLimiter {
 	async forgetIdle(now: number = this.now()): Promise<number> {
 		let removed = 0;
 		for (;;) {
-			const { changes } = await this.commits.write(() => this.statements.forget.run(bindNumbered([now, FORGET_BATCH])), { durable: false });
+			const { changes } = await this.commits.write<{ changes: number }>([{ sql: BUCKET_SQL.forgetIdle, values: bindNumbered([now, FORGET_BATCH]) }], { durable: false });
 			removed += changes;
 			if (changes < FORGET_BATCH) break;
 			await nextTurn();

@@ -39,6 +39,12 @@ export interface SqliteFileMetadataOptions {
 	sweepLeaseMs?: number;
 }
 
+const RESERVE = 'INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)';
+// A reservation a sweeper has taken is being deleted with its bytes: too late to publish.
+const PUBLISH = `UPDATE files SET published = 1, name = @name, kind = @kind, mime_type = @mimeType, extension = @extension, size = @size, etag = @etag,
+		created_at = @createdAt, expires_at = @expiresAt, provenance = @provenance
+	WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`;
+
 export class SqliteFileMetadata implements FileMetadataStore {
 	private readonly now: () => number;
 	private readonly sweepLeaseMs: number;
@@ -58,14 +64,6 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		this.sweepLeaseMs = options.sweepLeaseMs ?? SWEEP_LEASE_MS;
 		this.commits = groupCommitOf(database);
 		this.statements = {
-			reserve: database.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)'),
-			// A reservation a sweeper has taken is being deleted with its bytes: too late to publish.
-			publish: database.prepare(
-				`UPDATE files SET published = 1, name = @name, kind = @kind, mime_type = @mimeType, extension = @extension, size = @size, etag = @etag,
-					created_at = @createdAt, expires_at = @expiresAt, provenance = @provenance
-				WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`,
-			),
-			release: database.prepare<[Record<string, unknown>]>(FILE_SQL.release),
 			get: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.get('$2')),
 			remove: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.remove('$3')),
 			// One statement: two processes' sweepers cannot both take a row, and a batch whose
@@ -99,9 +97,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		const expiresAt = reservation.lifetimeMs === undefined ? reservation.expiresAt.getTime() : this.now() + reservation.lifetimeMs;
 		// Committed, not yet synced: bytes whose reservation a power cut took are removed at start as
 		// belonging to nobody, and the publish that follows syncs the log the reservation is in.
-		await this.commits.write(() => this.statements.reserve.run(reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt, process.pid), {
-			durable: false,
-		});
+		await this.commits.write([{ sql: RESERVE, values: [reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt, process.pid] }], { durable: false });
 	}
 
 	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
@@ -121,14 +117,14 @@ export class SqliteFileMetadata implements FileMetadataStore {
 			expiresAt: expiresAt.getTime(),
 			provenance: file.provenance === undefined ? null : JSON.stringify(file.provenance),
 		};
-		const { changes } = await this.commits.write(() => this.statements.publish.run(row), { durable: options.durable ?? true });
+		const { changes } = await this.commits.write<{ changes: number }>([{ sql: PUBLISH, values: row }], { durable: options.durable ?? true });
 		if (changes !== 1) throw new Error(`file id ${file.id} has no open reservation to publish`);
 		return { ...file, createdAt, expiresAt };
 	}
 
 	async release(id: string): Promise<void> {
 		// A release lost in a power cut leaves a reservation the start-up clean-up or the sweeper removes.
-		await this.commits.write(() => this.statements.release.run(bindNumbered([id])), { durable: false });
+		await this.commits.write([{ sql: FILE_SQL.release, values: bindNumbered([id]) }], { durable: false });
 	}
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {

@@ -72,11 +72,11 @@ it('drain waits for every queued write to be committed before the database may c
 it('a group with a durable write commits with synchronous = FULL; one of reservations alone skips the sync', async () => {
 	const database = dataDir.openDatabase();
 	const group = groupCommitOf(database);
-	const synchronous = () => database.pragma('synchronous', { simple: true });
+	const synchronous = [{ sql: 'PRAGMA synchronous', values: [], row: true }];
 	const mixed = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous)]);
 	const unsynced = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous, { durable: false })]);
 	// 2 is FULL (SQLite syncs the log before the commit returns), 1 NORMAL.
-	expect({ mixed, unsynced, after: synchronous() }).toEqual({ mixed: [2, 2], unsynced: [1, 1], after: 2 });
+	expect({ mixed, unsynced }).toEqual({ mixed: [{ synchronous: 2 }, { synchronous: 2 }], unsynced: [{ synchronous: 1 }, { synchronous: 1 }] });
 });
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {
