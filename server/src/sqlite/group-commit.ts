@@ -35,11 +35,8 @@ interface Queued {
 	reject: (error: unknown) => void;
 }
 
-interface SentError {
-	message: string;
-	code?: string;
-}
-
+/** A failure keeps SQLite's code (SQLITE_FULL, SQLITE_BUSY …): the condition and the HTTP answer read it. */
+type SentError = { message: string; code?: string };
 /** A whole group that failed (the lock busy past the wait, a full disk) fails each of its writes. */
 type Outcome = { ok: true; value: unknown } | { ok: false; error: SentError };
 
@@ -53,6 +50,13 @@ database.function('imagegen_clock_ms', { deterministic: false }, () => Date.now(
 const prepared = new Map();
 const statement = (sql) => prepared.get(sql) ?? prepared.set(sql, database.prepare(sql)).get(sql);
 const sent = (error) => ({ message: error.message, code: error.code });
+const attempt = (run) => {
+	try {
+		return { ok: true, value: run() };
+	} catch (error) {
+		return { ok: false, error: sent(error) };
+	}
+};
 const one = database.transaction((write) => {
 	let answer;
 	for (const step of write) {
@@ -61,20 +65,11 @@ const one = database.transaction((write) => {
 	}
 	return answer;
 });
-const group = database.transaction((writes) => writes.map((write) => {
-	try {
-		return { ok: true, value: one(write) };
-	} catch (error) {
-		return { ok: false, error: sent(error) };
-	}
-})).immediate;
+const group = database.transaction((writes) => writes.map((write) => attempt(() => one(write)))).immediate;
 parentPort.on('message', ({ writes, durable }) => {
-	try {
-		database.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
-		parentPort.postMessage(writes.length === 0 ? [] : group(writes));
-	} catch (error) {
-		parentPort.postMessage(writes.map(() => ({ ok: false, error: sent(error) })));
-	}
+	database.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
+	const committed = attempt(() => (writes.length === 0 ? [] : group(writes)));
+	parentPort.postMessage(committed.ok ? committed.value : writes.map(() => committed));
 });
 `;
 
@@ -137,7 +132,7 @@ export class SqliteGroupCommit {
 		outcomes.forEach((outcome, index) => {
 			const queued = batch[index]!;
 			if (outcome.ok) return queued.resolve(outcome.value);
-			const error = received(outcome.error);
+			const error = Object.assign(new Error(outcome.error.message), outcome.error.code === undefined ? {} : { code: outcome.error.code });
 			conditionOf(this.database).noteFailure(error);
 			queued.reject(error);
 		});
@@ -158,7 +153,8 @@ export class SqliteGroupCommit {
 		if (this.worker) return this.worker;
 		const worker = new Worker(COMMIT_IN_WORKER, {
 			eval: true,
-			workerData: { file: this.database.name, driver: require.resolve('better-sqlite3'), busyTimeoutMs: this.busyTimeoutMs() },
+			// The connection's own wait for the lock; the service's, which waits from timers (0), `BUSY_WAIT_MS`.
+			workerData: { file: this.database.name, driver: require.resolve('better-sqlite3'), busyTimeoutMs: this.database.pragma('busy_timeout', { simple: true }) || BUSY_WAIT_MS },
 		});
 		worker.on('message', (outcomes: Outcome[]) => this.answered?.(outcomes));
 		const stopped = (error: SentError) => {
@@ -170,17 +166,6 @@ export class SqliteGroupCommit {
 		this.worker = worker;
 		return worker;
 	}
-
-	/** The connection's own wait for the lock; the service's waits from timers instead (0), for `BUSY_WAIT_MS`. */
-	private busyTimeoutMs(): number {
-		const own = this.database.pragma('busy_timeout', { simple: true }) as number;
-		return own > 0 ? own : BUSY_WAIT_MS;
-	}
-}
-
-/** An error from the worker, with SQLite's code (SQLITE_FULL, SQLITE_BUSY …) for the condition and the HTTP answer. */
-function received(error: SentError): Error {
-	return Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code });
 }
 
 /** The one group commit of a connection, shared by every store that writes through it. */
