@@ -2,8 +2,8 @@
  * Requests per minute per API key (and failed authentications per client address) for every
  * process on one data dir: one token bucket per name in the data dir's SQLite database, in the
  * table and with the statements PostgreSQL's limiter uses (bucket-rows.ts). A take is one upsert
- * inside an IMMEDIATE transaction (the group commit's, shared with the other writes of the same
- * turn), which holds the database's write lock, so takes from any number of processes are applied
+ * inside an IMMEDIATE transaction (the group commit's, shared with the writes that arrive with
+ * it), which holds the database's write lock, so takes from any number of processes are applied
  * one after another and together admit at most the limit.
  *
  * A bucket is no billing record: its commit is not synced on its own (a power cut may give a key
