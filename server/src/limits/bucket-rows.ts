@@ -8,8 +8,8 @@
  * clock: on PostgreSQL a function of migration 8, the one clock every replica shares; on SQLite
  * this machine's, which every process on the data dir shares (`SqliteRateLimiter` defines it).
  */
-import type { RateDecision } from './rate-limiter';
-import { ADMITTED, FULL_AFTER_MS, decide } from './token-bucket';
+import type { RateDecision, RateLimiter } from './rate-limiter';
+import { ADMITTED, FULL_AFTER_MS, assertPerMinute, decide } from './token-bucket';
 
 const PER_MINUTE = 'CAST($2 AS double precision)';
 const NOW = 'COALESCE(CAST($3 AS bigint), imagegen_clock_ms())';
@@ -51,11 +51,58 @@ export const BUCKET_SQL = {
 /** Idle buckets deleted per statement: the lock is never held for long. */
 export const FORGET_BATCH = 500;
 
-/** PostgreSQL answers a boolean, SQLite 0 or 1. */
-export function takeDecision(row: { tokens: number; allowed: boolean | number }, perMinute: number): RateDecision {
-	return row.allowed ? ADMITTED : decide(row.tokens, perMinute);
-}
+/** Idle buckets are looked for at most this often per process; every process doing it is harmless. */
+const FORGET_EVERY_MS = 60_000;
 
-export function peekDecision(row: { tokens: number } | undefined, perMinute: number): RateDecision {
-	return decide(row?.tokens ?? perMinute, perMinute);
+/**
+ * Both engines' limiter; each says how it runs a statement and deletes idle buckets. Idle buckets
+ * are forgotten at most once a minute per process, in the background of a take: the request that
+ * starts it does not wait for it.
+ */
+export abstract class BucketRateLimiter implements RateLimiter {
+	private lastForgotAt = -Infinity;
+	private forgetting: Promise<unknown> | null = null;
+
+	constructor(readonly perMinute: number) {
+		assertPerMinute(perMinute);
+	}
+
+	/** The time of a statement in unix milliseconds, or null for the database's clock. */
+	protected abstract time(): number | null;
+	/** The row `sql` answers for `values` (`$1`, `$2` …); `take` writes. */
+	protected abstract row<Row>(sql: string, values: unknown[], take: boolean): Promise<Row | undefined>;
+	/** Deletes the buckets idle at `now` (`BUCKET_SQL.forgetIdle`, in batches); answers how many went. */
+	abstract forgetIdle(now: number | null): Promise<number>;
+
+	async take(bucket: string, perMinute: number = this.perMinute): Promise<RateDecision> {
+		// 0 means no limit, as for the in-memory limiter.
+		if (perMinute === 0) return ADMITTED;
+		const time = this.time();
+		this.forgetIdleNowAndThen(time);
+		const row = await this.row<{ tokens: number; allowed: boolean | number }>(BUCKET_SQL.take, [bucket, perMinute, time], true);
+		// PostgreSQL answers a boolean, SQLite 0 or 1.
+		return row!.allowed ? ADMITTED : decide(row!.tokens, perMinute);
+	}
+
+	/** One read, no lock and no row written: a bucket never taken from is full. */
+	async peek(bucket: string, perMinute: number = this.perMinute): Promise<RateDecision> {
+		if (perMinute === 0) return ADMITTED;
+		const row = await this.row<{ tokens: number }>(BUCKET_SQL.peek, [bucket, perMinute, this.time()], false);
+		return decide(row?.tokens ?? perMinute, perMinute);
+	}
+
+	/** Waits for a forgetting under way, so the database can be closed after. */
+	async close(): Promise<void> {
+		await this.forgetting;
+	}
+
+	private forgetIdleNowAndThen(time: number | null): void {
+		const now = time ?? Date.now();
+		if (this.forgetting || now - this.lastForgotAt < FORGET_EVERY_MS) return;
+		this.lastForgotAt = now;
+		// A failure (the lock busy past its timeout, the database away) only delays it to the next minute.
+		this.forgetting = this.forgetIdle(time)
+			.catch(() => undefined)
+			.finally(() => (this.forgetting = null));
+	}
 }

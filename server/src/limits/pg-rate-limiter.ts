@@ -5,9 +5,7 @@
  * number of replicas are applied one after another and together admit at most the limit.
  */
 import type { Pool } from 'pg';
-import { BUCKET_SQL, FORGET_BATCH, peekDecision, takeDecision } from './bucket-rows';
-import type { RateDecision, RateLimiter } from './rate-limiter';
-import { ADMITTED, assertPerMinute } from './token-bucket';
+import { BUCKET_SQL, BucketRateLimiter, FORGET_BATCH } from './bucket-rows';
 
 export interface PgRateLimiterOptions {
 	/**
@@ -17,43 +15,28 @@ export interface PgRateLimiterOptions {
 	now?: () => Date;
 }
 
-const FORGET_EVERY_MS = 60_000;
-
-export class PgRateLimiter implements RateLimiter {
-	private lastForgotAt = -Infinity;
-
+export class PgRateLimiter extends BucketRateLimiter {
 	constructor(
 		private readonly pool: Pool,
-		readonly perMinute: number,
+		perMinute: number,
 		private readonly options: PgRateLimiterOptions = {},
 	) {
-		assertPerMinute(perMinute);
+		super(perMinute);
 	}
 
-	async take(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		// 0 means no limit, as for the in-memory limiter.
-		if (perMinute === 0) return ADMITTED;
-		await this.forgetIdleBuckets();
-		const { rows } = await this.pool.query<{ tokens: number; allowed: boolean }>(BUCKET_SQL.take, [apiKeyId, perMinute, this.time()]);
-		return takeDecision(rows[0]!, perMinute);
+	async forgetIdle(now: number | null): Promise<number> {
+		for (let removed = 0; ; ) {
+			const { rowCount } = await this.pool.query(BUCKET_SQL.forgetIdle, [now, FORGET_BATCH]);
+			removed += rowCount ?? 0;
+			if (rowCount !== FORGET_BATCH) return removed;
+		}
 	}
 
-	/** At most once a minute per replica; every replica doing it is harmless (the rows are full). */
-	private async forgetIdleBuckets(): Promise<void> {
-		const time = this.options.now?.().getTime() ?? Date.now();
-		if (time - this.lastForgotAt < FORGET_EVERY_MS) return;
-		this.lastForgotAt = time;
-		while ((await this.pool.query(BUCKET_SQL.forgetIdle, [this.time(), FORGET_BATCH])).rowCount === FORGET_BATCH);
-	}
-
-	async peek(apiKeyId: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		if (perMinute === 0) return ADMITTED;
-		const { rows } = await this.pool.query<{ tokens: number }>(BUCKET_SQL.peek, [apiKeyId, perMinute, this.time()]);
-		return peekDecision(rows[0], perMinute);
-	}
-
-	/** The fixed time in unix milliseconds, or null for the database's clock. */
-	private time(): number | null {
+	protected time(): number | null {
 		return this.options.now?.().getTime() ?? null;
+	}
+
+	protected async row<Row>(sql: string, values: unknown[]): Promise<Row | undefined> {
+		return (await this.pool.query(sql, values)).rows[0] as Row | undefined;
 	}
 }
