@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,10 +16,11 @@ import { loadBench } from './load.mjs';
 import { markingFairnessBench } from './marking-fairness.mjs';
 import { provenanceBench } from './provenance.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
+import { storesBench } from './stores.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -191,4 +192,11 @@ if (only.includes('marking-fairness')) {
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+if (only.includes('stores')) {
+	log('stores: the writes of a hosted generation to the data dir (reservation, publish, usage line), 16 writers, no HTTP');
+	const r = (results.stores = await storesBench());
+	rows.push(['data-dir stores, generations written', `${r.perSecond}/s`, '', '', '', '']);
+	rows.push(['data-dir stores, p50 / event-loop delay p99', `${r.p50Ms} / ${r.loopP99Ms} ms`, '', '', '', '']);
+}
+
 process.stdout.write(`\n${results.machine}\n\n${table(rows)}\n\nwritten to bench/results.json\n`);

@@ -223,4 +223,20 @@ export const MIGRATIONS: readonly Migration[] = [
 			$$;
 		`,
 	},
+	{
+		version: 8,
+		name: 'rate limit buckets as on the data dir',
+		sql: `
+			-- The same table and statements as the embedded engine (limits/bucket-rows.ts): any bucket
+			-- name, not only a key's; the time in unix milliseconds, the refill computed from it in SQL.
+			ALTER TABLE rate_limit_buckets RENAME COLUMN api_key_id TO bucket;
+			ALTER TABLE rate_limit_buckets ADD COLUMN updated_ms bigint;
+			UPDATE rate_limit_buckets SET updated_ms = floor(extract(epoch FROM updated_at) * 1000);
+			ALTER TABLE rate_limit_buckets ALTER COLUMN updated_ms SET NOT NULL, DROP COLUMN updated_at;
+			CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_ms);
+			-- The time of a take the caller does not fix: the database's, the one clock every replica shares.
+			CREATE FUNCTION imagegen_clock_ms() RETURNS bigint LANGUAGE sql VOLATILE
+				AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+		`,
+	},
 ];

@@ -1,10 +1,10 @@
 /**
  * Requests per minute per API key (and failed authentications per client address) for every
- * process on one data dir: one token bucket per name in the data dir's SQLite database, with the
- * same refill as in memory and on PostgreSQL. A take reads and writes its row inside one IMMEDIATE
- * transaction (the group commit's, shared with the other writes of the same turn), which holds the
- * database's write lock, so takes from any number of processes are applied one after another and
- * together admit at most the limit.
+ * process on one data dir: one token bucket per name in the data dir's SQLite database, in the
+ * table and with the statements PostgreSQL's limiter uses (bucket-rows.ts). A take is one upsert
+ * inside an IMMEDIATE transaction (the group commit's, shared with the writes that arrive with
+ * it), which holds the database's write lock, so takes from any number of processes are applied
+ * one after another and together admit at most the limit.
  *
  * A bucket is no billing record: its commit is not synced on its own (a power cut may give a key
  * back a few requests), which keeps a take off the disk's sync on every request.
@@ -12,72 +12,32 @@
  * Clock: the `now` passed in, else this machine's, shared by every process on one data dir.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
-import type { RateDecision, RateLimiter } from './rate-limiter';
-import { ADMITTED, FULL_AFTER_MS, assertPerMinute, decide, refill, type TokenBucket } from './token-bucket';
-
-/** Idle buckets deleted per transaction: the write lock is never held for long. */
-export const FORGET_BATCH = 500;
-/** Idle buckets are looked for at most this often per process; every process doing it is harmless. */
-const FORGET_EVERY_MS = 60_000;
-
-interface BucketRow {
-	tokens: number;
-	updated_at: number;
-}
+import { BUCKET_SQL, BucketRateLimiter, FORGET_BATCH } from './bucket-rows';
 
 export interface SqliteRateLimiterOptions {
 	now?: () => number;
 }
 
-export class SqliteRateLimiter implements RateLimiter {
-	private readonly statements;
+export class SqliteRateLimiter extends BucketRateLimiter {
+	private readonly peekStatement;
 	private readonly commits: SqliteGroupCommit;
 	private readonly now: () => number;
-	private lastForgotAt = -Infinity;
-	private forgetting: Promise<unknown> | null = null;
 
 	constructor(
 		private readonly database: SqliteDatabase,
-		readonly perMinute: number,
+		perMinute: number,
 		options: SqliteRateLimiterOptions = {},
 	) {
-		assertPerMinute(perMinute);
+		super(perMinute);
 		this.now = options.now ?? Date.now;
 		this.commits = groupCommitOf(database);
-		this.statements = {
-			read: database.prepare<[string], BucketRow>('SELECT tokens, updated_at FROM rate_limit_buckets WHERE bucket = ?'),
-			write: database.prepare<[string, number, number]>(
-				'INSERT INTO rate_limit_buckets (bucket, tokens, updated_at) VALUES (?, ?, ?) ON CONFLICT (bucket) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at',
-			),
-			forget: database.prepare<[number, number]>(
-				'DELETE FROM rate_limit_buckets WHERE bucket IN (SELECT bucket FROM rate_limit_buckets WHERE updated_at < ? ORDER BY updated_at LIMIT ?)',
-			),
-		};
-	}
-
-	async take(bucketName: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		if (perMinute === 0) return ADMITTED;
-		const now = this.now();
-		this.forgetIdleNowAndThen(now);
-		// The row is read inside the write transaction: what another process took meanwhile counts.
-		return this.commits.write(
-			() => {
-				const bucket = refill(this.stored(bucketName), perMinute, now);
-				const decision = decide(bucket.tokens, perMinute);
-				this.statements.write.run(bucketName, decision.allowed ? bucket.tokens - 1 : bucket.tokens, bucket.updatedAt);
-				return decision;
-			},
-			{ durable: false },
-		);
-	}
-
-	/** One read, no lock and no row written: a bucket never taken from is full. */
-	async peek(bucketName: string, perMinute: number = this.perMinute): Promise<RateDecision> {
-		if (perMinute === 0) return ADMITTED;
-		return decide(refill(this.stored(bucketName), perMinute, this.now()).tokens, perMinute);
+		// The database's clock of the shared statements, when no time is passed: this machine's (the
+		// group commit's thread, which runs the takes, defines it on its connection too).
+		database.function('imagegen_clock_ms', { deterministic: false }, () => Date.now());
+		this.peekStatement = database.prepare<[Record<string, unknown>], unknown>(BUCKET_SQL.peek);
 	}
 
 	/**
@@ -85,10 +45,10 @@ export class SqliteRateLimiter implements RateLimiter {
 	 * `FORGET_BATCH`, each its own short transaction, then gives the freed pages back. Answers how
 	 * many went. Buckets per client address would otherwise pile up for ever.
 	 */
-	async forgetIdle(now: number = this.now()): Promise<number> {
+	async forgetIdle(now: number | null = this.now()): Promise<number> {
 		let removed = 0;
 		for (;;) {
-			const { changes } = await this.commits.write(() => this.statements.forget.run(now - FULL_AFTER_MS, FORGET_BATCH), { durable: false });
+			const { changes } = await this.commits.write<{ changes: number }>([{ sql: BUCKET_SQL.forgetIdle, values: bindNumbered([now, FORGET_BATCH]) }], { durable: false });
 			removed += changes;
 			if (changes < FORGET_BATCH) break;
 			await nextTurn();
@@ -97,23 +57,13 @@ export class SqliteRateLimiter implements RateLimiter {
 		return removed;
 	}
 
-	/** Waits for a forgetting under way, so the database can be closed after. */
-	async close(): Promise<void> {
-		await this.forgetting;
+	protected time(): number {
+		return this.now();
 	}
 
-	private stored(bucketName: string): TokenBucket | undefined {
-		const row = this.statements.read.get(bucketName);
-		return row && { tokens: row.tokens, updatedAt: row.updated_at };
-	}
-
-	/** In the background of a take: the request that starts it does not wait for it. */
-	private forgetIdleNowAndThen(now: number): void {
-		if (this.forgetting || now - this.lastForgotAt < FORGET_EVERY_MS) return;
-		this.lastForgotAt = now;
-		// A failure (the lock busy past its timeout) only delays the forgetting to the next minute.
-		this.forgetting = this.forgetIdle(now)
-			.catch(() => undefined)
-			.finally(() => (this.forgetting = null));
+	/** A take in the group commit (not synced on its own); a peek on the service's connection. */
+	protected async row<Row>(sql: string, values: unknown[], take: boolean): Promise<Row | undefined> {
+		if (take) return this.commits.write<Row>([{ sql, values: bindNumbered(values), row: true }], { durable: false });
+		return this.peekStatement.get(bindNumbered(values)) as Row | undefined;
 	}
 }

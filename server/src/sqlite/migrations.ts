@@ -175,6 +175,24 @@ const MICRO_DOLLARS = `
 	DROP TABLE key_reservations;
 `;
 
+/**
+ * Rate limit buckets in PostgreSQL's shape (db/migrations.ts 8), so both engines run the same
+ * statements (limits/bucket-rows.ts): the time in unix milliseconds as `updated_ms`, and whether
+ * the last take was admitted, which only that take's answer reads (so 1 for the rows carried over).
+ */
+const SHARED_BUCKETS = `
+	CREATE TABLE rate_limit_buckets_shared (
+		bucket TEXT PRIMARY KEY,
+		tokens REAL NOT NULL,
+		allowed INTEGER NOT NULL,
+		updated_ms INTEGER NOT NULL
+	) STRICT, WITHOUT ROWID;
+	INSERT INTO rate_limit_buckets_shared (bucket, tokens, allowed, updated_ms) SELECT bucket, tokens, 1, updated_at FROM rate_limit_buckets;
+	DROP TABLE rate_limit_buckets;
+	ALTER TABLE rate_limit_buckets_shared RENAME TO rate_limit_buckets;
+	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_ms);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
@@ -183,4 +201,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 5, name: 'rate limit buckets', sql: RATE_LIMITS },
 	{ version: 6, name: 'idempotent answers keep their inline images as stored files', sql: INLINE_FILES },
 	{ version: 7, name: 'money in micro-dollars; budgets charged at admission', sql: MICRO_DOLLARS },
+	{ version: 8, name: 'rate limit buckets as on PostgreSQL', sql: SHARED_BUCKETS },
 ];

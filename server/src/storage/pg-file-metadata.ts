@@ -11,7 +11,10 @@
 import type { Pool } from 'pg';
 import { withConnection } from '../db/connection';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
-import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from './file-rows';
+import { FILE_SQL, toFileRecord, type FileRow } from './file-rows';
+
+/** The instant of a statement: the `now` passed in, else the database's clock. */
+const NOW = (parameter: string) => `COALESCE(${parameter}::timestamptz, now())`;
 
 export class PgFileMetadataStore implements FileMetadataStore {
 	constructor(private readonly pool: Pool) {}
@@ -62,24 +65,16 @@ export class PgFileMetadataStore implements FileMetadataStore {
 	}
 
 	async release(id: string): Promise<void> {
-		await this.pool.query('DELETE FROM files WHERE id = $1', [id]);
+		await this.pool.query(FILE_SQL.release, [id]);
 	}
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
-		const { rows } = await this.pool.query<FileRow>(
-			`SELECT ${FILE_RECORD_COLUMNS} FROM files WHERE id = $1 AND published AND expires_at > COALESCE($2::timestamptz, now())`,
-			[id, now ?? null],
-		);
+		const { rows } = await this.pool.query<FileRow>(FILE_SQL.get(NOW('$2')), [id, now ?? null]);
 		return rows[0] ? toFileRecord(rows[0]) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
-		const { rows } = await this.pool.query<FileRow>(
-			`UPDATE files SET expires_at = COALESCE($3::timestamptz, now())
-			WHERE id = $1 AND owner_key_id = $2 AND published AND expires_at > COALESCE($3::timestamptz, now())
-			RETURNING ${FILE_RECORD_COLUMNS}`,
-			[id, ownerKeyId, now ?? null],
-		);
+		const { rows } = await this.pool.query<FileRow>(FILE_SQL.remove(NOW('$3')), [id, ownerKeyId, now ?? null]);
 		return rows[0] ? toFileRecord(rows[0]) : null;
 	}
 

@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { conditionOf } from '../sqlite/condition';
 import { whenUnlocked } from '../sqlite/busy';
-import type { SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
-import { FILE_RECORD_COLUMNS, toFileRecord, type FileRow } from './file-rows';
+import { FILE_SQL, toFileRecord, type FileRow } from './file-rows';
 
 /**
  * How long a sweeper holds the batch it took while it deletes the bytes. Past this, the batch is
@@ -39,6 +39,12 @@ export interface SqliteFileMetadataOptions {
 	sweepLeaseMs?: number;
 }
 
+const RESERVE = 'INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)';
+// A reservation a sweeper has taken is being deleted with its bytes: too late to publish.
+const PUBLISH = `UPDATE files SET published = 1, name = @name, kind = @kind, mime_type = @mimeType, extension = @extension, size = @size, etag = @etag,
+		created_at = @createdAt, expires_at = @expiresAt, provenance = @provenance
+	WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`;
+
 export class SqliteFileMetadata implements FileMetadataStore {
 	private readonly now: () => number;
 	private readonly sweepLeaseMs: number;
@@ -58,20 +64,8 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		this.sweepLeaseMs = options.sweepLeaseMs ?? SWEEP_LEASE_MS;
 		this.commits = groupCommitOf(database);
 		this.statements = {
-			reserve: database.prepare('INSERT INTO files (id, storage_key, owner_key_id, expires_at, writer_pid) VALUES (?, ?, ?, ?, ?)'),
-			// A reservation a sweeper has taken is being deleted with its bytes: too late to publish.
-			publish: database.prepare(
-				`UPDATE files SET published = 1, name = @name, kind = @kind, mime_type = @mimeType, extension = @extension, size = @size, etag = @etag,
-					created_at = @createdAt, expires_at = @expiresAt, provenance = @provenance
-				WHERE id = @id AND storage_key = @storageKey AND owner_key_id = @ownerKeyId AND published = 0 AND sweep_token IS NULL`,
-			),
-			release: database.prepare('DELETE FROM files WHERE id = ?'),
-			get: database.prepare<[string, number], FileRow>(`SELECT ${FILE_RECORD_COLUMNS} FROM files WHERE id = ? AND published = 1 AND expires_at > ?`),
-			remove: database.prepare<{ id: string; ownerKeyId: string; now: number }, FileRow>(
-				`UPDATE files SET expires_at = @now
-				WHERE id = @id AND owner_key_id = @ownerKeyId AND published = 1 AND expires_at > @now
-				RETURNING ${FILE_RECORD_COLUMNS}`,
-			),
+			get: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.get('$2')),
+			remove: database.prepare<[Record<string, unknown>], FileRow>(FILE_SQL.remove('$3')),
 			// One statement: two processes' sweepers cannot both take a row, and a batch whose
 			// sweeper died is taken over once its lease has passed.
 			takeExpired: database.prepare<{ token: string; now: number; until: number; limit: number }, ExpiredRow>(
@@ -103,9 +97,7 @@ export class SqliteFileMetadata implements FileMetadataStore {
 		const expiresAt = reservation.lifetimeMs === undefined ? reservation.expiresAt.getTime() : this.now() + reservation.lifetimeMs;
 		// Committed, not yet synced: bytes whose reservation a power cut took are removed at start as
 		// belonging to nobody, and the publish that follows syncs the log the reservation is in.
-		await this.commits.write(() => this.statements.reserve.run(reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt, process.pid), {
-			durable: false,
-		});
+		await this.commits.write([{ sql: RESERVE, values: [reservation.id, reservation.storageKey, reservation.ownerKeyId, expiresAt, process.pid] }], { durable: false });
 	}
 
 	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
@@ -125,23 +117,23 @@ export class SqliteFileMetadata implements FileMetadataStore {
 			expiresAt: expiresAt.getTime(),
 			provenance: file.provenance === undefined ? null : JSON.stringify(file.provenance),
 		};
-		const { changes } = await this.commits.write(() => this.statements.publish.run(row), { durable: options.durable ?? true });
+		const { changes } = await this.commits.write<{ changes: number }>([{ sql: PUBLISH, values: row }], { durable: options.durable ?? true });
 		if (changes !== 1) throw new Error(`file id ${file.id} has no open reservation to publish`);
 		return { ...file, createdAt, expiresAt };
 	}
 
 	async release(id: string): Promise<void> {
 		// A release lost in a power cut leaves a reservation the start-up clean-up or the sweeper removes.
-		await this.commits.write(() => this.statements.release.run(id), { durable: false });
+		await this.commits.write([{ sql: FILE_SQL.release, values: bindNumbered([id]) }], { durable: false });
 	}
 
 	async get(id: string, now?: Date): Promise<FileRecord | null> {
-		const row = await whenUnlocked(this.database, () => this.statements.get.get(id, this.instant(now)));
+		const row = await whenUnlocked(this.database, () => this.statements.get.get(bindNumbered([id, this.instant(now)])));
 		return row ? toFileRecord(row) : null;
 	}
 
 	async remove(id: string, ownerKeyId: string, now?: Date): Promise<FileRecord | null> {
-		const row = await whenUnlocked(this.database, () => this.statements.remove.get({ id, ownerKeyId, now: this.instant(now) }));
+		const row = await whenUnlocked(this.database, () => this.statements.remove.get(bindNumbered([id, ownerKeyId, this.instant(now)])));
 		return row ? toFileRecord(row) : null;
 	}
 

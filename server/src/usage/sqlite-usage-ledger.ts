@@ -11,7 +11,7 @@
  */
 import { toMicros } from '../../../core/units';
 import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { groupCommitOf } from '../sqlite/group-commit';
+import { groupCommitOf, type WriteStatement } from '../sqlite/group-commit';
 import { LedgerQueue, type LedgerQueueOptions } from './ledger-queue';
 import { USAGE_ROWS_SQL, toUsageRow, type LedgerHealth, type UsageDayRow, type UsageEntry, type UsageLedger, type UsageRow } from './usage-ledger';
 
@@ -20,7 +20,7 @@ export interface SqliteUsageLedgerOptions extends LedgerQueueOptions {
 	now?: () => Date;
 }
 
-interface Line {
+type Line = {
 	request_id: string;
 	at: number;
 	api_key_id: string;
@@ -29,7 +29,12 @@ interface Line {
 	cost_micros: number;
 	provider: string | null;
 	day: string;
-}
+};
+
+const INSERT_LINE = `INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
+	VALUES (@request_id, @at, @api_key_id, @model, @images, @cost_micros, @provider) ON CONFLICT (request_id) DO NOTHING`;
+const ADD_TO_DAY = `INSERT INTO usage_days (api_key_id, day, model, images, cost_micros) VALUES (@api_key_id, @day, @model, @images, @cost_micros)
+	ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_micros = cost_micros + excluded.cost_micros`;
 
 export class SqliteUsageLedger implements UsageLedger {
 	private readonly writes: LedgerQueue<Line>;
@@ -39,20 +44,15 @@ export class SqliteUsageLedger implements UsageLedger {
 		database: SqliteDatabase,
 		private readonly options: SqliteUsageLedgerOptions,
 	) {
-		const insertLine = database.prepare<[Line]>(
-			`INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
-			VALUES (@request_id, @at, @api_key_id, @model, @images, @cost_micros, @provider) ON CONFLICT (request_id) DO NOTHING`,
-		);
-		const addToDay = database.prepare<[Line]>(
-			`INSERT INTO usage_days (api_key_id, day, model, images, cost_micros) VALUES (@api_key_id, @day, @model, @images, @cost_micros)
-			ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_micros = cost_micros + excluded.cost_micros`,
-		);
-		const writeBatch = database.transaction((lines: readonly Line[]) => {
-			for (const line of lines) if (insertLine.run(line).changes === 1) addToDay.run(line);
-		});
+		// A line repeated by a retry inserts nothing and adds nothing to its day.
+		const writeBatch = (lines: readonly Line[]) =>
+			lines.flatMap((line): WriteStatement[] => [
+				{ sql: INSERT_LINE, values: line },
+				{ sql: ADD_TO_DAY, values: line, ifChanged: true },
+			]);
 		// Shared with the file metadata, so a generation's publish and usage line can share a commit.
 		const commits = groupCommitOf(database);
-		this.writes = new LedgerQueue<Line>({ store: 'the database', write: (lines) => commits.write(() => writeBatch(lines)) }, { retryDelayMs: 100, batchSize: Infinity, ...options });
+		this.writes = new LedgerQueue<Line>({ store: 'the database', write: (lines) => commits.write(writeBatch(lines)) }, { retryDelayMs: 100, batchSize: Infinity, ...options });
 		this.selectRows = database.prepare<[Record<string, unknown>], UsageDayRow>(USAGE_ROWS_SQL);
 	}
 

@@ -2,6 +2,10 @@
  * One rate limit for the fleet: the contract, and three PgRateLimiters (three replicas, each with
  * its own pool) on one database admit together at most the configured requests per minute per key.
  */
+import { Pool } from 'pg';
+import { migrate } from '../../../server/src/db/migrate';
+import { MIGRATIONS } from '../../../server/src/db/migrations';
+import { openDatabase } from '../../../server/src/db/postgres';
 import { PgRateLimiter } from '../../../server/src/limits/pg-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { useDatabasePerTest } from '../support/postgres';
@@ -67,14 +71,42 @@ describe('PostgreSQL rate limiter', () => {
 		now = new Date(now.getTime() + 9 * 60_000);
 		await limiter!.take('key-recent');
 		await limiter!.take('key-recent');
-		now = new Date(now.getTime() + 2 * 60_000);
+		now = new Date(now.getTime() + 30_000);
 		expect((await limiter!.take('key-new')).allowed).toBe(true);
+		// Forgetting runs in the background of a take.
+		await limiter!.close();
 		const [replica] = await database.replicas(1);
-		const { rows } = await replica!.pool.query<{ api_key_id: string }>('SELECT api_key_id FROM rate_limit_buckets ORDER BY api_key_id');
-		expect(rows.map((row) => row.api_key_id)).toEqual(['key-new', 'key-recent']);
-		// What was forgotten was full anyway; what was kept still counts.
+		const { rows } = await replica!.pool.query<{ bucket: string }>('SELECT bucket FROM rate_limit_buckets ORDER BY bucket');
+		expect(rows.map((row) => row.bucket)).toEqual(['key-new', 'key-recent']);
+		// What was forgotten was full anyway; what was kept still counts: emptied 30 s ago, one token back.
 		expect(await limiter!.peek('auth-failures:198.51.100.7')).toEqual({ allowed: true, retryAfterSeconds: 0 });
 		expect((await limiter!.take('key-recent')).allowed).toBe(true);
+		expect((await limiter!.take('key-recent')).allowed).toBe(false);
+	});
+
+	it('buckets written by schema 7 (keyed by api_key_id, timed by timestamptz) are kept by migration 8 and still count', async () => {
+		const now = Date.parse('2030-01-01T00:00:00Z');
+		const url = await database.postgres().createDatabase();
+		const old = new Pool({ connectionString: url });
+		try {
+			await migrate(old, undefined, MIGRATIONS.filter((step) => step.version <= 7));
+			await old.query(`INSERT INTO rate_limit_buckets (api_key_id, tokens, allowed, updated_at) VALUES ('key-empty', 0, false, $1), ('key-half', 1.5, true, $2)`, [
+				new Date(now - 2000),
+				new Date(now),
+			]);
+		} finally {
+			await old.end();
+		}
+		const upgraded = await openDatabase(url);
+		try {
+			const limiter = new PgRateLimiter(upgraded.pool, 3, { now: () => new Date(now) });
+			// Emptied 2 s before the upgrade at 3/min: its next token is 18 s away.
+			expect(await limiter.take('key-empty')).toEqual({ allowed: false, retryAfterSeconds: 18 });
+			expect(await limiter.take('key-half')).toEqual({ allowed: true, retryAfterSeconds: 0 });
+			expect(await limiter.take('key-half')).toEqual({ allowed: false, retryAfterSeconds: 10 });
+		} finally {
+			await upgraded.close();
+		}
 	});
 
 	it('0 per minute writes no bucket', async () => {

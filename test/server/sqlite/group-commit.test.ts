@@ -1,8 +1,8 @@
 /**
  * Group commit on the data dir's database: the hot path's writes (file reservations, publishes,
  * usage lines) that arrive together share one transaction, so one commit and one sync of the
- * write-ahead log serve them. (That the sync comes before the answer is not watched here: it would
- * take the store's file descriptors; test/server/sqlite/crash-safety.test.ts checks what a kill keeps.)
+ * write-ahead log serve them; a group with a write that must be on the disk commits with
+ * `synchronous = FULL`. (test/server/sqlite/crash-safety.test.ts checks what a kill keeps.)
  */
 import type { SqliteDatabase } from '../../../server/src/sqlite/database';
 import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
@@ -56,7 +56,7 @@ it('a write that fails rolls back alone and fails only its caller; the others in
 	expect(database.prepare('SELECT id FROM files ORDER BY id').all()).toEqual([{ id: 'first-0000000000000000000' }, { id: 'third-0000000000000000000' }]);
 });
 
-it('drain waits for every queued write to be committed and synced before the database may close', async () => {
+it('drain waits for every queued write to be committed before the database may close', async () => {
 	const database = dataDir.openDatabase();
 	const store = new SqliteFileMetadata(database);
 	const queued = Array.from({ length: 20 }, (_, index) =>
@@ -67,6 +67,16 @@ it('drain waits for every queued write to be committed and synced before the dat
 	await expect(Promise.all(queued)).resolves.toHaveLength(20);
 	const other = dataDir.openDatabase();
 	expect(other.prepare('SELECT COUNT(*) AS n FROM files').get()).toEqual({ n: 20 });
+});
+
+it('a group with a durable write commits with synchronous = FULL; one of reservations alone skips the sync', async () => {
+	const database = dataDir.openDatabase();
+	const group = groupCommitOf(database);
+	const synchronous = [{ sql: 'PRAGMA synchronous', values: [], row: true }];
+	const mixed = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous)]);
+	const unsynced = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous, { durable: false })]);
+	// 2 is FULL (SQLite syncs the log before the commit returns), 1 NORMAL.
+	expect({ mixed, unsynced }).toEqual({ mixed: [{ synchronous: 2 }, { synchronous: 2 }], unsynced: [{ synchronous: 1 }, { synchronous: 1 }] });
 });
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { eventually } from '../support/http';
 import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
 
 let dataDir: string;
@@ -46,10 +47,10 @@ test('a write lock held past the busy timeout: the entry is kept and retried, he
 	holder.exec('BEGIN IMMEDIATE');
 	let durable = false;
 	const recorded = ledger.record(entry('r1')).then(() => (durable = true));
-	await new Promise((resolve) => setTimeout(resolve, 300));
+	// Two failed tries: the first starts the commit thread, which takes a few hundred ms on a busy machine.
+	expect(await eventually(() => errors.length >= 2, 5_000, 20)).toBe(true);
 	expect(durable).toBe(false);
 	expect(ledger.health()).toMatchObject({ status: 'degraded', pending: 1 });
-	expect(errors.length).toBeGreaterThanOrEqual(2);
 	holder.exec('COMMIT');
 	await recorded;
 	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });

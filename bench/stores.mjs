@@ -1,0 +1,55 @@
+// The data dir's stores alone, no HTTP: 16 writers, each a hosted generation's writes (a
+// reservation, a publish and a usage line, through SqliteFileMetadata and SqliteUsageLedger), for
+// a few seconds. Generations per second, their p50, and the event loop's delay p99 meanwhile: what
+// every other request on the service waits behind while the group commit syncs the disk.
+// `node bench/stores.mjs [dist]` runs it alone, against another build's dist if given.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { ROOT, round } from './lib.mjs';
+
+export async function storesBench({ dist = join(ROOT, 'server', 'dist'), writers = 16, seconds = 4 } = {}) {
+	const load = createRequire(join(dist, 'server', 'src', 'index.js'));
+	const { openSqliteDatabase } = load('./sqlite/database.js');
+	const { SqliteFileMetadata } = load('./storage/sqlite-file-metadata.js');
+	const { SqliteUsageLedger } = load('./usage/sqlite-usage-ledger.js');
+	const { groupCommitOf } = load('./sqlite/group-commit.js');
+	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-stores-'));
+	const database = openSqliteDatabase(dataDir, { serving: true });
+	const files = new SqliteFileMetadata(database);
+	const ledger = new SqliteUsageLedger(database, { log: { error() {}, info() {} } });
+	const expiresAt = new Date(Date.now() + 3_600_000);
+	const latencies = [];
+	let serial = 0;
+	const generation = async () => {
+		const id = `bench${String(serial++).padStart(20, '0')}`;
+		const started = performance.now();
+		await files.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt });
+		const record = { id, name: `${id}.png`, storageKey: `${id}.png`, kind: 'image', mimeType: 'image/png', extension: 'png', size: 10, etag: `"${id}"`, ownerKeyId: 'owner', createdAt: new Date(), expiresAt };
+		await files.publish(record, { durable: false });
+		await ledger.record({ apiKeyId: 'owner', model: 'p-image', images: 1, costUsd: 0.0035, requestId: id });
+		latencies.push(performance.now() - started);
+	};
+	const delay = monitorEventLoopDelay({ resolution: 1 });
+	delay.enable();
+	const until = performance.now() + seconds * 1000;
+	await Promise.all(Array.from({ length: writers }, async () => {
+		while (performance.now() < until) await generation();
+	}));
+	delay.disable();
+	try {
+		await ledger.close();
+		const group = groupCommitOf(database);
+		await (group.close ?? group.drain).call(group);
+	} finally {
+		database.close();
+		rmSync(dataDir, { recursive: true, force: true });
+	}
+	latencies.sort((a, b) => a - b);
+	return { perSecond: round(latencies.length / seconds), p50Ms: round(latencies[latencies.length >> 1]), loopP99Ms: round(delay.percentile(99) / 1e6) };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(JSON.stringify(await storesBench(process.argv[2] ? { dist: process.argv[2] } : {})));
