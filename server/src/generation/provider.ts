@@ -19,6 +19,9 @@ export interface SettledRequest extends Omit<GenerationRequest, 'aspect_ratio'> 
 
 export type ProviderImage = { bytes: Buffer } | { url: string };
 
+/** A job a host accepted and named: the member of a chain that took it, and the host's own id. */
+export interface HostJobRef { provider: string; id: string }
+
 export interface GenerationContext {
 	/** Aborted when our client goes away or the time limit passes; providers must stop work. */
 	signal: AbortSignal;
@@ -36,6 +39,12 @@ export interface GenerationContext {
 	 * and why. A single provider does not call it; the caller knows that provider already.
 	 */
 	attempted?(attempt: ProviderAttempt): void;
+	/**
+	 * Called as soon as a host accepted the job and named it (Replicate's prediction id, Pruna's),
+	 * before the provider polls. The runner makes it durable before it returns; the provider awaits it.
+	 * A resumed job is not told again.
+	 */
+	hostJobStarted?(job: HostJobRef): Promise<void>;
 }
 
 export interface ProviderAttempt {
@@ -50,4 +59,10 @@ export interface GenerationProvider {
 	/** What the host takes for this model where it is less than the catalog allows (documented limits). */
 	readonly limits?: ModelLimits;
 	generate(request: SettledRequest, context: GenerationContext): Promise<ProviderImage[]>;
+	/** The host names its jobs, so a job cut off by a restart can be followed again (Replicate, Pruna). */
+	readonly hasJobIds?: boolean;
+	/** Follows a job this provider's host accepted before (after a restart): polls it to its end; never creates. */
+	resume?(job: HostJobRef, context: GenerationContext): Promise<ProviderImage[]>;
+	/** Cancels the host's job, best effort (a cancel that reaches a replica that is not running it). */
+	cancel?(job: HostJobRef): Promise<void>;
 }
