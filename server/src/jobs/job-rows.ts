@@ -26,11 +26,11 @@ export const JOB_SQL = {
 		WHERE id = $1 AND api_key_id = $2 AND ${NOT_ENDED}
 		RETURNING ${JOB_COLUMNS}, CASE WHEN lease_until IS NULL OR lease_until <= $3 THEN 1 ELSE 0 END AS orphaned`,
 	/**
-	 * A charge to give back, then marked given back: run in the transaction that ended the job (whose
-	 * update holds the row), so it is given back once.
+	 * A charge to give back, then marked given back; in one transaction, and the spend changed only
+	 * when the mark changed the row, so two at once give it back once.
 	 */
 	charged: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
-	refunded: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1',
+	refunded: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
 	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
 		ORDER BY created_at DESC, id DESC LIMIT $3`,

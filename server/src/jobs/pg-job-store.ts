@@ -13,8 +13,7 @@ import type { GenerationStatus, Job, JobEnd, JobListing, JobStore, NewJob } from
 async function refund<Row extends JobRow>(client: PoolClient, row: Row): Promise<Row> {
 	const { rows } = await client.query<RefundRow>(JOB_SQL.charged, [row.id]);
 	if (!rows[0]) return row;
-	await client.query(JOB_SQL.refunded, [row.id]);
-	await client.query(JOB_SQL.spend, refundValues(rows[0]));
+	if ((await client.query(JOB_SQL.refunded, [row.id])).rowCount === 1) await client.query(JOB_SQL.spend, refundValues(rows[0]));
 	return { ...row, charged_micros: 0 };
 }
 
@@ -73,6 +72,10 @@ export class PgJobStore implements JobStore {
 	async list(apiKeyId: string, listing: JobListing): Promise<Job[]> {
 		const { rows } = await this.pool.query<JobRow>(JOB_SQL.list, [apiKeyId, listing.status ?? null, listing.limit]);
 		return rows.map(toJob);
+	}
+
+	async refund(id: string): Promise<void> {
+		await withConnection(this.pool, (client) => refund(client, { id } as JobRow), { transaction: true });
 	}
 
 	async claimAbandoned(owner: string, leaseUntil: Date, now: Date, limit: number): Promise<Job[]> {

@@ -43,7 +43,7 @@ export class SqliteJobStore implements JobStore {
 	async finish(id: string, owner: string, end: JobEnd): Promise<Job | null> {
 		const row = await this.commits.write(() => {
 			const ended = this.statement(JOB_SQL.finish).get(bindNumbered(finishValues(id, owner, end))) as JobRow | undefined;
-			return ended && end.refund ? this.refund(ended) : ended;
+			return ended && end.refund ? this.giveBack(ended) : ended;
 		});
 		return row ? toJob(row) : null;
 	}
@@ -51,7 +51,7 @@ export class SqliteJobStore implements JobStore {
 	async cancel(id: string, apiKeyId: string, at: Date): Promise<{ job: Job; canceledNow: boolean } | null> {
 		const canceled = await this.commits.write(() => {
 			const row = this.statement(JOB_SQL.cancel).get(bindNumbered([id, apiKeyId, at, JSON.stringify(CANCELED_ERROR)])) as (JobRow & { orphaned: number }) | undefined;
-			return row?.orphaned ? this.refund(row) : row;
+			return row?.orphaned ? this.giveBack(row) : row;
 		});
 		if (canceled) return { job: toJob(canceled), canceledNow: true };
 		const job = await this.get(id, apiKeyId);
@@ -65,6 +65,10 @@ export class SqliteJobStore implements JobStore {
 
 	async list(apiKeyId: string, listing: JobListing): Promise<Job[]> {
 		return (this.statement(JOB_SQL.list).all(bindNumbered([apiKeyId, listing.status ?? null, listing.limit])) as JobRow[]).map(toJob);
+	}
+
+	async refund(id: string): Promise<void> {
+		await this.commits.write(() => this.giveBack({ id } as JobRow));
 	}
 
 	async claimAbandoned(owner: string, leaseUntil: Date, now: Date, limit: number): Promise<Job[]> {
@@ -91,11 +95,10 @@ export class SqliteJobStore implements JobStore {
 	}
 
 	/** Inside a write: gives the job's charge back to its key's spend, once; answers the row as it is then. */
-	private refund<Row extends JobRow>(row: Row): Row {
+	private giveBack<Row extends JobRow>(row: Row): Row {
 		const charged = this.statement(JOB_SQL.charged).get(bindNumbered([row.id])) as RefundRow | undefined;
 		if (!charged) return row;
-		this.statement(JOB_SQL.refunded).run(bindNumbered([row.id]));
-		this.statement(JOB_SQL.spend).run(bindNumbered(refundValues(charged)));
+		if (this.statement(JOB_SQL.refunded).run(bindNumbered([row.id])).changes === 1) this.statement(JOB_SQL.spend).run(bindNumbered(refundValues(charged)));
 		return { ...row, charged_micros: 0 };
 	}
 
