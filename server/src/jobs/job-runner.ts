@@ -26,6 +26,9 @@ import type { Job, JobEnd, JobEndListener, JobError, JobListing, JobStore } from
 /** How long a job stays this process's without a renewal; renewed every third of it. */
 export const JOB_LEASE_MS = 60_000;
 
+/** How long a close waits for the jobs running here (a synchronous request's is waited for by its request). */
+const CLOSE_WAIT_MS = 10_000;
+
 /** Jobs taken over per recovery pass; the rest wait for the next. */
 const RECOVERY_BATCH = 100;
 
@@ -63,8 +66,11 @@ export interface JobRunner {
 	cancel(id: string, apiKeyId: string): Promise<Job | null>;
 	/** Takes over the jobs of processes that died; answers how many. */
 	recover(): Promise<number>;
-	/** Stops taking jobs over and waits for the running ones to end. */
-	close(): Promise<void>;
+	/**
+	 * Stops taking jobs over and waits for the running ones to end, at most `waitMs`: a job still
+	 * running then is left to its lease, and the next start (or another replica) follows it on.
+	 */
+	close(waitMs?: number): Promise<void>;
 }
 
 interface Running {
@@ -246,9 +252,13 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 		start,
 		cancel,
 		recover,
-		async close() {
+		async close(waitMs = CLOSE_WAIT_MS) {
 			closed = true;
-			await Promise.all([...running.values()].map((job) => job.ended));
+			let timer: NodeJS.Timeout | undefined;
+			const waited = new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), waitMs)));
+			const outcome = await Promise.race([Promise.all([...running.values()].map((job) => job.ended)), waited]);
+			clearTimeout(timer);
+			if (outcome === 'timed out') log.info({ jobs: [...running.keys()] }, 'jobs still running at close are left to the next start');
 		},
 	};
 }
