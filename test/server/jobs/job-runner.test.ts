@@ -103,8 +103,8 @@ async function start(): Promise<InProcessServer> {
 	return server;
 }
 
-async function call(path: string, init: RequestInit = {}) {
-	const json = init.body === undefined ? {} : { 'content-type': 'application/json' };
+async function call(path: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}) {
+	const json: Record<string, string> = init.body === undefined ? {} : { 'content-type': 'application/json' };
 	const answer = await inject(server!.app, path, { ...init, headers: { authorization: `Bearer ${TEST_API_KEY}`, ...json, ...init.headers } });
 	return { status: answer.status, body: (await answer.json()) as any };
 }
