@@ -170,14 +170,15 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed, provenance: marked.provenance });
 					continue;
 				}
-				// An inline image to be replayed is stored too, and sent from storage in pieces: neither the
-				// answer nor its idempotent record holds it whole. Not synced on its own: the usage line
+				// An inline image is stored too (its job keeps it, and a replay sends it from storage in pieces):
+				// neither the answer nor its records hold it whole. Not synced on its own: the usage line
 				// below is made durable before the answer, and its sync of the same database covers this row.
 				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
-				if (ours) releaseBytes(marked.bytes);
 				if (generation.response_format === 'b64_json') {
-					data.push({ b64_json: new InlineFile(stored.id), seed, provenance: marked.provenance });
+					// The first answer goes out from the bytes at hand (no read back), replays and the job's from the file.
+					data.push({ b64_json: new InlineFile(stored.id, new InlineBytes(marked.bytes, { releaseWhenSent: ours })), seed, provenance: marked.provenance });
 				} else {
+					if (ours) releaseBytes(marked.bytes);
 					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
 				}
 			}

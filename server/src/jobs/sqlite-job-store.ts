@@ -26,8 +26,13 @@ export class SqliteJobStore implements JobStore {
 		this.commits = groupCommitOf(database);
 	}
 
+	/**
+	 * Committed, not synced on its own: the host's job id is written durably next (a commit syncs
+	 * the log up to it, this row with it); a row lost with the power before it named no host job,
+	 * which a restart could only have ended as interrupted.
+	 */
 	async create(job: NewJob): Promise<void> {
-		await this.commits.write(() => this.statement(JOB_SQL.insert).run(bindNumbered(insertValues(job))));
+		await this.commits.write(() => this.statement(JOB_SQL.insert).run(bindNumbered(insertValues(job))), { durable: false });
 	}
 
 	async hostJobStarted(id: string, job: HostJobRef): Promise<void> {
@@ -40,11 +45,20 @@ export class SqliteJobStore implements JobStore {
 		return changes === 1;
 	}
 
+	/**
+	 * An end that gives a charge back is synced before it answers. Any other is only committed: the
+	 * usage line of a success is already durable, and the answer does not wait a second disk sync
+	 * for a row that a power cut would leave running (a restart then ends it
+	 * as interrupted and gives the budget its charge back; the usage line still counts it).
+	 */
 	async finish(id: string, owner: string, end: JobEnd): Promise<Job | null> {
-		const row = await this.commits.write(() => {
-			const ended = this.statement(JOB_SQL.finish).get(bindNumbered(finishValues(id, owner, end))) as JobRow | undefined;
-			return ended && end.refund ? this.giveBack(ended) : ended;
-		});
+		const row = await this.commits.write(
+			() => {
+				const ended = this.statement(JOB_SQL.finish).get(bindNumbered(finishValues(id, owner, end))) as JobRow | undefined;
+				return ended && end.refund ? this.giveBack(ended) : ended;
+			},
+			{ durable: end.refund === true },
+		);
 		return row ? toJob(row) : null;
 	}
 
