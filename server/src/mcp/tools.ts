@@ -131,29 +131,22 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 				return { id, deleted: true };
 			},
 		},
-		{
-			name: 'get_generation',
-			title: 'Describe a generation',
-			description:
-				"Answers a generation of this API key by its id (gen_…): status (queued, running, succeeded, failed, canceled), its result once it succeeded (each image's URL, expiry and seed) or its error.",
-			inputSchema: GENERATION_ID_INPUT_SCHEMA,
-			annotations: { readOnlyHint: true, openWorldHint: false },
-			async run(args, caller) {
-				const id = idArgument(args, 'the generation id (gen_…)');
-				return generationForTool(service, ownedJob(id, isJobId(id) ? await service.jobStore.get(id, caller.apiKeyId) : null), caller.apiKeyId);
-			},
-		},
-		{
-			name: 'cancel_generation',
-			title: 'Cancel a generation',
-			description: "Cancels a generation of this API key that is still running; nothing is charged for it. Answers the generation as get_generation does (its final state if it had ended).",
-			inputSchema: GENERATION_ID_INPUT_SCHEMA,
-			annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-			async run(args, caller) {
-				const id = idArgument(args, 'the generation id (gen_…)');
-				return generationForTool(service, ownedJob(id, isJobId(id) ? await service.jobs.cancel(id, caller.apiKeyId) : null), caller.apiKeyId);
-			},
-		},
+		generationTool(
+			service,
+			'get_generation',
+			'Describe a generation',
+			"Answers a generation of this API key by its id (gen_…): status (queued, running, succeeded, failed, canceled), its result once it succeeded (each image's URL, expiry and seed) or its error.",
+			{ readOnlyHint: true, openWorldHint: false },
+			(id, caller) => service.jobStore.get(id, caller.apiKeyId),
+		),
+		generationTool(
+			service,
+			'cancel_generation',
+			'Cancel a generation',
+			'Cancels a generation of this API key that is still running; nothing is charged for it. Answers the generation as get_generation does (its final state if it had ended).',
+			{ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+			(id, caller) => service.jobs.cancel(id, caller.apiKeyId),
+		),
 		{
 			name: 'list_models',
 			title: 'List the models',
@@ -175,9 +168,28 @@ function idArgument(args: Record<string, unknown>, what = 'the file id'): string
 	return args.id;
 }
 
-function ownedJob(id: string, job: Job | null): Job {
-	if (!job) throw new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
-	return job;
+/** A tool on one generation of the caller's key, found (or canceled) by `find`; the same 404 for an id of no job of the key. */
+function generationTool(
+	service: FastifyInstance,
+	name: string,
+	title: string,
+	description: string,
+	annotations: ToolDefinition['annotations'],
+	find: (id: string, caller: ToolCaller) => Promise<Job | null>,
+): ToolDefinition {
+	return {
+		name,
+		title,
+		description,
+		inputSchema: GENERATION_ID_INPUT_SCHEMA,
+		annotations,
+		async run(args, caller) {
+			const id = idArgument(args, 'the generation id (gen_…)');
+			const job = isJobId(id) ? await find(id, caller) : null;
+			if (!job) throw new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
+			return generationForTool(service, job, caller.apiKeyId);
+		},
+	};
 }
 
 /**

@@ -23,23 +23,18 @@ const listQuery = z
 
 const NOT_FOUND: [number, string] = [404, 'No generation of this key has this id'];
 
-const getSchema = {
+/** GET and cancel: a job by its id, answered as the generation object. */
+const oneJobSchema = (operationId: string, summary: string) => ({
 	tags: ['Images'],
-	operationId: 'getGeneration',
-	summary: 'A generation job: its status, and its result once it succeeded',
+	operationId,
+	summary,
 	...API_KEY_AUTH,
 	params,
 	response: { 200: generationObjectSchema, ...errorResponses(...AUTH_ERRORS, NOT_FOUND) },
-};
+});
 
-const cancelSchema = {
-	tags: ['Images'],
-	operationId: 'cancelGeneration',
-	summary: "Cancel a generation job (nothing is charged); a finished one answers its final state",
-	...API_KEY_AUTH,
-	params,
-	response: { 200: generationObjectSchema, ...errorResponses(...AUTH_ERRORS, NOT_FOUND) },
-};
+const getSchema = oneJobSchema('getGeneration', 'A generation job: its status, and its result once it succeeded');
+const cancelSchema = oneJobSchema('cancelGeneration', 'Cancel a generation job (nothing is charged); a finished one answers its final state');
 
 const listSchema = {
 	tags: ['Images'],
