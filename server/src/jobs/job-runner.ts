@@ -21,7 +21,7 @@ import type { ProviderTable } from '../generation/providers';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
-import type { Job, JobEnd, JobEndListener, JobError, JobListing, JobStore } from './job-store';
+import type { Job, JobEnd, JobEndListener, JobError, JobStore } from './job-store';
 
 /** How long a job stays this process's without a renewal; renewed every third of it. */
 export const JOB_LEASE_MS = 60_000;
@@ -268,4 +268,3 @@ function ownerPolicy(apiKeyId: string): ApiKeyPolicy {
 	return { id: apiKeyId, managed: false, models: null, rateLimitPerMinute: null, budget: null };
 }
 
-export type { JobListing };

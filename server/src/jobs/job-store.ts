@@ -14,11 +14,6 @@ import type { HostJobRef } from '../generation/provider';
 
 export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
-export const GENERATION_STATUSES: readonly GenerationStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
-
-/** A job that has ended: nothing changes it any more. */
-export const FINISHED_STATUSES: readonly GenerationStatus[] = ['succeeded', 'failed', 'canceled'];
-
 /** The API's error shape, as a job that failed or was canceled keeps it. */
 export interface JobError {
 	message: string;

@@ -250,3 +250,37 @@ it('a synchronous call whose host names its job writes the name before the provi
 	expect((await server!.app.jobStore.get(listed.id, KEY_ID))!.hostJob).toEqual({ provider: 'stand-in', id: 'host-1' });
 	expect(ends.map((end) => end.status)).toEqual(['succeeded']);
 });
+
+describe('a synchronous call whose client goes away', () => {
+	const leave = async (headers: Record<string, string>) => {
+		host.hold();
+		const client = new AbortController();
+		const request = fetch(`${server!.origin}/v1/images/generations`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json', ...headers },
+			body: JSON.stringify({ model: 'p-image', prompt: 'a crane' }),
+			signal: client.signal,
+		}).catch(() => undefined);
+		await eventually(() => host.creates === 1);
+		client.abort();
+		await request;
+		return (await call('/v1/generations?limit=1')).body.data[0].id as string;
+	};
+
+	it('cancels its job', async () => {
+		await start();
+		const id = await leave({});
+		expect(await eventually(async () => (await job(id)).status === 'canceled')).toBe(true);
+		expect(host.aborted).toBe(1);
+	});
+
+	it('with an Idempotency-Key, leaves its job running to its end', async () => {
+		await start();
+		const id = await leave({ 'idempotency-key': 'crane-1' });
+		await new Promise((resolve) => setTimeout(resolve, 200));
+		expect((await job(id)).status).toBe('running');
+		host.finish();
+		expect(await eventually(async () => (await job(id)).status === 'succeeded')).toBe(true);
+		expect(host.aborted).toBe(0);
+	});
+});
