@@ -23,6 +23,7 @@ const INTEGRATION = [
 	'test/server/keys/admin-api.test.ts',
 	'test/server/keys/data-dir-writers.test.ts',
 	'test/server/keys/enforcement.test.ts',
+	'test/server/jobs/pg-job-store.test.ts',
 	'test/server/keys/pg-key-store.test.ts',
 	'test/server/keys/sqlite-key-store.test.ts',
 	'test/server/limits/auth-failure-throttle.test.ts',

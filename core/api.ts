@@ -44,6 +44,30 @@ export const generationResponseSchema = z
 	.describe('The image');
 export type GenerationResponse = z.infer<typeof generationResponseSchema>;
 
+export const GENERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
+
+/** A generation as a job: every generation is one, the synchronous ones too. */
+export const generationObjectSchema = z
+	.object({
+		object: z.literal('generation'),
+		id: z.string().describe('gen_ and 32 hex digits'),
+		status: z.enum(GENERATION_STATUSES),
+		model: z.enum(MODEL_IDS),
+		created: z.number().int().describe('Unix seconds'),
+		finished_at: z.number().int().nullable().describe('Unix seconds; null while it runs'),
+		result: generationResponseSchema.nullable().describe('Exactly the body a synchronous call answers; null until it succeeded'),
+		error: z
+			.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() })
+			.nullable()
+			.describe('Why it failed or was canceled (the shape of every error); null otherwise'),
+	})
+	.describe('A generation job');
+export type GenerationObjectBody = z.infer<typeof generationObjectSchema>;
+
+export const generationListSchema = z
+	.object({ object: z.literal('list'), data: z.array(generationObjectSchema).describe('Newest first') })
+	.describe("The key's generations");
+
 /** What every hosted file is described by; services before these fields answered only the URL and expiry. */
 const hostedFileFields = {
 	expiresAt: instant,

@@ -21,6 +21,8 @@ import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
 import provenancePlugin from './plugins/provenance';
 import idempotencyPlugin from './plugins/idempotency';
+import jobsPlugin from './plugins/jobs';
+import type { JobEndListener } from './jobs/job-store';
 import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
@@ -29,6 +31,7 @@ import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
+import jobRoutes from './routes/jobs';
 import adminPageRoutes from './routes/admin-page';
 import docsPageRoutes from './routes/docs-page';
 import healthRoutes from './routes/health';
@@ -59,6 +62,8 @@ export interface ServiceParts {
 	backends?: Backends;
 	/** Where the log lines go instead of stdout (a test reading what the service said). */
 	logStream?: { write(line: string): void };
+	/** Told when a generation's job ends. */
+	jobEndListeners?: readonly JobEndListener[];
 }
 
 export async function createService(config: ServiceConfig, parts: ServiceParts = {}): Promise<Service> {
@@ -77,6 +82,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows }),
 		backends,
 		publicBaseUrl: () => publicBaseUrl,
+		jobEndListeners: parts.jobEndListeners,
 	});
 	await app.ready();
 
@@ -152,7 +158,7 @@ function createFastify(config: ServiceConfig, logStream?: { write(line: string):
 async function registerService(
 	app: FastifyInstance,
 	config: ServiceConfig,
-	parts: { providers: ProviderTable; backends: Backends; publicBaseUrl: () => string },
+	parts: { providers: ProviderTable; backends: Backends; publicBaseUrl: () => string; jobEndListeners?: readonly JobEndListener[] },
 ): Promise<void> {
 	app.decorateRequest('apiKeyId', '');
 	// Uploads are JSON or multipart; anything else (text/plain included) is a 415.
@@ -188,6 +194,7 @@ async function registerService(
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(generationPlugin);
+	await app.register(jobsPlugin, { listeners: parts.jobEndListeners });
 	await app.register(uploadsPlugin);
 
 	await app.register(healthRoutes);
@@ -204,6 +211,7 @@ async function registerService(
 			await v1.register(uploadRoutes);
 			await v1.register(fileInfoRoutes);
 			await v1.register(generationRoutes);
+			await v1.register(jobRoutes);
 			await v1.register(usageRoutes);
 			await v1.register(adminRoutes);
 		},

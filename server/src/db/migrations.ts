@@ -239,4 +239,32 @@ export const MIGRATIONS: readonly Migration[] = [
 				AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 		`,
 	},
+	{
+		version: 9,
+		name: 'generations as jobs',
+		sql: `
+			-- As on the data dir (sqlite/migrations.ts): one row per generation, written before the
+			-- provider is called and ended once; a running one is owned by the replica renewing its lease.
+			CREATE TABLE generation_jobs (
+				id text PRIMARY KEY,
+				api_key_id text NOT NULL,
+				model text NOT NULL,
+				status text NOT NULL,
+				request text NOT NULL,
+				webhook_url text,
+				provider text,
+				host_job_id text,
+				charged_micros bigint NOT NULL DEFAULT 0,
+				result text,
+				error text,
+				created_at timestamptz NOT NULL,
+				finished_at timestamptz,
+				owner text,
+				lease_until timestamptz
+			);
+			CREATE INDEX generation_jobs_by_key ON generation_jobs (api_key_id, created_at);
+			CREATE INDEX generation_jobs_running ON generation_jobs (lease_until) WHERE status = 'running';
+			CREATE INDEX generation_jobs_by_end ON generation_jobs (finished_at) WHERE finished_at IS NOT NULL;
+		`,
+	},
 ];

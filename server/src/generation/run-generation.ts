@@ -27,7 +27,7 @@ import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker
 import { sniffMedia } from '../../../core/media';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
-import type { GenerationProvider, ProviderAttempt, ProviderImage, SettledRequest } from './provider';
+import type { GenerationContext, GenerationProvider, HostJobRef, ProviderAttempt, ProviderImage, SettledRequest } from './provider';
 import { chainMembers } from './provider-chain';
 import { checkProviderLimits, specInForce } from './provider-limits';
 import { settleAspectRatio } from './input-shape';
@@ -64,6 +64,25 @@ export interface GenerationCaller {
 	 * storage now and on every replay. Otherwise they go out from memory and are never stored.
 	 */
 	keepsInlineImages?: boolean;
+	/**
+	 * Told once the budget admitted the generation (what it charged: the price, or 0 for a key
+	 * without a budget), with the request as the provider will get it (its seed drawn), before the
+	 * provider is called: a job is written here (jobs/job-runner.ts). A failure ends the generation
+	 * uncharged.
+	 */
+	admitted?(admission: { generation: GenerationRequest; chargedUsd: number }): Promise<void>;
+	/** Passed on to the provider (generation/provider.ts `hostJobStarted`). */
+	hostJobStarted?(job: HostJobRef): Promise<void>;
+	/**
+	 * Asked once the images exist, before anything is charged: false (the job was canceled
+	 * meanwhile) ends the generation as cancelled and uncharged.
+	 */
+	stillWanted?(): Promise<boolean>;
+	/**
+	 * Follows a host's job accepted before a restart instead of creating one (provider `resume`);
+	 * `hold` stands for what the budget admitted then (nothing is admitted again).
+	 */
+	resume?: { job: HostJobRef; hold: BudgetHold | null };
 }
 
 /** An inline image as the runner answers it: its stored file or its bytes, sent as `b64_json` (storage/inline-answer.ts). */
@@ -110,7 +129,15 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const provider = providers[generation.model];
 		checkProviderLimits(generation, provider);
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
-		const hold = await budgets.admit(caller.apiKey, price);
+		const hold = caller.resume ? caller.resume.hold : await budgets.admit(caller.apiKey, price);
+		if (caller.admitted) {
+			try {
+				await caller.admitted({ generation, chargedUsd: hold ? price : 0 });
+			} catch (error) {
+				await releaseHold(hold, services.log);
+				throw error;
+			}
+		}
 		const data: GenerationAnswer['data'] = [];
 		let servedBy: string;
 		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
@@ -121,7 +148,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		try {
 			seen.provider = chainMembers(provider)[0]!;
 			const { settled, loadInputImage } = await settleAspectRatio(generation, specInForce(generation.model, provider), inputImageLoader(generation, inputs, signal));
-			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen });
+			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen, caller });
 			servedBy = ran.servedBy;
 			// A host may hand out more than it was asked for; the client asked for (and the budget
 			// reserved) one image per request: the rest are neither fetched, hosted nor charged.
@@ -143,17 +170,19 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed, provenance: marked.provenance });
 					continue;
 				}
-				// An inline image to be replayed is stored too, and sent from storage in pieces: neither the
-				// answer nor its idempotent record holds it whole. Not synced on its own: the usage line
+				// An inline image is stored too (its job keeps it, and a replay sends it from storage in pieces):
+				// neither the answer nor its records hold it whole. Not synced on its own: the usage line
 				// below is made durable before the answer, and its sync of the same database covers this row.
 				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
-				if (ours) releaseBytes(marked.bytes);
 				if (generation.response_format === 'b64_json') {
-					data.push({ b64_json: new InlineFile(stored.id), seed, provenance: marked.provenance });
+					// The first answer goes out from the bytes at hand (no read back), replays and the job's from the file.
+					data.push({ b64_json: new InlineFile(stored.id, new InlineBytes(marked.bytes, { releaseWhenSent: ours })), seed, provenance: marked.provenance });
 				} else {
+					if (ours) releaseBytes(marked.bytes);
 					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
 				}
 			}
+			if (caller.stillWanted && !(await caller.stillWanted())) throw cancelled();
 		} catch (error) {
 			await releaseHold(hold, services.log);
 			// The limit or the client can stop any step after the host answered (a wait for the image
@@ -205,6 +234,7 @@ function errorCode(error: unknown): string {
 }
 
 interface ProviderRun {
+	caller: Pick<GenerationCaller, 'hostJobStarted' | 'resume'>;
 	loadInputImage: (index: number) => Promise<Buffer>;
 	imageWork: ImageWork;
 	signal: AbortSignal;
@@ -221,12 +251,12 @@ interface ProviderRun {
 async function runProvider(
 	provider: GenerationProvider,
 	generation: SettledRequest,
-	{ loadInputImage, imageWork, signal, deadline, stopped, metrics, seen }: ProviderRun,
+	{ loadInputImage, imageWork, signal, deadline, stopped, metrics, seen, caller }: ProviderRun,
 ): Promise<{ outputs: ProviderImage[]; servedBy: string }> {
 	const attempts: ProviderAttempt[] = [];
 	const members = chainMembers(provider);
 	try {
-		const outputs = await generateOnce(provider, generation, { loadInputImage, imageWork, deadline }, signal, stopped, (attempt) => attempts.push(attempt));
+		const outputs = await generateOnce(provider, generation, { loadInputImage, imageWork, deadline, caller }, signal, stopped, (attempt) => attempts.push(attempt));
 		const served = attempts.find((attempt) => attempt.error === undefined)?.provider ?? members[0]!;
 		countFailures(attempts, metrics);
 		seen.provider = served;
@@ -255,7 +285,7 @@ function countFailures(attempts: readonly ProviderAttempt[], metrics: ServiceMet
 async function generateOnce(
 	provider: GenerationProvider,
 	generation: SettledRequest,
-	{ loadInputImage, imageWork, deadline }: { loadInputImage: (index: number) => Promise<Buffer>; imageWork: ImageWork; deadline: number },
+	{ loadInputImage, imageWork, deadline, caller }: Pick<ProviderRun, 'loadInputImage' | 'imageWork' | 'caller'> & { deadline: number },
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 	attempted: (attempt: ProviderAttempt) => void,
@@ -267,7 +297,10 @@ async function generateOnce(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const work = provider.generate(generation, { signal, deadline, loadInputImage, attempted, imageWork });
+		const context: GenerationContext = { signal, deadline, loadInputImage, attempted, imageWork, ...(caller.hostJobStarted ? { hostJobStarted: caller.hostJobStarted } : {}) };
+		const { resume } = caller;
+		if (resume && !provider.resume) throw new Error(`the ${provider.name} provider cannot follow a job it started before`);
+		const work = resume ? provider.resume!(resume.job, context) : provider.generate(generation, context);
 		const outputs = await Promise.race([work, aborted]);
 		if (outputs.length === 0) {
 			throw new ImageGenError(502, `The ${provider.name} provider returned no image`, { code: 'upstream_no_output' });
@@ -291,9 +324,11 @@ async function generateOnce(
 /** Why the signal fired: our time limit (504, like every time-out) or our client leaving. */
 function stoppedError(signal: AbortSignal, timeoutMs: number, provider: GenerationProvider): ImageGenError {
 	const timedOut = signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
-	return timedOut
-		? new ImageGenError(504, `The ${provider.name} provider did not finish within ${timeoutMs / 1000} s`, { code: 'generation_timeout' })
-		: new ImageGenError(502, 'The generation was cancelled because the client went away', { code: 'cancelled' });
+	return timedOut ? new ImageGenError(504, `The ${provider.name} provider did not finish within ${timeoutMs / 1000} s`, { code: 'generation_timeout' }) : cancelled();
+}
+
+function cancelled(): ImageGenError {
+	return new ImageGenError(502, 'The generation was cancelled because the client went away', { code: 'cancelled' });
 }
 
 async function providerBytes(

@@ -72,6 +72,13 @@ export const FILE_ID_INPUT_SCHEMA: JsonSchema = {
 	additionalProperties: false,
 };
 
+export const GENERATION_ID_INPUT_SCHEMA: JsonSchema = {
+	type: 'object',
+	properties: { id: { type: 'string', description: 'The generation id, gen_… (the `id` of a generation, as GET /v1/generations lists them).' } },
+	required: ['id'],
+	additionalProperties: false,
+};
+
 export const EMPTY_INPUT_SCHEMA: JsonSchema = { type: 'object', properties: {}, additionalProperties: false };
 
 /** Kept in one place so a change of default shows in the tool description too. */

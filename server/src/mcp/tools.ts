@@ -13,10 +13,13 @@ import type { ApiKeyPolicy } from '../keys/authenticate';
 import { toApiError } from '../http/error-handler';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteOwnedFile, ownedFile } from '../storage/owned-files';
+import { generationObject, isJobId } from '../jobs/generation-object';
+import type { Job } from '../jobs/job-store';
 import {
 	EMPTY_INPUT_SCHEMA,
 	FILE_ID_INPUT_SCHEMA,
 	GENERATION_DEFAULTS_TEXT,
+	GENERATION_ID_INPUT_SCHEMA,
 	generateImageInputSchema,
 	uploadFileInputSchema,
 } from './tool-schemas';
@@ -64,7 +67,8 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 					throw invalidField('response_format', "'response_format' is not an argument of this tool: it always answers the image's URL", 'unknown_field');
 				}
 				const generation = parseGenerationRequest({ ...args, response_format: 'url' });
-				const answer = await service.runGeneration(generation, caller);
+				// A job like every generation: it can be fetched or canceled with the tools below.
+				const answer = await (await service.jobs.start(generation, caller)).answer;
 				const image = answer.data[0]!;
 				if (!('url' in image)) throw new ImageGenError(502, 'The generation answered no URL', { code: 'upstream_failed' });
 				return {
@@ -127,6 +131,22 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 				return { id, deleted: true };
 			},
 		},
+		generationTool(
+			service,
+			'get_generation',
+			'Describe a generation',
+			"Answers a generation of this API key by its id (gen_…): status (queued, running, succeeded, failed, canceled), its result once it succeeded (each image's URL, expiry and seed) or its error.",
+			{ readOnlyHint: true, openWorldHint: false },
+			(id, caller) => service.jobStore.get(id, caller.apiKeyId),
+		),
+		generationTool(
+			service,
+			'cancel_generation',
+			'Cancel a generation',
+			'Cancels a generation of this API key that is still running; nothing is charged for it. Answers the generation as get_generation does (its final state if it had ended).',
+			{ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+			(id, caller) => service.jobs.cancel(id, caller.apiKeyId),
+		),
 		{
 			name: 'list_models',
 			title: 'List the models',
@@ -140,12 +160,57 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 	];
 }
 
-function idArgument(args: Record<string, unknown>): string {
+function idArgument(args: Record<string, unknown>, what = 'the file id'): string {
 	for (const key of Object.keys(args)) {
 		if (key !== 'id') throw invalidField(key, `Unknown argument '${key}': give only 'id'`, 'unknown_field');
 	}
-	if (typeof args.id !== 'string' || args.id.length === 0) throw invalidField('id', "'id' is required: the file id, a string", 'missing_field');
+	if (typeof args.id !== 'string' || args.id.length === 0) throw invalidField('id', `'id' is required: ${what}, a string`, 'missing_field');
 	return args.id;
+}
+
+/** A tool on one generation of the caller's key, found (or canceled) by `find`; the same 404 for an id of no job of the key. */
+function generationTool(
+	service: FastifyInstance,
+	name: string,
+	title: string,
+	description: string,
+	annotations: ToolDefinition['annotations'],
+	find: (id: string, caller: ToolCaller) => Promise<Job | null>,
+): ToolDefinition {
+	return {
+		name,
+		title,
+		description,
+		inputSchema: GENERATION_ID_INPUT_SCHEMA,
+		annotations,
+		async run(args, caller) {
+			const id = idArgument(args, 'the generation id (gen_…)');
+			const job = isJobId(id) ? await find(id, caller) : null;
+			if (!job) throw new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
+			return generationForTool(service, job, caller.apiKeyId);
+		},
+	};
+}
+
+/**
+ * The generation object, each inline image answered by its stored file's URL instead of base64
+ * (a model's context is no place for image bytes).
+ */
+async function generationForTool(service: FastifyInstance, job: Job, apiKeyId: string): Promise<Record<string, unknown>> {
+	const generation = await generationObject(job);
+	if (!generation.result) return { ...generation };
+	const inline = [...(job.result?.inlineFiles ?? [])];
+	const data = [];
+	for (const image of generation.result.data) {
+		if (!('b64_json' in image)) {
+			data.push(image);
+			continue;
+		}
+		const { b64_json: _left, ...marks } = image;
+		const file = await service.hostedFiles.info(inline.shift()!.fileId, apiKeyId);
+		data.push(file ? { url: service.hostedFiles.publicUrl(file), expires_at: file.expiresAt.toISOString(), ...marks } : { expired: true, ...marks });
+	}
+	return { ...generation, result: { ...generation.result, data } };
 }
 
 /** Runs a tool; what it refuses becomes a tool result with the API's error body, never a protocol error. */

@@ -43,7 +43,8 @@ export class PrometheusMetrics implements ServiceMetrics {
 	private readonly lastSweep: Gauge;
 	private readonly sweepDuration: Histogram;
 
-	constructor(options: { ledgerPending: () => number }) {
+	/** `jobCounts`: how many generation jobs there are in each status, read at each scrape. */
+	constructor(options: { ledgerPending: () => number; jobCounts?: () => Promise<Record<string, number>> }) {
 		const registers = [this.registry];
 		collectDefaultMetrics({ register: this.registry });
 		this.httpRequests = new Counter({ name: 'imagegen_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
@@ -67,6 +68,18 @@ export class PrometheusMetrics implements ServiceMetrics {
 				this.set(options.ledgerPending());
 			},
 		});
+		const { jobCounts } = options;
+		if (jobCounts) {
+			new Gauge({
+				name: 'imagegen_jobs',
+				help: 'Generation jobs kept, by status (queued, running, succeeded, failed, canceled); ended ones are kept as long as the retention',
+				labelNames: ['status'],
+				registers,
+				async collect() {
+					for (const [status, jobs] of Object.entries(await jobCounts())) this.set({ status }, jobs);
+				},
+			});
+		}
 	}
 
 	http({ method, route, status, seconds }: HttpObservation): void {

@@ -2,7 +2,7 @@
  * Chooses the engines behind the interfaces from the configuration: bytes on disk or in S3,
  * metadata / usage / rate limits / idempotency keys in the data dir or in PostgreSQL, and decorates
  * the instance with them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`,
- * `idempotencyStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
+ * `idempotencyStore`, `keyStore`, `jobStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
  * and closes every engine.
  *
  * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: `pg` and the
@@ -13,6 +13,8 @@ import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { SqliteIdempotencyStore } from '../idempotency/sqlite-idempotency-store';
+import type { JobStore } from '../jobs/job-store';
+import { SqliteJobStore } from '../jobs/sqlite-job-store';
 import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
@@ -39,6 +41,8 @@ export interface Engines {
 	idempotencyStore: IdempotencyStore;
 	/** Managed keys and their spend. */
 	keyStore: KeyStore;
+	/** Generations as jobs. */
+	jobStore: JobStore;
 }
 
 declare module 'fastify' {
@@ -86,6 +90,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			rateLimiter: new SqliteRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
+			jobStore: new SqliteJobStore(database),
 			noteFailure: (error) => condition.noteFailure(error),
 			close: async () => {
 				await condition.stop();
@@ -112,7 +117,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -126,6 +131,7 @@ export async function openDatabaseBackends(config: ServiceConfig, log: Required<
 			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
 			keyStore: new PgKeyStore(database.pool),
+			jobStore: new PgJobStore(database.pool),
 			close: () => database.close(),
 		};
 	} catch (error) {
@@ -152,6 +158,7 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('rateLimiter', backends.rateLimiter);
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		fastify.decorate('keyStore', backends.keyStore);
+		fastify.decorate('jobStore', backends.jobStore);
 		const { noteFailure } = backends;
 		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
@@ -162,6 +169,7 @@ export default fp<{ backends: Backends }>(
 				backends.rateLimiter.close?.(),
 				backends.idempotencyStore.close?.(),
 				backends.keyStore.close?.(),
+				backends.jobStore.close?.(),
 				backends.storage.close?.(),
 			]);
 			await backends.close?.();

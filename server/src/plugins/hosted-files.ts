@@ -1,6 +1,6 @@
 /**
  * `fastify.hostedFiles`: the storage and metadata engines combined into hosted files, plus the
- * sweeper of expired files and idempotency entries (every min(60 s, retention / 2)), which runs
+ * sweeper of expired files, idempotency entries and ended jobs (every min(60 s, retention / 2)), which runs
  * from ready until close.
  */
 import fp from 'fastify-plugin';
@@ -34,8 +34,10 @@ export default fp<HostedFilesPluginOptions>(
 		let sweeper: Sweeper | null = null;
 		fastify.addHook('onReady', async () => {
 			const idempotencyEntries = { sweep: () => fastify.idempotencyStore.sweep() };
-			sweeper = startSweeper([hostedFiles, idempotencyEntries], sweepInterval(fastify.config.retentionSeconds), {
-				onError: (error) => fastify.log.error({ err: error }, 'sweeping expired files or idempotency entries failed'),
+			// Jobs are kept as long as the retention from their end, as their images are.
+			const endedJobs = { sweep: () => fastify.jobStore.sweep(new Date(Date.now() - fastify.config.retentionSeconds * 1000)) };
+			sweeper = startSweeper([hostedFiles, idempotencyEntries, endedJobs], sweepInterval(fastify.config.retentionSeconds), {
+				onError: (error) => fastify.log.error({ err: error }, 'sweeping expired files, idempotency entries or jobs failed'),
 				onFinished: (seconds, succeeded) => fastify.metrics.sweep({ seconds, succeeded }),
 			});
 		});

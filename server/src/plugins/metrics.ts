@@ -24,7 +24,7 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 
 export default fp(
 	async (fastify) => {
-		const metrics = new PrometheusMetrics({ ledgerPending: () => fastify.usageLedger.health().pending });
+		const metrics = new PrometheusMetrics({ ledgerPending: () => fastify.usageLedger.health().pending, jobCounts: () => fastify.jobStore.counts() });
 		fastify.decorate('metrics', metrics);
 		fastify.addHook('onResponse', async (request, reply) => {
 			metrics.http({

@@ -2,16 +2,18 @@
  * POST /v1/images/generations. Receives the /v1-scoped instance: Bearer auth and rate limiting
  * have run and request.apiKeyId / request.apiKey are set. Validation and defaults come from core;
  * the run itself (key policy, provider, re-hosting, usage) is the shared `fastify.runGeneration`
- * (plugins/generation.ts). With an `Idempotency-Key` it runs at most once per key
- * (plugins/idempotency.ts).
+ * (plugins/generation.ts), as a durable job (plugins/jobs.ts). With an `Idempotency-Key` it runs at
+ * most once per key (plugins/idempotency.ts). With `Prefer: respond-async` (RFC 7240) it answers
+ * 202 and the job as soon as the job is written, and the job runs on without its client.
  */
-import type { FastifyInstance } from 'fastify';
-import { generationResponseSchema } from '../../../core/api';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { generationObjectSchema, generationResponseSchema } from '../../../core/api';
 import { parseGenerationRequest } from '../../../core/schemas';
 import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, IDEMPOTENCY_KEY_HEADER, type ZodTypeProvider } from '../schema-docs/route-schemas';
 import { keyPolicyOf } from '../keys/authenticate';
 import { fingerprintJson } from '../idempotency/idempotency';
 import { clientGoneSignal } from '../http/client-gone';
+import { generationAnswer } from '../jobs/generation-object';
 
 const ROUTE = '/v1/images/generations';
 
@@ -24,10 +26,17 @@ const schema = {
 	operationId: 'generateImage',
 	summary: 'Generate an image; the fields accepted depend on the model',
 	...API_KEY_AUTH,
-	headers: IDEMPOTENCY_KEY_HEADER,
+	headers: {
+		...IDEMPOTENCY_KEY_HEADER,
+		properties: {
+			...IDEMPOTENCY_KEY_HEADER.properties,
+			prefer: { type: 'string', description: 'respond-async: answer 202 with the generation job at once, and fetch it at its Location' },
+		},
+	},
 	body: { $ref: 'GenerationRequest#' },
 	response: {
 		200: generationResponseSchema,
+		202: generationObjectSchema.describe('The job, accepted (Prefer: respond-async); fetch it at Location'),
 		...errorResponses(
 			[400, 'A field is wrong (param names it)'],
 			...AUTH_ERRORS,
@@ -41,6 +50,13 @@ const schema = {
 	},
 };
 
+/** `Prefer: respond-async` among the request's preferences (RFC 7240: tokens are case-insensitive, may carry a value). */
+function prefersAsync(request: FastifyRequest): boolean {
+	const header = request.headers.prefer;
+	const preferences = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',');
+	return preferences.some((preference) => preference.split(';')[0]!.split('=')[0]!.trim().toLowerCase() === 'respond-async');
+}
+
 export default async function generationRoutes(scope: FastifyInstance): Promise<void> {
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	v1.post('/images/generations', { schema }, async (request, reply) => {
@@ -48,13 +64,30 @@ export default async function generationRoutes(scope: FastifyInstance): Promise<
 		const generation = parseGenerationRequest(request.body);
 		const apiKey = keyPolicyOf(request);
 		const clientGone = clientGoneSignal(reply);
-		// With a key, a client that gave up will retry: the run goes on so the retry gets its answer.
-		const stopWhen = key === undefined ? clientGone : new AbortController().signal;
+		const caller = { apiKeyId: request.apiKeyId, apiKey };
+		if (prefersAsync(request)) {
+			// Another answer than the synchronous one: a key used for both is a different request.
+			const sent = await v1.idempotency.answer(request, {
+				key,
+				fingerprint: () => fingerprintJson(request.method, `${ROUTE} respond-async`, request.body),
+				run: async () => {
+					const { job, answer } = await v1.jobs.start(generation, caller);
+					void answer.catch(() => undefined);
+					return JSON.parse(generationAnswer(job).body) as unknown;
+				},
+				signal: clientGone,
+			});
+			const { id } = JSON.parse(sent.body) as { id: string };
+			reply.header('location', `/v1/generations/${id}`).header('preference-applied', 'respond-async');
+			return v1.idempotency.reply(reply, { ...sent, status: 202 });
+		}
+		// With a key, a client that gave up will retry: the job goes on so the retry gets its answer.
+		const stopWhen = key === undefined ? clientGone : undefined;
 		// Usage and budget are charged inside the run: a replayed answer is never charged again.
 		return v1.idempotency.send(request, reply, {
 			key,
 			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: () => v1.runGeneration(generation, { apiKeyId: request.apiKeyId, apiKey, clientGone: stopWhen, keepsInlineImages: key !== undefined }),
+			run: async () => (await v1.jobs.start(generation, { ...caller, ...(stopWhen ? { clientGone: stopWhen } : {}) })).answer,
 			signal: clientGone,
 		});
 	});

@@ -25,7 +25,7 @@ export const MCP_PATH = '/mcp';
 
 const SERVER_INFO = { name: 'imagegen', title: 'ImageGen', version: '1.0.0' };
 const INSTRUCTIONS =
-	'Generate images (generate_image) and host images or videos at public URLs (upload_file); every answer carries URLs, never image bytes. Files expire; get_file tells when, delete_file removes one early. list_models gives each model\'s fields, limits and price.';
+	'Generate images (generate_image) and host images or videos at public URLs (upload_file); every answer carries URLs, never image bytes. Files expire; get_file tells when, delete_file removes one early. get_generation and cancel_generation follow a generation by its id. list_models gives each model\'s fields, limits and price.';
 
 /** JSON-RPC's Invalid Request, with no id: a batch has no single id to answer. */
 const BATCH_REFUSED = {
@@ -40,7 +40,7 @@ const JSON_RPC_ANSWER = { type: 'object', description: 'The JSON-RPC answer' };
 const postSchema = {
 	tags: ['Agents'],
 	operationId: 'mcp',
-	summary: 'Model Context Protocol, Streamable HTTP, stateless: tools generate_image, upload_file, get_file, delete_file, list_models',
+	summary: 'Model Context Protocol, Streamable HTTP, stateless: tools generate_image, get_generation, cancel_generation, upload_file, get_file, delete_file, list_models',
 	...API_KEY_AUTH,
 	body: { type: 'object', description: 'One JSON-RPC 2.0 message (a batch is refused)' },
 	response: {

@@ -24,6 +24,8 @@ export interface WriteStatement {
 	values: readonly unknown[] | Record<string, unknown>;
 	/** Answer the row the statement returns (RETURNING) instead of `{ changes }`. */
 	row?: boolean;
+	/** Answer every row the statement returns (RETURNING) instead of `{ changes }`. */
+	rows?: boolean;
 	/** Run only when the statement before it changed a row. */
 	ifChanged?: boolean;
 }
@@ -61,7 +63,7 @@ const one = database.transaction((write) => {
 	let answer;
 	for (const step of write) {
 		if (step.ifChanged && answer?.changes === 0) continue;
-		answer = step.row ? statement(step.sql).get(step.values) : { changes: statement(step.sql).run(step.values).changes };
+		answer = step.row ? statement(step.sql).get(step.values) : step.rows ? statement(step.sql).all(step.values) : { changes: statement(step.sql).run(step.values).changes };
 	}
 	return answer;
 });

@@ -193,6 +193,34 @@ const SHARED_BUCKETS = `
 	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_ms);
 `;
 
+/**
+ * Generations as jobs (jobs/job-store.ts): one row each, written before the provider is called and
+ * ended once; a running one is owned by the process renewing its lease. Request, result and error
+ * are JSON text; an inline answer's images are stored files, named in `result`, never in it.
+ */
+const JOBS = `
+	CREATE TABLE generation_jobs (
+		id TEXT PRIMARY KEY,
+		api_key_id TEXT NOT NULL,
+		model TEXT NOT NULL,
+		status TEXT NOT NULL,
+		request TEXT NOT NULL,
+		webhook_url TEXT,
+		provider TEXT,
+		host_job_id TEXT,
+		charged_micros INTEGER NOT NULL DEFAULT 0,
+		result TEXT,
+		error TEXT,
+		created_at INTEGER NOT NULL,
+		finished_at INTEGER,
+		owner TEXT,
+		lease_until INTEGER
+	) STRICT;
+	CREATE INDEX generation_jobs_by_key ON generation_jobs (api_key_id, created_at);
+	CREATE INDEX generation_jobs_running ON generation_jobs (lease_until) WHERE status = 'running';
+	CREATE INDEX generation_jobs_by_end ON generation_jobs (finished_at) WHERE finished_at IS NOT NULL;
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
@@ -202,4 +230,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 6, name: 'idempotent answers keep their inline images as stored files', sql: INLINE_FILES },
 	{ version: 7, name: 'money in micro-dollars; budgets charged at admission', sql: MICRO_DOLLARS },
 	{ version: 8, name: 'rate limit buckets as on PostgreSQL', sql: SHARED_BUCKETS },
+	{ version: 9, name: 'generations as jobs', sql: JOBS },
 ];

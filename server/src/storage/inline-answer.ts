@@ -14,9 +14,16 @@ import { isEngineUnreachable, serviceUnavailable } from '../http/engine-unavaila
 import { releaseBytes } from '../media/release-bytes';
 import type { FileRecord, HostedFiles } from './hosted-files';
 
-/** Stands, in an answer object, for the bytes of the hosted file `fileId`, sent as a base64 JSON string. */
+/**
+ * Stands, in an answer object, for the bytes of the hosted file `fileId`, sent as a base64 JSON
+ * string. `inMemory`: its bytes, still at hand when the answer is made, so the first answer goes
+ * out from them without reading the file back; a replay reads the file.
+ */
 export class InlineFile {
-	constructor(readonly fileId: string) {}
+	constructor(
+		readonly fileId: string,
+		readonly inMemory?: InlineBytes,
+	) {}
 }
 
 /** Stands, in an answer object, for image bytes in memory, sent as a base64 JSON string. */
@@ -51,7 +58,8 @@ export function inlineAnswerBody(result: unknown): { body: string; inlineFiles: 
 	const inlineBytes: InlineBytesPart[] = [];
 	for (const [index, value] of found.entries()) {
 		if (value instanceof InlineFile) inlineFiles.push({ fileId: value.fileId, at: body.length });
-		else inlineBytes.push({ bytes: value.bytes, at: body.length, ...(value.options.releaseWhenSent ? { releaseWhenSent: true } : {}) });
+		const bytes = value instanceof InlineFile ? value.inMemory : value;
+		if (bytes) inlineBytes.push({ bytes: bytes.bytes, at: body.length, ...(bytes.options.releaseWhenSent ? { releaseWhenSent: true } : {}) });
 		body += pieces[index + 1]!;
 	}
 	return { body, inlineFiles, inlineBytes };
@@ -76,7 +84,9 @@ interface ImageSource {
  * that cannot be reached is still an ordinary answer (a replay runs again, a 503), never a cut one.
  */
 export async function openInlineAnswer(files: HostedFiles, answer: InlineAnswer, ownerKeyId: string): Promise<OpenedAnswer> {
-	const parts = answer.inlineFiles ?? [];
+	// A stored image whose bytes are still in memory (a first answer) is sent from them.
+	const inMemory = new Set((answer.inlineBytes ?? []).map((part) => part.at));
+	const parts = (answer.inlineFiles ?? []).filter((part) => !inMemory.has(part.at));
 	const opened: Array<{ file: FileRecord; bytes: Readable }> = [];
 	const gone: string[] = [];
 	try {

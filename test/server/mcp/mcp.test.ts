@@ -52,9 +52,9 @@ afterAll(async () => {
 });
 
 describe('MCP endpoint', () => {
-	it('lists the five tools with input schemas from the catalog', async () => {
+	it('lists the seven tools with input schemas from the catalog', async () => {
 		const { tools } = await client.listTools();
-		expect(tools.map((tool) => tool.name).sort()).toEqual(['delete_file', 'generate_image', 'get_file', 'list_models', 'upload_file']);
+		expect(tools.map((tool) => tool.name).sort()).toEqual(['cancel_generation', 'delete_file', 'generate_image', 'get_file', 'get_generation', 'list_models', 'upload_file']);
 		const generate = tools.find((tool) => tool.name === 'generate_image')!;
 		const properties = generate.inputSchema.properties as Record<string, any>;
 		expect(properties.model.enum).toEqual(['p-image', 'p-image-edit', 'textimage-v2']);
@@ -108,6 +108,28 @@ describe('MCP endpoint', () => {
 		expect(gone.structuredContent!.error).toMatchObject({ param: 'id', code: 'file_not_found', status: 404 });
 	});
 
+	it('get_generation answers a generation of the key, inline images as URLs; cancel_generation answers a finished one as it ended', async () => {
+		const inline = await fetch(`${server.baseUrl}/images/generations`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ model: 'p-image', prompt: 'a kite', seed: 8, response_format: 'b64_json' }),
+		});
+		expect(inline.status).toBe(200);
+		const listed = (await (await fetch(`${server.baseUrl}/generations?limit=1`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as any;
+		const { id } = listed.data[0];
+		const generation = expectCompact(await call(client, 'get_generation', { id }));
+		expect(generation).toMatchObject({ object: 'generation', id, status: 'succeeded', error: null, result: { model: 'p-image', data: [{ seed: 8, url: expect.stringMatching(/\/files\//) }] } });
+		expect((await fetch(generation.result.data[0].url)).status).toBe(200);
+		expect(expectCompact(await call(client, 'cancel_generation', { id }))).toEqual(generation);
+		for (const tool of ['get_generation', 'cancel_generation']) {
+			for (const missing of [`gen_${'0'.repeat(32)}`, 'not-a-generation']) {
+				const refused = await call(client, tool, { id: missing });
+				expect(refused.isError).toBe(true);
+				expect(refused.structuredContent!.error).toMatchObject({ param: 'id', code: 'generation_not_found', status: 404 });
+			}
+		}
+	});
+
 	it('list_models answers the catalog as /v1/models does', async () => {
 		const answer = expectCompact(await call(client, 'list_models'));
 		const rest = await (await fetch(`${server.baseUrl}/models`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json();
@@ -128,6 +150,8 @@ describe('MCP endpoint', () => {
 		['upload_file', { file: 'iVBORw0KGgo=', output_format: 'bmp' }, 'output_format'],
 		['get_file', {}, 'id'],
 		['delete_file', { id: 'no-such-file-0123456789' }, 'id'],
+		['get_generation', {}, 'id'],
+		['cancel_generation', { id: 'gen_x', extra: 1 }, 'extra'],
 	])('%s with %j is an isError result naming %s', async (tool, args, param) => {
 		const before = await usage(server.apiKey);
 		const result = await call(client, tool, args);

@@ -133,6 +133,11 @@ describe('after real requests', () => {
 		expect(value(families, 'imagegen_usage_ledger_pending')).toBe(0);
 	});
 
+	test('jobs by status: the two generations succeeded, the refused one was never a job', () => {
+		expect(value(families, 'imagegen_jobs', { status: 'succeeded' })).toBe(2);
+		for (const status of ['queued', 'running', 'failed', 'canceled']) expect(value(families, 'imagegen_jobs', { status })).toBe(0);
+	});
+
 	test('no file id, key or raw path is in the text', () => {
 		for (const secret of [fileId, server.apiKey, ADMIN_KEY, managedSecret, strayPath]) expect(text).not.toContain(secret);
 	});

@@ -1,11 +1,10 @@
 /**
- * An inline (`b64_json`) answer that nobody will replay is sent from the marked image in memory,
- * in pieces: it needs no storage at all, so it is answered while files cannot be written, where a
- * hosted answer, or an inline one with an `Idempotency-Key` (replayed from its stored image), fails.
+ * An inline (`b64_json`) answer is its job's result, which the job answers again later: its image is
+ * stored before the answer, like a hosted one. While files cannot be written no generation is
+ * answered, each refused with an error body, and its job ends failed rather than staying running.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import sharp from 'sharp';
 import { buildTestApp, type InProcessApp } from '../support/app';
 
 let service: InProcessApp;
@@ -28,16 +27,12 @@ const generate = (body: Record<string, unknown>, headers: Record<string, string>
 		body: JSON.stringify({ model: 'p-image', prompt: 'a harbour', ...body }),
 	});
 
-test('inline without a key: answered from memory, the exact base64 of a whole image, Content-Length right', async () => {
-	const answer = await generate({ response_format: 'b64_json', seed: 4 });
-	expect(answer.status).toBe(200);
-	const text = await answer.text();
-	expect(Number(answer.headers.get('content-length'))).toBe(Buffer.byteLength(text));
-	const image = Buffer.from(JSON.parse(text).data[0].b64_json as string, 'base64');
-	expect((await sharp(image).metadata()).format).toBe('png');
-});
-
-test('hosted, or inline with a key, need the file written first: neither is answered', async () => {
-	expect((await generate({ response_format: 'url' })).status).not.toBe(200);
-	expect((await generate({ response_format: 'b64_json' }, { 'idempotency-key': 'inline-kept-1' })).status).not.toBe(200);
+test('inline with or without a key, or hosted: none is answered, and each job ends failed', async () => {
+	for (const [body, headers] of [[{ response_format: 'b64_json', seed: 4 }, {}], [{ response_format: 'url' }, {}], [{ response_format: 'b64_json' }, { 'idempotency-key': 'inline-kept-1' }]] as const) {
+		const answer = await generate(body, headers);
+		expect(answer.status).toBeGreaterThanOrEqual(500);
+		expect((await answer.json()) as unknown).toMatchObject({ error: { code: expect.any(String) } });
+	}
+	const jobs = (await (await service.request('/v1/generations', { headers: service.auth })).json()) as { data: Array<{ status: string }> };
+	expect(jobs.data.map((job) => job.status)).toEqual(['failed', 'failed', 'failed']);
 });

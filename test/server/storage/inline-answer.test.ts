@@ -201,3 +201,17 @@ test('bytes in memory the answer owns are given back once sent, or once the clie
 	await send([new InlineBytes(left, { releaseWhenSent: true })], true);
 	expect(left.byteLength).toBe(0);
 });
+
+test('a stored image whose bytes are at hand goes out from them once, and from its file on a replay', async () => {
+	const bytes = randomBytes(10_000);
+	const file = await stored(bytes);
+	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineFile(file.id, new InlineBytes(bytes))]));
+	expect(inlineFiles).toEqual([{ fileId: file.id, at: inlineBytes[0]!.at }]);
+	const expected = JSON.stringify(answerWith([bytes.toString('base64')]));
+	// The file is removed: the first answer does not read it back.
+	await files.remove(file.id, OWNER);
+	const first = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles, inlineBytes }, OWNER);
+	expect('stream' in first && (await readAll(first.stream)).text).toBe(expected);
+	// A replay has only the record: the file is read, and is gone.
+	expect(await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER)).toEqual({ gone: [file.id] });
+});

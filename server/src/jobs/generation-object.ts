@@ -1,0 +1,67 @@
+/**
+ * A job as the API shows it (the generation object), as JSON text ready to send: its result is the
+ * body a synchronous call answered, whose inline images are stored files spliced in as base64 when
+ * it is sent (storage/inline-answer.ts), so neither the row nor this text holds an image.
+ */
+import type { GenerationResponse } from '../../../core/api';
+import type { InlineFilePart, StoredAnswer } from '../idempotency/idempotency-store';
+import type { GenerationObject, Job } from './job-store';
+
+/** `gen_` and 32 hex digits; anything else names no job. */
+const JOB_ID = /^gen_[0-9a-f]{32}$/;
+
+export function isJobId(id: string): boolean {
+	return JOB_ID.test(id);
+}
+
+const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
+
+/** The object without its result. */
+function envelope(job: Job): Omit<GenerationObject, 'result'> {
+	return {
+		object: 'generation',
+		id: job.id,
+		status: job.status,
+		model: job.model,
+		created: unixSeconds(job.createdAt),
+		finished_at: job.finishedAt ? unixSeconds(job.finishedAt) : null,
+		error: job.error,
+	};
+}
+
+/**
+ * The object as an answer to send: JSON text whose result is the stored answer body, each inline
+ * image's stored file named where its base64 goes.
+ */
+export function generationAnswer(job: Job): StoredAnswer {
+	const { error, ...head } = envelope(job);
+	const opening = `${JSON.stringify(head).slice(0, -1)},"result":`;
+	const result = job.result?.body ?? 'null';
+	const inlineFiles: InlineFilePart[] = (job.result?.inlineFiles ?? []).map((part) => ({ fileId: part.fileId, at: opening.length + part.at }));
+	return {
+		status: 200,
+		contentType: 'application/json; charset=utf-8',
+		body: `${opening}${result},"error":${JSON.stringify(error)}}`,
+		...(inlineFiles.length > 0 ? { inlineFiles, fileIds: inlineFiles.map((part) => part.fileId) } : {}),
+	};
+}
+
+/**
+ * The object with its result as data; each inline image's base64 read by `inlineBase64` (a
+ * listener's body, an MCP answer), or left empty without it.
+ */
+export async function generationObject(job: Job, inlineBase64?: (fileId: string) => Promise<string>): Promise<GenerationObject> {
+	let result: GenerationResponse | null = null;
+	if (job.result) {
+		const { body, inlineFiles = [] } = job.result;
+		let text = '';
+		let from = 0;
+		for (const part of inlineFiles) {
+			text += body.slice(from, part.at) + (inlineBase64 ? await inlineBase64(part.fileId) : '');
+			from = part.at;
+		}
+		result = JSON.parse(text + body.slice(from)) as GenerationResponse;
+	}
+	const { error, ...head } = envelope(job);
+	return { ...head, result, error };
+}

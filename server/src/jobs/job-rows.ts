@@ -1,0 +1,127 @@
+/**
+ * A job as both databases store it: the same columns and statements (numbered `$n` parameters,
+ * which SQLite reads as named ones; sqlite/database.ts `bindNumbered`), read back into a Job. The
+ * drivers differ only in how values travel (PostgreSQL: Dates, bigint as text; SQLite: unix
+ * milliseconds), which `toJob` takes care of. JSON columns are text on both.
+ */
+import type { ModelId } from '../../../core/models';
+import type { GenerationStatus, Job, JobEnd, JobError, NewJob, StoredResult } from './job-store';
+
+const COLUMNS = ['id', 'api_key_id', 'model', 'status', 'request', 'webhook_url', 'provider', 'host_job_id', 'charged_micros', 'result', 'error',
+	'created_at', 'finished_at', 'owner', 'lease_until'] as const;
+
+export const JOB_COLUMNS = COLUMNS.join(', ');
+
+const NOT_ENDED = "status IN ('queued', 'running')";
+
+export const JOB_SQL = {
+	insert: `INSERT INTO generation_jobs (${JOB_COLUMNS}) VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})`,
+	hostJob: `UPDATE generation_jobs SET provider = $2, host_job_id = $3 WHERE id = $1 AND ${NOT_ENDED}`,
+	renew: "UPDATE generation_jobs SET lease_until = $3 WHERE id = $1 AND owner = $2 AND status = 'running'",
+	/** Only the owner's running job: a job canceled meanwhile keeps its state. */
+	finish: `UPDATE generation_jobs SET status = $3, result = $4, error = $5, finished_at = $6, lease_until = NULL
+		WHERE id = $1 AND owner = $2 AND status = 'running' RETURNING ${JOB_COLUMNS}`,
+	/** `orphaned`: nobody renews the job's lease, so nobody else gives its charge back. */
+	cancel: `UPDATE generation_jobs SET status = 'canceled', error = $4, finished_at = $3
+		WHERE id = $1 AND api_key_id = $2 AND ${NOT_ENDED}
+		RETURNING ${JOB_COLUMNS}, CASE WHEN lease_until IS NULL OR lease_until <= $3 THEN 1 ELSE 0 END AS orphaned`,
+	/**
+	 * A charge to give back, then marked given back; in one transaction, and the spend changed only
+	 * when the mark changed the row, so two at once give it back once.
+	 */
+	charged: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
+	refunded: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
+	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
+	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
+		ORDER BY created_at DESC, id DESC LIMIT $3`,
+	claim: `UPDATE generation_jobs SET owner = $1, lease_until = $2
+		WHERE id IN (SELECT id FROM generation_jobs WHERE status = 'running' AND lease_until <= $3 ORDER BY lease_until LIMIT $4)
+		AND status = 'running' AND lease_until <= $3 RETURNING ${JOB_COLUMNS}`,
+	counts: 'SELECT status, count(*) AS jobs FROM generation_jobs GROUP BY status',
+	/** Jobs that ended at or before `$1`: what a sweep deletes. */
+	sweepable: `NOT ${NOT_ENDED} AND finished_at <= $1`,
+	/** A refund on the key's spend of the job's UTC day (the day its admission charged). */
+	spend: `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
+		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`,
+};
+
+export interface JobRow {
+	id: string;
+	api_key_id: string;
+	model: string;
+	status: string;
+	request: string;
+	webhook_url: string | null;
+	provider: string | null;
+	host_job_id: string | null;
+	charged_micros: number | string;
+	result: string | null;
+	error: string | null;
+	created_at: Date | number;
+	finished_at: Date | number | null;
+	owner: string | null;
+	lease_until: Date | number | null;
+}
+
+/** The values of `JOB_SQL.insert`, in its order. */
+export function insertValues(job: NewJob): unknown[] {
+	const row: Record<(typeof COLUMNS)[number], unknown> = {
+		id: job.id,
+		api_key_id: job.apiKeyId,
+		model: job.model,
+		status: 'running',
+		request: JSON.stringify(job.request),
+		webhook_url: job.webhookUrl,
+		provider: null,
+		host_job_id: null,
+		charged_micros: job.chargedMicros,
+		result: null,
+		error: null,
+		created_at: job.createdAt,
+		finished_at: null,
+		owner: job.owner,
+		lease_until: job.leaseUntil,
+	};
+	return COLUMNS.map((column) => row[column]);
+}
+
+/** The values of `JOB_SQL.finish`, in its order. */
+export function finishValues(id: string, owner: string, end: JobEnd): unknown[] {
+	return [id, owner, end.status, end.result ? JSON.stringify(end.result) : null, end.error ? JSON.stringify(end.error) : null, end.finishedAt];
+}
+
+const dateOf = (value: Date | number | null): Date | null => (value === null ? null : new Date(value));
+
+export function toJob(row: JobRow): Job {
+	return {
+		id: row.id,
+		apiKeyId: row.api_key_id,
+		model: row.model as ModelId,
+		status: row.status as GenerationStatus,
+		request: JSON.parse(row.request) as Record<string, unknown>,
+		webhookUrl: row.webhook_url,
+		hostJob: row.provider !== null && row.host_job_id !== null ? { provider: row.provider, id: row.host_job_id } : null,
+		chargedMicros: Number(row.charged_micros),
+		result: row.result === null ? null : (JSON.parse(row.result) as StoredResult),
+		error: row.error === null ? null : (JSON.parse(row.error) as JobError),
+		createdAt: new Date(row.created_at),
+		finishedAt: dateOf(row.finished_at),
+		owner: row.owner,
+		leaseUntil: dateOf(row.lease_until),
+	};
+}
+
+/** What `JOB_SQL.charged` answered, as the `JOB_SQL.spend` values that give it back. */
+export function refundValues(row: { api_key_id: string; charged_micros: number | string; created_at: Date | number }): unknown[] {
+	return [row.api_key_id, new Date(row.created_at).toISOString().slice(0, 10), -Number(row.charged_micros)];
+}
+
+/** The error a job canceled through the API keeps. */
+export const CANCELED_ERROR: JobError = { message: 'The generation was canceled', type: 'invalid_request_error', param: null, code: 'canceled' };
+
+/** Counts by status, every status present. */
+export function countsOf(rows: ReadonlyArray<{ status: string; jobs: number | string }>): Record<GenerationStatus, number> {
+	const counts: Record<GenerationStatus, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0 };
+	for (const row of rows) if (row.status in counts) counts[row.status as GenerationStatus] = Number(row.jobs);
+	return counts;
+}

@@ -1,0 +1,54 @@
+/**
+ * `fastify.jobs`: every generation as a durable job (jobs/job-runner.ts), around the shared
+ * generation runner. From ready on, this process takes over the running jobs of processes that
+ * stopped (at once, then every lease), and on close it waits for the jobs it runs to end.
+ */
+import { buffer } from 'node:stream/consumers';
+import fp from 'fastify-plugin';
+import { createJobRunner, JOB_LEASE_MS, type JobRunner } from '../jobs/job-runner';
+import type { JobEndListener } from '../jobs/job-store';
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		jobs: JobRunner;
+	}
+}
+
+export interface JobsPluginOptions {
+	/** Told when a job ends (a webhook's outbox). */
+	listeners?: readonly JobEndListener[];
+}
+
+export default fp<JobsPluginOptions>(
+	async (fastify, options) => {
+		const { hostedFiles } = fastify;
+		const jobs = createJobRunner({
+			store: fastify.jobStore,
+			runGeneration: fastify.runGeneration,
+			providers: fastify.providers,
+			listeners: options.listeners ?? [],
+			inlineBase64: async (fileId, apiKeyId) => {
+				const file = await hostedFiles.info(fileId, apiKeyId);
+				const bytes = file && (await hostedFiles.open(file));
+				if (!bytes) throw new Error(`the stored image ${fileId} of a job is gone`);
+				return (await buffer(bytes)).toString('base64');
+			},
+			log: fastify.log,
+		});
+		fastify.decorate('jobs', jobs);
+
+		let recovering: NodeJS.Timeout | undefined;
+		const recover = () =>
+			jobs.recover().catch((error: unknown) => fastify.log.error({ err: error }, 'taking over the jobs of a stopped process failed'));
+		fastify.addHook('onReady', async () => {
+			void recover();
+			recovering = setInterval(recover, JOB_LEASE_MS);
+			recovering.unref();
+		});
+		fastify.addHook('onClose', async () => {
+			clearInterval(recovering);
+			await jobs.close();
+		});
+	},
+	{ name: 'jobs', dependencies: ['backends', 'providers', 'hosted-files', 'generation'] },
+);

@@ -1,0 +1,161 @@
+/**
+ * Generations as jobs over HTTP (app.inject, the sandbox provider): `Prefer: respond-async` answers
+ * 202 with the job at its Location; every generation, synchronous ones too, can be fetched and
+ * listed by the key that made it and by no other; cancel, listing filters and their refusals.
+ */
+import { buildTestApp, inject, startInProcessServer, type InProcessApp, type InProcessServer } from '../support/app';
+import { eventually } from '../support/http';
+
+const OWNER = 'jobs-owner-key-0123456789';
+const OTHER = 'jobs-other-key-0123456789';
+let server: InProcessServer;
+
+beforeAll(async () => {
+	server = await startInProcessServer({ apiKey: `${OWNER},${OTHER}`, args: ['--log-level', 'silent'] });
+}, 60_000);
+afterAll(() => server?.stop({ removeData: true }));
+
+interface Answer {
+	status: number;
+	headers: Headers;
+	body: any;
+	text: string;
+}
+
+async function request(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string>; key?: string } = {}): Promise<Answer> {
+	const answer = await inject(server.app, path, {
+		method: init.method ?? 'GET',
+		headers: { authorization: `Bearer ${init.key ?? OWNER}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
+		...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+	});
+	const text = await answer.text();
+	return { status: answer.status, headers: answer.headers, text, body: text ? JSON.parse(text) : undefined };
+}
+
+const generate = (body: Record<string, unknown> = {}, headers: Record<string, string> = {}, key?: string) =>
+	request('/v1/images/generations', { method: 'POST', body: { model: 'p-image', prompt: 'a lighthouse', ...body }, headers, ...(key ? { key } : {}) });
+
+const ended = async (id: string, key = OWNER) => {
+	let job: any;
+	await eventually(async () => {
+		job = (await request(`/v1/generations/${id}`, { key })).body;
+		return job.status !== 'running' && job.status !== 'queued';
+	});
+	return job;
+};
+
+describe('POST /v1/images/generations with Prefer: respond-async', () => {
+	it('answers 202 with the running job at its Location, which then holds exactly the synchronous answer', async () => {
+		const accepted = await generate({ seed: 11 }, { prefer: 'respond-async' });
+		expect(accepted.status).toBe(202);
+		expect(accepted.headers.get('preference-applied')).toBe('respond-async');
+		expect(accepted.body).toMatchObject({ object: 'generation', status: 'running', model: 'p-image', finished_at: null, result: null, error: null });
+		expect(accepted.body.id).toMatch(/^gen_[0-9a-f]{32}$/);
+		expect(accepted.headers.get('location')).toBe(`/v1/generations/${accepted.body.id}`);
+		const job = await ended(accepted.body.id);
+		expect(job).toMatchObject({ status: 'succeeded', error: null });
+		expect(job.finished_at).toBeGreaterThanOrEqual(job.created);
+		const sync = await generate({ seed: 11 });
+		expect(Object.keys(job.result)).toEqual(Object.keys(sync.body));
+		expect(job.result.data[0]).toMatchObject({ seed: 11, url: expect.stringContaining('/files/') });
+	});
+
+	it('finds respond-async among other preferences, in any case, and not inside another token', async () => {
+		expect((await generate({}, { prefer: 'wait=5, Respond-Async' })).status).toBe(202);
+		expect((await generate({}, { prefer: 'respond-asynchronously' })).status).toBe(200);
+	});
+
+	it('with an Idempotency-Key, a repeat answers the same 202 and job, generating once', async () => {
+		const headers = { prefer: 'respond-async', 'idempotency-key': `async-${Date.now()}` };
+		const jobs = async () => (await request('/v1/generations?limit=100')).body.data.length;
+		const before = await jobs();
+		const first = await generate({ seed: 3 }, headers);
+		const again = await generate({ seed: 3 }, headers);
+		expect(await jobs()).toBe(before + 1);
+		expect(again.status).toBe(202);
+		expect(again.headers.get('idempotent-replayed')).toBe('true');
+		expect(again.headers.get('location')).toBe(first.headers.get('location'));
+		expect(again.text).toBe(first.text);
+		// The synchronous request under the same key is another request.
+		expect((await generate({ seed: 3 }, { 'idempotency-key': headers['idempotency-key'] })).status).toBe(422);
+	});
+
+	it('refuses before any job what it refused before: a bad body is a 400 naming the field, and no job', async () => {
+		const before = (await request('/v1/generations?limit=100')).body.data.length;
+		const refused = await generate({ prompt: 42 }, { prefer: 'respond-async' });
+		expect(refused.status).toBe(400);
+		expect(refused.body.error.param).toBe('prompt');
+		expect((await request('/v1/generations?limit=100')).body.data.length).toBe(before);
+	});
+});
+
+describe('GET /v1/generations/<id>', () => {
+	it('a synchronous generation is a job too: its result is the body it answered, byte for byte, inline images included', async () => {
+		for (const response_format of ['url', 'b64_json']) {
+			const sync = await generate({ seed: 21, response_format });
+			expect(sync.status).toBe(200);
+			const [latest] = (await request('/v1/generations?limit=1')).body.data;
+			const fetched = await request(`/v1/generations/${latest.id}`);
+			expect(fetched.status).toBe(200);
+			expect(fetched.text).toContain(`"result":${sync.text},"error":null}`);
+			expect(Number(fetched.headers.get('content-length'))).toBe(Buffer.byteLength(fetched.text));
+		}
+	});
+
+	it("is 404 generation_not_found for another key's job, an unknown id and one that is no job id", async () => {
+		const { body } = await generate({}, { prefer: 'respond-async' });
+		for (const [id, key] of [[body.id, OTHER], [`gen_${'0'.repeat(32)}`, OWNER], ['gen_x', OWNER], ['..%2Fetc', OWNER]] as const) {
+			const answer = await request(`/v1/generations/${id}`, { key });
+			expect(answer.status).toBe(404);
+			expect(answer.body.error).toMatchObject({ code: 'generation_not_found', type: 'not_found_error' });
+			const cancel = await request(`/v1/generations/${id}/cancel`, { method: 'POST', key });
+			expect(cancel.status).toBe(404);
+			expect(cancel.body.error.code).toBe('generation_not_found');
+		}
+		expect((await request(`/v1/generations/${body.id}`)).status).toBe(200);
+	});
+});
+
+describe('POST /v1/generations/<id>/cancel', () => {
+	it('answers the final state of a job that had ended, unchanged', async () => {
+		const { body } = await generate({}, { prefer: 'respond-async' });
+		const job = await ended(body.id);
+		const canceled = await request(`/v1/generations/${body.id}/cancel`, { method: 'POST' });
+		expect(canceled.status).toBe(200);
+		expect(canceled.body).toEqual(job);
+	});
+});
+
+describe('GET /v1/generations', () => {
+	it("lists the key's jobs newest first, filtered by status, at most `limit` (20 by default)", async () => {
+		const mine = await request('/v1/generations?limit=100');
+		expect(mine.body.object).toBe('list');
+		const created = mine.body.data.map((job: { created: number }) => job.created);
+		expect(created).toEqual([...created].sort((a: number, b: number) => b - a));
+		expect((await request('/v1/generations')).body.data).toHaveLength(Math.min(20, mine.body.data.length));
+		expect((await request('/v1/generations?limit=2')).body.data).toHaveLength(2);
+		const succeeded = (await request('/v1/generations?status=succeeded&limit=100')).body.data;
+		expect(succeeded.length).toBeGreaterThan(0);
+		expect(succeeded.every((job: { status: string }) => job.status === 'succeeded')).toBe(true);
+		const others = (await request('/v1/generations?limit=100', { key: OTHER })).body.data;
+		expect(others.some((job: { id: string }) => mine.body.data.some((own: { id: string }) => own.id === job.id))).toBe(false);
+	});
+
+	it('refuses a bad status or limit with a 400 naming it', async () => {
+		for (const [query, param] of [['status=done', 'status'], ['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=ten', 'limit'], ['limit=2.5', 'limit'], ['order=asc', 'order']]) {
+			const answer = await request(`/v1/generations?${query}`);
+			expect(answer.status).toBe(400);
+			expect(answer.body.error.param).toBe(param);
+		}
+	});
+});
+
+describe('a fresh service', () => {
+	let service: InProcessApp;
+	afterAll(() => service?.close());
+	it('lists no jobs', async () => {
+		service = await buildTestApp();
+		const answer = await service.request('/v1/generations', { headers: service.auth });
+		expect(await answer.json()).toEqual({ object: 'list', data: [] });
+	});
+});
