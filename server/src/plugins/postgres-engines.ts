@@ -8,3 +8,4 @@ export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgRateLimiter } from '../limits/pg-rate-limiter';
 export { PgUsageLedger } from '../usage/pg-usage-ledger';
 export { PgKeyStore } from '../keys/pg-key-store';
+export { PgOutboxStore } from '../webhooks/pg-outbox-store';
