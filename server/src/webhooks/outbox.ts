@@ -66,6 +66,7 @@ export class WebhookOutbox {
 	private readonly stopping = new AbortController();
 	private timer: NodeJS.Timeout | null = null;
 	private polling: Promise<void> | null = null;
+	private pollAgain = false;
 	private lastSweepAt = -Infinity;
 	private secret: Promise<Buffer> | null = null;
 
@@ -114,9 +115,22 @@ export class WebhookOutbox {
 		await Promise.allSettled([...this.inFlight]);
 	}
 
-	/** Claims and starts what is due, up to the free attempt slots; resolves once they are started. */
+	/**
+	 * Claims and starts what is due, up to the free attempt slots; resolves once they are started.
+	 * Asked again while it runs, it runs once more when done: what became due meanwhile is not left
+	 * for the next tick.
+	 */
 	poll(): Promise<void> {
-		this.polling ??= this.claimAndSend().finally(() => {
+		if (this.polling) {
+			this.pollAgain = true;
+			return this.polling;
+		}
+		this.polling = (async () => {
+			do {
+				this.pollAgain = false;
+				await this.claimAndSend();
+			} while (this.pollAgain && !this.stopping.signal.aborted);
+		})().finally(() => {
 			this.polling = null;
 		});
 		return this.polling;
@@ -124,8 +138,10 @@ export class WebhookOutbox {
 
 	/** Resolves once every attempt started so far has ended and been recorded. */
 	async settled(): Promise<void> {
-		await this.polling;
-		while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+		while (this.polling || this.inFlight.size > 0) {
+			await this.polling;
+			await Promise.allSettled([...this.inFlight]);
+		}
 	}
 
 	private wake(): void {
@@ -139,7 +155,11 @@ export class WebhookOutbox {
 			await this.sweepNowAndThen(now);
 			const claimed = await this.store.claimDue(now, this.concurrency - this.inFlight.size, LEASE_MS);
 			for (const delivery of claimed) {
-				const attempt = this.attempt(delivery).finally(() => this.inFlight.delete(attempt));
+				const attempt = this.attempt(delivery).finally(() => {
+					this.inFlight.delete(attempt);
+					// A slot is free: what waits for one goes now, not at the next tick.
+					this.wake();
+				});
 				this.inFlight.add(attempt);
 			}
 		} catch (error) {
