@@ -19,8 +19,8 @@ import { BUDGET_EXCEEDED, periodEnd, periodStart, type KeyBudget } from '../keys
 import type { WebhookOutbox } from './outbox';
 import type { BudgetAlertMark } from './outbox-store';
 
-/** The share of a budget past which `budget.threshold` is sent. */
-export const THRESHOLD_SHARE = 0.8;
+/** The share of a budget, in percent, past which `budget.threshold` is sent. */
+export const THRESHOLD_PERCENT = 80;
 
 export interface BudgetAlertOptions {
 	url: string;
@@ -39,9 +39,12 @@ export function withBudgetAlerts(gate: BudgetGate, options: BudgetAlertOptions):
 			const at = await options.now();
 			const since = periodStart(budget.period, at);
 			const spentUsd = await options.keyStore.spent(key.id, since);
+			// In whole micro-dollars, the stores' unit: 0.04 of 0.05 is 80 %, which 0.05 × 0.8 in floating point is not.
+			const spent = Math.round(spentUsd * 1e6);
+			const limit = Math.round(budget.limitUsd * 1e6);
 			const kinds: Kind[] = [];
-			if (spentUsd >= budget.limitUsd * THRESHOLD_SHARE) kinds.push('threshold');
-			if (refused || spentUsd >= budget.limitUsd) kinds.push('exhausted');
+			if (spent * 100 >= limit * THRESHOLD_PERCENT) kinds.push('threshold');
+			if (refused || spent >= limit) kinds.push('exhausted');
 			for (const kind of kinds) {
 				const mark = { keyId: key.id, period: periodName(budget, since), kind };
 				await options.outbox.enqueueAlert(mark, alertEvent(options.url, mark, budget, spentUsd, at));
@@ -95,7 +98,7 @@ function alertEvent(url: string, mark: BudgetAlertMark, budget: KeyBudget, spent
 }
 
 function slackText(kind: Kind, data: { key_id: string; period: string; budget_usd: number; spent_usd: number; resets_at: string | null }): string {
-	const what = kind === 'threshold' ? `has passed ${THRESHOLD_SHARE * 100} % of` : 'has spent';
+	const what = kind === 'threshold' ? `has passed ${THRESHOLD_PERCENT} % of` : 'has spent';
 	const resets = data.resets_at ? `; it resets at ${data.resets_at}` : '; it does not reset';
 	return `imagegen: API key ${data.key_id} ${what} its ${data.period} budget: $${data.spent_usd} of $${data.budget_usd}${resets}.`;
 }
