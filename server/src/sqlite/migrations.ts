@@ -176,7 +176,7 @@ const MICRO_DOLLARS = `
 `;
 
 /**
- * Webhooks (docs/webhooks.md). The service secret every key's signing secret is derived from:
+ * Webhooks (docs/api.md, "Webhooks"). The service secret every key's signing secret is derived from:
  * written once by whichever process starts first (insert-if-absent, then read), so every process
  * and restart signs alike. The outbox: one row per delivery, its body fixed at enqueue so every
  * attempt sends the same bytes under the same id; `next_attempt_at` (Unix ms) is also the lease of
