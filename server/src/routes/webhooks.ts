@@ -8,7 +8,8 @@ import { webhookSecretResponseSchema } from '../../../core/api';
 import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type ZodTypeProvider } from '../schema-docs/route-schemas';
 
 const schema = {
-	tags: ['Webhooks'],
+	// Webhooks report generations: the secret sits with them.
+	tags: ['Images'],
 	operationId: 'webhookSecret',
 	summary: "The secret this key's webhook deliveries are signed with",
 	...API_KEY_AUTH,

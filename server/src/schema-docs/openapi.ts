@@ -15,7 +15,6 @@ const TAGS = [
 	{ name: 'Images', description: 'Generate images and see which models this key may use' },
 	{ name: 'Files', description: 'Host images and videos for a limited time; read, inspect and delete them' },
 	{ name: 'Usage', description: "The key's own images and cost" },
-	{ name: 'Webhooks', description: 'The secret that signs the deliveries of this key\'s webhooks (Standard Webhooks)' },
 	{ name: 'Agents', description: 'The Model Context Protocol endpoint and this document' },
 	{ name: 'Operators', description: 'Managed keys, spend, metrics, health and the operator page' },
 ];
