@@ -56,7 +56,7 @@ function writeWithSchema6(file: string): void {
 it('reports what it reported, in micro-dollars rounded half up, and keeps spend, limits and live reservations', async () => {
 	writeWithSchema6(join(dataDir.path(), 'imagegen.db'));
 	const database = dataDir.openDatabase();
-	expect(database.pragma('user_version', { simple: true })).toBe(7);
+	expect(database.pragma('user_version', { simple: true })).toBe(Math.max(...SQLITE_MIGRATIONS.map((step) => step.version)));
 
 	const ledger = new SqliteUsageLedger(database, { log });
 	// What the pico-dollar ledger answered: each day total rounded half up to the micro-dollar.
