@@ -59,6 +59,30 @@ export interface OutboxStore {
 	close?(): Promise<void>;
 }
 
+/** A delivery's row as both engines read it (PostgreSQL answers a bigint as text). */
+export interface DeliveryRow {
+	id: string;
+	url: string;
+	signing_key_id: string | null;
+	body: string;
+	event_type: string;
+	created_at: number | string;
+	attempts: number;
+}
+
+export function claimedDelivery(row: DeliveryRow, claimToken: string): ClaimedDelivery {
+	return {
+		id: row.id,
+		url: row.url,
+		signingKeyId: row.signing_key_id,
+		body: row.body,
+		eventType: row.event_type,
+		createdAt: Number(row.created_at),
+		attempts: row.attempts,
+		claimToken,
+	};
+}
+
 /** An error text short enough for a row and a log line. */
 export function shortError(text: string): string {
 	return text.length > 500 ? `${text.slice(0, 500)}…` : text;

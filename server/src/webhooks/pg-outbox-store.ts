@@ -4,18 +4,7 @@
  * deliveries between them instead of sending one twice.
  */
 import type { Pool } from 'pg';
-import type { BudgetAlertMark, ClaimedDelivery, NewDelivery, OutboxStore } from './outbox-store';
-
-interface DeliveryRow {
-	id: string;
-	url: string;
-	signing_key_id: string | null;
-	body: string;
-	event_type: string;
-	created_at: string;
-	attempts: number;
-	claim_token: string;
-}
+import { claimedDelivery, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore } from './outbox-store';
 
 const INSERT = 'INSERT INTO webhook_outbox (id, url, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $6)';
 
@@ -59,18 +48,9 @@ export class PgOutboxStore implements OutboxStore {
 
 	async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
 		if (limit <= 0) return [];
-		const { rows } = await this.pool.query<DeliveryRow>(CLAIM, [now, limit, now + leaseMs]);
+		const { rows } = await this.pool.query<DeliveryRow & { claim_token: string }>(CLAIM, [now, limit, now + leaseMs]);
 		return rows
-			.map((row) => ({
-				id: row.id,
-				url: row.url,
-				signingKeyId: row.signing_key_id,
-				body: row.body,
-				eventType: row.event_type,
-				createdAt: Number(row.created_at),
-				attempts: row.attempts,
-				claimToken: row.claim_token,
-			}))
+			.map((row) => claimedDelivery(row, row.claim_token))
 			.sort((a, b) => a.createdAt - b.createdAt);
 	}
 

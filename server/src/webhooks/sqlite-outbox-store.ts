@@ -7,17 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SqliteDatabase } from '../sqlite/database';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
-import type { BudgetAlertMark, ClaimedDelivery, NewDelivery, OutboxStore } from './outbox-store';
-
-interface DeliveryRow {
-	id: string;
-	url: string;
-	signing_key_id: string | null;
-	body: string;
-	event_type: string;
-	created_at: number;
-	attempts: number;
-}
+import { claimedDelivery, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore } from './outbox-store';
 
 export class SqliteOutboxStore implements OutboxStore {
 	private readonly commits: SqliteGroupCommit;
@@ -67,16 +57,7 @@ export class SqliteOutboxStore implements OutboxStore {
 			this.statements.due.all(now, limit).map((row) => {
 				const claimToken = randomUUID();
 				this.statements.claim.run(now + leaseMs, claimToken, row.id);
-				return {
-					id: row.id,
-					url: row.url,
-					signingKeyId: row.signing_key_id,
-					body: row.body,
-					eventType: row.event_type,
-					createdAt: row.created_at,
-					attempts: row.attempts,
-					claimToken,
-				};
+				return claimedDelivery(row, claimToken);
 			}),
 		);
 	}
