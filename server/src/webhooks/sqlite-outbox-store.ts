@@ -1,8 +1,10 @@
 /**
- * The webhook outbox in the data dir's SQLite database, shared by every process on it. Every write
- * goes through the group commit (sqlite/group-commit.ts) and is durable before it is answered: an
- * enqueued delivery survives a power cut. A claim reads and stamps its rows inside one IMMEDIATE
- * transaction, which holds the write lock, so two processes never claim the same row.
+ * The webhook outbox in the data dir's SQLite database, shared by every process on it. Writes go
+ * through the group commit (sqlite/group-commit.ts); an enqueue and an attempt's outcome are
+ * durable before they are answered, so an enqueued delivery survives a power cut. A claim reads
+ * and stamps its rows inside one IMMEDIATE transaction, which holds the write lock, so two
+ * processes never claim the same row; the once-a-second poll takes that lock only when a read
+ * found something due.
  */
 import { randomUUID } from 'node:crypto';
 import type { SqliteDatabase } from '../sqlite/database';
@@ -25,6 +27,7 @@ export class SqliteOutboxStore implements OutboxStore {
 			due: database.prepare<[number, number], DeliveryRow>(
 				"SELECT id, url, signing_key_id, body, event_type, created_at, attempts FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
 			),
+			anyDue: database.prepare<[number], { due: 1 }>("SELECT 1 AS due FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1"),
 			claim: database.prepare<[number, string, string]>('UPDATE webhook_outbox SET next_attempt_at = ?, claim_token = ? WHERE id = ?'),
 			remove: database.prepare<[string, string]>("DELETE FROM webhook_outbox WHERE id = ? AND claim_token = ? AND state = 'pending'"),
 			retry: database.prepare<[number, string, string, string]>(
@@ -52,13 +55,17 @@ export class SqliteOutboxStore implements OutboxStore {
 	}
 
 	async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-		if (limit <= 0) return [];
-		return this.commits.write(() =>
-			this.statements.due.all(now, limit).map((row) => {
-				const claimToken = randomUUID();
-				this.statements.claim.run(now + leaseMs, claimToken, row.id);
-				return claimedDelivery(row, claimToken);
-			}),
+		// Polled every second: a read finds nothing due without taking the write lock.
+		if (limit <= 0 || !this.statements.anyDue.get(now)) return [];
+		// A claim lost to a power cut only makes the delivery claimable again (at least once): no sync of its own.
+		return this.commits.write(
+			() =>
+				this.statements.due.all(now, limit).map((row) => {
+					const claimToken = randomUUID();
+					this.statements.claim.run(now + leaseMs, claimToken, row.id);
+					return claimedDelivery(row, claimToken);
+				}),
+			{ durable: false },
 		);
 	}
 
@@ -75,7 +82,8 @@ export class SqliteOutboxStore implements OutboxStore {
 	}
 
 	async sweepFailed(before: number): Promise<number> {
-		return this.commits.write(() => this.statements.sweep.run(before).changes);
+		// A sweep lost to a power cut is made again by the next one.
+		return this.commits.write(() => this.statements.sweep.run(before).changes, { durable: false });
 	}
 
 	async serviceSecret(name: string, create: () => Buffer): Promise<Buffer> {
