@@ -100,7 +100,7 @@ export class WebhookOutbox {
 
 	/** Delivers what is due now and then every second; pending rows from before a restart included. */
 	start(): void {
-		if (this.timer) return;
+		if (this.timer || this.stopping.signal.aborted) return;
 		this.timer = setInterval(() => this.wake(), POLL_EVERY_MS);
 		this.timer.unref();
 		this.wake();
@@ -144,8 +144,9 @@ export class WebhookOutbox {
 		}
 	}
 
+	/** Only a started outbox delivers: one built to enqueue (a command, a test) sends nothing. */
 	private wake(): void {
-		if (this.stopping.signal.aborted) return;
+		if (!this.timer || this.stopping.signal.aborted) return;
 		void this.poll();
 	}
 

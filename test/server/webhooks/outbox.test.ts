@@ -176,3 +176,19 @@ it('two processes on one data dir agree on the signing secret', async () => {
 	const secrets = await Promise.all([one.secretFor('key-a'), two.secretFor('key-a')]);
 	expect(secrets[1]).toBe(secrets[0]);
 });
+
+it('an outbox that was not started only enqueues: nothing is sent until one is started', async () => {
+	const database = dataDir.openDatabase();
+	databases.push(database);
+	const log = { warn: jest.fn(), error: jest.fn() };
+	const idle = new WebhookOutbox(new SqliteOutboxStore(database), { allowPrivate: true, keepFailedMs: 60_000, log });
+	await idle.enqueue(event());
+	await idle.settled();
+	jest.advanceTimersByTime(10_000);
+	await idle.settled();
+	expect(receiver.received).toHaveLength(0);
+	const started = startOutbox();
+	await started.poll();
+	await started.settled();
+	expect(receiver.received).toHaveLength(1);
+});
