@@ -2,7 +2,7 @@
 // `npx depcruise server/src core`. A folder belongs to exactly one layer; a new folder must be
 // placed in one here before it may import anything.
 const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db', 'sqlite'];
-const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'jobs', 'schema-docs', 'mcp'];
+const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'jobs', 'schema-docs', 'mcp', 'webhooks'];
 const WIRING = ['plugins', 'routes', 'cli'];
 
 const any = (folders) => `(${folders.join('|')})`;

@@ -41,6 +41,7 @@ const INTEGRATION = [
 	'test/server/storage/s3-hosting.test.ts',
 	'test/server/storage/s3-object-storage.test.ts',
 	'test/server/usage/pg-usage-ledger.test.ts',
+	'test/server/webhooks/pg-outbox-store.test.ts',
 ];
 
 // A suite moved or renamed without its row here would quietly run with the unit project.

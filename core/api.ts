@@ -97,3 +97,14 @@ export const fileInfoResponseSchema = z
 	})
 	.describe('The file');
 export type FileInfoResponse = z.infer<typeof fileInfoResponseSchema>;
+
+/** `GET /v1/webhooks/secret`: what the calling key's webhook deliveries are signed with. */
+export const webhookSecretResponseSchema = z
+	.object({
+		secret: z
+			.string()
+			.regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/)
+			.describe('whsec_ and the base64 of the HMAC-SHA256 key (Standard Webhooks); the same on every replica and after restarts'),
+	})
+	.describe('The signing secret');
+export type WebhookSecretResponse = z.infer<typeof webhookSecretResponseSchema>;

@@ -45,9 +45,16 @@ export interface GenerationRequest {
 	output_format: ImageOutputFormat;
 	/** The same seed with the same request gives the same image (exactly so on the sandbox). */
 	seed?: number;
+	/** Where the service POSTs the generation's end, signed (Standard Webhooks); http(s) only. */
+	webhook_url?: string;
 }
 
-const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...MODEL_SPECIFIC_FIELDS]);
+/** Every model takes it; it says where the answer goes, not what is drawn. */
+const WEBHOOK_URL = 'webhook_url';
+/** As long as a URL gets in practice (browsers and proxies cut longer ones). */
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+
+const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...MODEL_SPECIFIC_FIELDS, WEBHOOK_URL]);
 
 function enumOf<T extends string>(values: readonly T[]) {
 	return z.enum(values as unknown as [T, ...T[]]);
@@ -112,6 +119,26 @@ const seedField = z.unknown().transform((value, ctx): number | undefined => {
 	return z.NEVER;
 });
 
+/** An http(s) URL of at most 2,048 characters; whether its host may be reached is the server's to say. */
+const webhookUrlField = z.unknown().transform((value, ctx): string | undefined => {
+	if (value === undefined) return undefined;
+	const refuse = (message: string, code?: string) => {
+		ctx.addIssue({ code: z.ZodIssueCode.custom, message: `'${WEBHOOK_URL}' ${message}`, params: { preformatted: true, code } });
+		return z.NEVER;
+	};
+	if (typeof value !== 'string') return refuse(`must be an http or https URL; got ${describeType(value)}`, 'invalid_type');
+	if (value.length > WEBHOOK_URL_MAX_LENGTH) return refuse(`is too long: at most ${WEBHOOK_URL_MAX_LENGTH} characters; got ${value.length}`, 'too_long');
+	let url: URL;
+	try {
+		url = new URL(value);
+	} catch {
+		return refuse(`must be an http or https URL; got ${describeValue(value)}`, 'invalid_url');
+	}
+	if (url.protocol !== 'http:' && url.protocol !== 'https:') return refuse(`must be an http or https URL; got the scheme '${url.protocol}'`, 'unsupported_url_scheme');
+	if (url.username || url.password) return refuse('must not carry credentials in the URL', 'invalid_url');
+	return value;
+});
+
 function schemaFor(spec: ModelSpec) {
 	const accepts = (field: ModelSpecificField) => spec.fields.includes(field);
 	return z
@@ -122,6 +149,7 @@ function schemaFor(spec: ModelSpec) {
 			response_format: enumOf(RESPONSE_FORMATS).default(DEFAULTS.response_format),
 			output_format: enumOf(spec.outputFormats).default(DEFAULTS.output_format),
 			seed: seedField,
+			webhook_url: webhookUrlField,
 			...(accepts('images') ? { images: imageInputs } : {}),
 			...(accepts('negative_prompt') ? { negative_prompt: textField(PROMPT_MAX_LENGTH, false).optional() } : {}),
 			...(accepts('style_type') ? { style_type: enumOf(STYLE_TYPES).default(DEFAULTS.style_type) } : {}),

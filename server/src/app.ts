@@ -1,7 +1,7 @@
 /**
  * Assembles the service: Fastify with JSON errors everywhere, the engines behind their interfaces
  * (plugins/backends.ts), the public file and health routes, and the authenticated, rate-limited /v1
- * scope (models, uploads, file info and delete, generation, usage). Closing the app (SIGTERM) lets in-flight requests
+ * scope (models, uploads, file info and delete, generation, usage, webhook secret). Closing the app (SIGTERM) lets in-flight requests
  * finish, answers 503 to new ones, then stops the sweeper, flushes the usage ledger and closes
  * every engine.
  */
@@ -27,6 +27,7 @@ import metricsPlugin from './plugins/metrics';
 import providersPlugin from './plugins/providers';
 import remoteFetch from './plugins/remote-fetch';
 import uploadsPlugin from './plugins/uploads';
+import webhooksPlugin from './plugins/webhooks';
 import adminRoutes from './routes/admin';
 import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
@@ -41,6 +42,7 @@ import openApiRoutes from './routes/openapi';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
+import webhookRoutes from './routes/webhooks';
 import { serviceVersion } from './runtime/service-version';
 import { openApiOptions, sharedSchemas } from './schema-docs/openapi';
 import { serializerCompiler, validatorCompiler } from './schema-docs/route-schemas';
@@ -193,6 +195,7 @@ async function registerService(
 	await app.register(provenancePlugin);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
+	await app.register(webhooksPlugin);
 	await app.register(generationPlugin);
 	await app.register(jobsPlugin, { listeners: parts.jobEndListeners });
 	await app.register(uploadsPlugin);
@@ -213,6 +216,7 @@ async function registerService(
 			await v1.register(generationRoutes);
 			await v1.register(jobRoutes);
 			await v1.register(usageRoutes);
+			await v1.register(webhookRoutes);
 			await v1.register(adminRoutes);
 		},
 		{ prefix: '/v1' },

@@ -23,6 +23,39 @@ function rejection(body: unknown): ImageGenError {
 }
 
 describe('parseGenerationRequest', () => {
+	describe('webhook_url', () => {
+		it.each(MODEL_IDS)('%s takes an http or https webhook_url, and none at all', (model) => {
+			const body = model === 'p-image-edit' ? { model, prompt: 'a cat', images: PNG_BASE64 } : { model, prompt: 'a cat' };
+			expect(parseGenerationRequest({ ...body, webhook_url: 'https://n8n.example/webhook-waiting/1' }).webhook_url).toBe('https://n8n.example/webhook-waiting/1');
+			expect(parseGenerationRequest({ ...body, webhook_url: 'http://127.0.0.1:5678/x' }).webhook_url).toBe('http://127.0.0.1:5678/x');
+			expect(parseGenerationRequest(body).webhook_url).toBeUndefined();
+		});
+
+		it('takes 2,048 characters and refuses 2,049, naming webhook_url', () => {
+			const url = (length: number) => `https://hooks.example/${'a'.repeat(length - 'https://hooks.example/'.length)}`;
+			expect(parseGenerationRequest({ model: 'p-image', prompt: 'a cat', webhook_url: url(2048) }).webhook_url).toHaveLength(2048);
+			const error = rejection({ model: 'p-image', prompt: 'a cat', webhook_url: url(2049) });
+			expect([error.status, error.param, error.code]).toEqual([400, 'webhook_url', 'too_long']);
+			expect(error.message).toBe("'webhook_url' is too long: at most 2048 characters; got 2049");
+		});
+
+		it.each([
+			['ftp://hooks.example/x', /scheme 'ftp:'/],
+			['file:///etc/passwd', /scheme 'file:'/],
+			['hooks.example/x', /must be an http or https URL; got 'hooks.example\/x'/],
+			['', /must be an http or https URL/],
+			['https://user:pass@hooks.example/x', /credentials/],
+			[42, /got a number/],
+			[null, /got null/],
+			[['https://hooks.example'], /got an array/],
+		])('refuses %p, naming webhook_url', (webhookUrl, message) => {
+			const error = rejection({ model: 'textimage-v2', prompt: 'a cat', webhook_url: webhookUrl });
+			expect([error.status, error.param]).toEqual([400, 'webhook_url']);
+			expect(error.message).toMatch(/^'webhook_url' /);
+			expect(error.message).toMatch(message);
+		});
+	});
+
 	describe('seed', () => {
 		it.each(MODEL_IDS)('%s takes an integer seed from 0 to 2147483647, and none at all', (model) => {
 			const body = model === 'p-image-edit' ? { model, prompt: 'a cat', images: PNG_BASE64 } : { model, prompt: 'a cat' };

@@ -13,6 +13,10 @@ export interface ServiceConfig {
 	apiKeys: string[];
 	retentionSeconds: number;
 	allowPrivateUrls: boolean;
+	/** Webhook targets (`webhook_url`, the alert webhook) may be loopback or private addresses. */
+	webhookAllowPrivate: boolean;
+	/** Where budget alerts go; undefined → none are sent. */
+	alertWebhook?: string;
 	maxUploadBytes: number;
 	maxJsonBytes: number;
 	rateLimitPerMinute: number;

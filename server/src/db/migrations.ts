@@ -267,4 +267,44 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX generation_jobs_by_end ON generation_jobs (finished_at) WHERE finished_at IS NOT NULL;
 		`,
 	},
+	{
+		version: 10,
+		name: 'webhooks: the service secret, the outbox and budget alerts sent',
+		sql: `
+			-- Written once by whichever replica starts first (insert-if-absent, then read): every
+			-- replica derives the same signing secret for a key.
+			CREATE TABLE service_secrets (
+				name text PRIMARY KEY,
+				secret bytea NOT NULL
+			);
+			-- One row per delivery, its body fixed at enqueue (every attempt sends the same bytes
+			-- under the same id). next_attempt_at (Unix ms) is also the lease of a claimed row,
+			-- stamped with claim_token; a delivery is deleted once received, one given up stays
+			-- 'failed' until the retention sweeps it.
+			CREATE TABLE webhook_outbox (
+				id text PRIMARY KEY,
+				url text NOT NULL,
+				signing_key_id text,
+				body text NOT NULL,
+				event_type text NOT NULL,
+				created_at bigint NOT NULL,
+				attempts integer NOT NULL DEFAULT 0,
+				state text NOT NULL DEFAULT 'pending',
+				next_attempt_at bigint NOT NULL,
+				claim_token text,
+				last_error text,
+				finished_at bigint
+			);
+			CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at) WHERE state = 'pending';
+			CREATE INDEX webhook_outbox_failed ON webhook_outbox (finished_at) WHERE state = 'failed';
+			-- An alert once per key, period and kind, whichever replica charged the crossing.
+			CREATE TABLE budget_alerts (
+				key_id text NOT NULL,
+				period text NOT NULL,
+				kind text NOT NULL,
+				sent_at bigint NOT NULL,
+				PRIMARY KEY (key_id, period, kind)
+			);
+		`,
+	},
 ];

@@ -7,8 +7,11 @@
 import { DEFAULTS, MODEL_IDS, MODELS, type ModelId } from '../../../core/models';
 import { generationJsonSchema, uploadOptionsJsonSchema, type JsonSchema } from '../schema-docs/json-schema';
 
-/** Tools always answer hosted URLs: base64 image data would flood a model's context. */
-const HIDDEN_GENERATION_FIELDS = new Set(['response_format']);
+/**
+ * Tools always answer hosted URLs: base64 image data would flood a model's context. A tool call
+ * waits for its image, so a webhook would only tell the caller what it already has.
+ */
+const HIDDEN_GENERATION_FIELDS = new Set(['response_format', 'webhook_url']);
 
 export function generateImageInputSchema(prices: Partial<Record<ModelId, number>>, models: readonly ModelId[] = MODEL_IDS): JsonSchema {
 	const perModel = models.map((id) => ({ id, properties: generationJsonSchema(id).properties as Record<string, JsonSchema> }));

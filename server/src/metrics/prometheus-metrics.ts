@@ -42,6 +42,7 @@ export class PrometheusMetrics implements ServiceMetrics {
 	private readonly sweeps: Counter<'outcome'>;
 	private readonly lastSweep: Gauge;
 	private readonly sweepDuration: Histogram;
+	private readonly webhookDeliveries: Counter<'outcome'>;
 
 	/** `jobCounts`: how many generation jobs there are in each status, read at each scrape. */
 	constructor(options: { ledgerPending: () => number; jobCounts?: () => Promise<Record<string, number>> }) {
@@ -60,6 +61,14 @@ export class PrometheusMetrics implements ServiceMetrics {
 		this.sweeps = new Counter({ name: 'imagegen_sweeps_total', help: 'Passes of the sweeper over expired files and idempotency entries, by outcome (success or failed)', labelNames: ['outcome'], registers });
 		this.sweepDuration = new Histogram({ name: 'imagegen_sweep_duration_seconds', help: 'Time one pass of the sweeper took', buckets: SWEEP_BUCKETS, registers });
 		this.lastSweep = new Gauge({ name: 'imagegen_last_sweep_success_timestamp_seconds', help: 'When the sweeper last finished a pass without a failure (Unix seconds; alert when it falls behind)', registers });
+		this.webhookDeliveries = new Counter({
+			name: 'imagegen_webhook_deliveries_total',
+			help: 'Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later) or failed (given up)',
+			labelNames: ['outcome'],
+			registers,
+		});
+		// Every outcome reads 0 from the start, so a rate over `failed` exists before the first failure.
+		for (const outcome of ['delivered', 'retried', 'failed']) this.webhookDeliveries.inc({ outcome }, 0);
 		new Gauge({
 			name: 'imagegen_usage_ledger_pending',
 			help: 'Usage lines accepted but not yet durable (non-zero while the ledger’s store fails)',
@@ -112,6 +121,10 @@ export class PrometheusMetrics implements ServiceMetrics {
 	upload({ kind, outcome, bytes }: UploadObservation): void {
 		this.uploads.inc({ kind, outcome });
 		if (bytes > 0) this.uploadBytes.inc({ kind }, bytes);
+	}
+
+	webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void {
+		this.webhookDeliveries.inc({ outcome });
 	}
 
 	async text(): Promise<string> {

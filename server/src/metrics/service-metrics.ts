@@ -42,6 +42,8 @@ export interface ServiceMetrics {
 	sweep(observation: SweepObservation): void;
 	providerError(provider: string, code: string): void;
 	upload(observation: UploadObservation): void;
+	/** One webhook attempt's end: `delivered`, `retried` (failed, tried again later) or `failed` (given up). */
+	webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void;
 }
 
 /** For code run without a service around it (tests that build a runner by hand). */
@@ -51,4 +53,5 @@ export const NO_METRICS: ServiceMetrics = {
 	sweep: () => undefined,
 	providerError: () => undefined,
 	upload: () => undefined,
+	webhookDelivery: () => undefined,
 };

@@ -126,7 +126,29 @@ async function openSafely(start: URL, options: OpenRemoteOptions, policy: FetchP
 	}
 }
 
-async function resolveChecked(url: URL, field: string, policy: FetchPolicy, signal: AbortSignal): Promise<ResolvedAddress[]> {
+/**
+ * The checks a fetch makes before it connects, for a URL the service will send to rather than
+ * fetch (a webhook target): http(s), no credentials, every resolved address allowed unless the
+ * policy lifts it. Answers the addresses, the first of which a connection should be pinned to
+ * (`pinnedLookup`); a refusal is a 400 naming `field`.
+ */
+export async function checkTarget(url: URL, field: string, policy: Omit<FetchPolicy, 'maxRedirects'>): Promise<ResolvedAddress[]> {
+	if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+		throw invalidField(field, `'${field}' must be an http or https URL; got the scheme '${url.protocol}'`, 'unsupported_url_scheme');
+	}
+	if (url.username || url.password) throw invalidField(field, `'${field}' must not carry credentials in the URL`, 'invalid_url');
+	return resolveChecked(url, field, policy, AbortSignal.timeout(policy.timeoutMs));
+}
+
+/** A connection's lookup that answers the one address that was checked, whatever the name. */
+export function pinnedLookup(pinned: ResolvedAddress): NetLookupFunction {
+	return (_hostname, options, callback) => {
+		if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, [pinned]);
+		else callback(null, pinned.address, pinned.family);
+	};
+}
+
+async function resolveChecked(url: URL, field: string, policy: Omit<FetchPolicy, 'maxRedirects'>, signal: AbortSignal): Promise<ResolvedAddress[]> {
 	const host = unbracket(url.hostname);
 	let addresses: ResolvedAddress[];
 	if (isIpLiteral(host)) {
@@ -162,10 +184,7 @@ async function resolveChecked(url: URL, field: string, policy: FetchPolicy, sign
 
 function request(url: URL, pinned: ResolvedAddress, signal: AbortSignal): Promise<http.IncomingMessage> {
 	// The connection goes to the address we checked; TLS still verifies the certificate for the name.
-	const lookup: NetLookupFunction = (_hostname, options, callback) => {
-		if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, [pinned]);
-		else callback(null, pinned.address, pinned.family);
-	};
+	const lookup = pinnedLookup(pinned);
 	const client = url.protocol === 'https:' ? https : http;
 	return new Promise((resolve, reject) => {
 		const outgoing = client.request(url, {

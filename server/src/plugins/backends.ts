@@ -2,7 +2,7 @@
  * Chooses the engines behind the interfaces from the configuration: bytes on disk or in S3,
  * metadata / usage / rate limits / idempotency keys in the data dir or in PostgreSQL, and decorates
  * the instance with them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`,
- * `idempotencyStore`, `keyStore`, `jobStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
+ * `idempotencyStore`, `keyStore`, `jobStore`, `outboxStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
  * and closes every engine.
  *
  * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: `pg` and the
@@ -31,6 +31,8 @@ import { reportLegacyFiles } from '../sqlite/legacy-files';
 import type { LedgerLog } from '../usage/ledger-queue';
 import { SqliteUsageLedger } from '../usage/sqlite-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
+import type { OutboxStore } from '../webhooks/outbox-store';
+import { SqliteOutboxStore } from '../webhooks/sqlite-outbox-store';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
 export interface Engines {
@@ -43,6 +45,8 @@ export interface Engines {
 	keyStore: KeyStore;
 	/** Generations as jobs. */
 	jobStore: JobStore;
+	/** Webhook deliveries waiting to go out, and the secret they are signed from. */
+	outboxStore: OutboxStore;
 }
 
 declare module 'fastify' {
@@ -91,6 +95,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
 			jobStore: new SqliteJobStore(database),
+			outboxStore: new SqliteOutboxStore(database),
 			noteFailure: (error) => condition.noteFailure(error),
 			close: async () => {
 				await condition.stop();
@@ -117,7 +122,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 export async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -132,6 +137,7 @@ export async function openDatabaseBackends(config: ServiceConfig, log: Required<
 			idempotencyStore: new PgIdempotencyStore(database.pool),
 			keyStore: new PgKeyStore(database.pool),
 			jobStore: new PgJobStore(database.pool),
+			outboxStore: new PgOutboxStore(database.pool),
 			close: () => database.close(),
 		};
 	} catch (error) {
@@ -159,6 +165,7 @@ export default fp<{ backends: Backends }>(
 		fastify.decorate('idempotencyStore', backends.idempotencyStore);
 		fastify.decorate('keyStore', backends.keyStore);
 		fastify.decorate('jobStore', backends.jobStore);
+		fastify.decorate('outboxStore', backends.outboxStore);
 		const { noteFailure } = backends;
 		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
@@ -170,6 +177,7 @@ export default fp<{ backends: Backends }>(
 				backends.idempotencyStore.close?.(),
 				backends.keyStore.close?.(),
 				backends.jobStore.close?.(),
+				backends.outboxStore.close?.(),
 				backends.storage.close?.(),
 			]);
 			await backends.close?.();

@@ -7,6 +7,7 @@ import fp from 'fastify-plugin';
 import { createBudgetGate } from '../generation/key-policy';
 import { createGenerationRunner, type GenerationRunner } from '../generation/run-generation';
 import { StoreClock } from '../keys/store-clock';
+import { withBudgetAlerts } from '../webhooks/budget-alerts';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -21,26 +22,33 @@ export default fp(
 	async (fastify) => {
 		const { config } = fastify;
 		const clock = new StoreClock(fastify.keyStore);
-		fastify.decorate(
-			'runGeneration',
-			createGenerationRunner({
-				providers: fastify.providers,
-				prices: config.priceOverrides,
-				timeoutMs: config.generationTimeoutMs,
-				inputs: {
-					fetchRemote: fastify.fetchRemote,
-					maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes),
-					maxImagePixels: config.maxImagePixels,
-				},
-				hostedFiles: fastify.hostedFiles,
-				imageWork: fastify.hostedFiles.imageWork,
-				usageLedger: fastify.usageLedger,
-				budgets: createBudgetGate(fastify.keyStore, { now: () => clock.now() }),
-				log: fastify.log,
-				metrics: fastify.metrics,
-				provenance: fastify.provenance.marker,
-			}),
-		);
+		const now = () => clock.now();
+		const budgets = createBudgetGate(fastify.keyStore, { now });
+		const run = createGenerationRunner({
+			providers: fastify.providers,
+			prices: config.priceOverrides,
+			timeoutMs: config.generationTimeoutMs,
+			inputs: {
+				fetchRemote: fastify.fetchRemote,
+				maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes),
+				maxImagePixels: config.maxImagePixels,
+			},
+			hostedFiles: fastify.hostedFiles,
+			imageWork: fastify.hostedFiles.imageWork,
+			usageLedger: fastify.usageLedger,
+			budgets: config.alertWebhook
+				? withBudgetAlerts(budgets, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log })
+				: budgets,
+			log: fastify.log,
+			metrics: fastify.metrics,
+			provenance: fastify.provenance.marker,
+		});
+		// A webhook target the address guard refuses is the request's 400, before anything is charged.
+		const runGeneration: GenerationRunner = async (generation, caller) => {
+			if (generation.webhook_url !== undefined) await fastify.webhooks.checkTarget(generation.webhook_url);
+			return run(generation, caller);
+		};
+		fastify.decorate('runGeneration', runGeneration);
 	},
-	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance'] },
+	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
 );

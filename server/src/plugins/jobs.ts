@@ -15,7 +15,7 @@ declare module 'fastify' {
 }
 
 export interface JobsPluginOptions {
-	/** Told when a job ends (a webhook's outbox). */
+	/** Told when a job ends, besides the webhooks' outbox. */
 	listeners?: readonly JobEndListener[];
 }
 
@@ -26,7 +26,7 @@ export default fp<JobsPluginOptions>(
 			store: fastify.jobStore,
 			runGeneration: fastify.runGeneration,
 			providers: fastify.providers,
-			listeners: options.listeners ?? [],
+			listeners: [fastify.webhooks.jobListener, ...(options.listeners ?? [])],
 			inlineBase64: async (fileId, apiKeyId) => {
 				const file = await hostedFiles.info(fileId, apiKeyId);
 				const bytes = file && (await hostedFiles.open(file));
@@ -50,5 +50,5 @@ export default fp<JobsPluginOptions>(
 			await jobs.close();
 		});
 	},
-	{ name: 'jobs', dependencies: ['backends', 'providers', 'hosted-files', 'generation'] },
+	{ name: 'jobs', dependencies: ['backends', 'providers', 'hosted-files', 'generation', 'webhooks'] },
 );

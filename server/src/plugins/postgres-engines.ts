@@ -9,3 +9,4 @@ export { PgRateLimiter } from '../limits/pg-rate-limiter';
 export { PgUsageLedger } from '../usage/pg-usage-ledger';
 export { PgKeyStore } from '../keys/pg-key-store';
 export { PgJobStore } from '../jobs/pg-job-store';
+export { PgOutboxStore } from '../webhooks/pg-outbox-store';

@@ -7,7 +7,7 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import type { ZodTypeAny } from 'zod/v3';
 import { MODELS, SEED_MAX, type ModelId } from '../../../core/models';
-import { GENERATION_SCHEMAS, UPLOAD_OUTPUT_FORMATS } from '../../../core/schemas';
+import { GENERATION_SCHEMAS, UPLOAD_OUTPUT_FORMATS, WEBHOOK_URL_MAX_LENGTH } from '../../../core/schemas';
 import { UPLOAD_OPTION_BOUNDS } from '../../../core/upload-options';
 
 export type JsonSchema = { [key: string]: unknown };
@@ -25,6 +25,8 @@ export const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
 	response_format: "'url' hosts the image and answers its URL; 'b64_json' answers the bytes inline.",
 	output_format: 'Image file format.',
 	seed: 'Same seed and request, same image. Omit for a random one; the answer says which seed was used.',
+	webhook_url:
+		"An http(s) URL the service POSTs the generation's end to, signed per Standard Webhooks (the key's secret: GET /v1/webhooks/secret). Private and loopback hosts are refused unless the operator allows them.",
 };
 
 export function toJsonSchema(schema: ZodTypeAny): JsonSchema {
@@ -40,6 +42,7 @@ export function generationJsonSchema(id: ModelId): JsonSchema {
 	const properties = schema.properties as Record<string, JsonSchema>;
 	properties.prompt = { ...properties.prompt, minLength: 1 };
 	properties.seed = { type: 'integer', minimum: 0, maximum: SEED_MAX };
+	properties.webhook_url = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: WEBHOOK_URL_MAX_LENGTH };
 	if (properties.images) {
 		const url = { type: 'string', minLength: 1 };
 		properties.images = { oneOf: [url, { type: 'array', items: url, minItems: 1, maxItems: spec.maxInputImages }] };

@@ -221,6 +221,46 @@ const JOBS = `
 	CREATE INDEX generation_jobs_by_end ON generation_jobs (finished_at) WHERE finished_at IS NOT NULL;
 `;
 
+/**
+ * Webhooks (docs/api.md, "Webhooks"). The service secret every key's signing secret is derived from:
+ * written once by whichever process starts first (insert-if-absent, then read), so every process
+ * and restart signs alike. The outbox: one row per delivery, its body fixed at enqueue so every
+ * attempt sends the same bytes under the same id; `next_attempt_at` (Unix ms) is also the lease of
+ * a claimed row, stamped with `claim_token`, so another process passes it by until it is due again.
+ * A delivery is deleted once received; one given up stays `failed` until the retention sweeps it.
+ * Budget alerts sent are rows of their own: the primary key makes an alert once per key, period
+ * and kind.
+ */
+const WEBHOOKS = `
+	CREATE TABLE service_secrets (
+		name TEXT PRIMARY KEY,
+		secret BLOB NOT NULL
+	) STRICT, WITHOUT ROWID;
+	CREATE TABLE webhook_outbox (
+		id TEXT PRIMARY KEY,
+		url TEXT NOT NULL,
+		signing_key_id TEXT,
+		body TEXT NOT NULL,
+		event_type TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		state TEXT NOT NULL DEFAULT 'pending',
+		next_attempt_at INTEGER NOT NULL,
+		claim_token TEXT,
+		last_error TEXT,
+		finished_at INTEGER
+	) STRICT;
+	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at) WHERE state = 'pending';
+	CREATE INDEX webhook_outbox_failed ON webhook_outbox (finished_at) WHERE state = 'failed';
+	CREATE TABLE budget_alerts (
+		key_id TEXT NOT NULL,
+		period TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		sent_at INTEGER NOT NULL,
+		PRIMARY KEY (key_id, period, kind)
+	) STRICT, WITHOUT ROWID;
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
@@ -231,4 +271,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 7, name: 'money in micro-dollars; budgets charged at admission', sql: MICRO_DOLLARS },
 	{ version: 8, name: 'rate limit buckets as on PostgreSQL', sql: SHARED_BUCKETS },
 	{ version: 9, name: 'generations as jobs', sql: JOBS },
+	{ version: 10, name: 'webhooks: the service secret, the outbox and budget alerts sent', sql: WEBHOOKS },
 ];

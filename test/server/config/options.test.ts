@@ -57,6 +57,7 @@ const SAMPLES: Record<string, string> = {
 	's3-prefix': 'imagegen/',
 	'database-url': 'postgres://u@127.0.0.1/imagegen',
 	'admin-key': 'admin-key-0123456789',
+	'alert-webhook': 'https://hooks.slack.com/services/T000/B000/XXXX',
 	'trust-proxy': 'loopback',
 	'c2pa-cert': 'chain.pem',
 	'c2pa-key': 'key.pem',

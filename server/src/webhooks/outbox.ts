@@ -1,0 +1,226 @@
+/**
+ * The webhook outbox: what the rest of the service hands an event to, and the loop that delivers
+ * it. Enqueueing is one durable write and all a request or a job ever waits for; the loop runs on
+ * its own timer with at most `concurrency` attempts at once, each with its own time limit, so a
+ * receiver that hangs or answers 500 for ever costs a few sockets, never a generation's time.
+ *
+ * At least once: a delivery is retried (same `webhook-id`, same body, a fresh timestamp and
+ * signature) after each time-out or non-2xx with growing pauses, the first within 60 s, for about
+ * eight hours, then kept as failed for the operator until the retention sweeps it. Pending ones
+ * survive restarts (they are rows) and, on many replicas, are claimed with a lease so that two
+ * replicas do not send one at the same time.
+ */
+import { randomUUID } from 'node:crypto';
+import type { HostResolver } from '../net/safe-fetch';
+import { sendDelivery } from './send-delivery';
+import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders } from './signing';
+import { shortError, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
+
+/**
+ * Pauses after the 1st, 2nd, … failed attempt: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h —
+ * nine attempts over 7 h 43 min, enough for a receiver's restart or a night's deploy; the ninth
+ * failure gives up.
+ */
+export const RETRY_PAUSES_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000] as const;
+/** One attempt, DNS, connect and answer included (the spec's receivers answer at once and work later). */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+/** A claim outlives any attempt: a lease that ends means the claiming process died. */
+const LEASE_MS = 60_000;
+const POLL_EVERY_MS = 1_000;
+const DEFAULT_CONCURRENCY = 8;
+/** Given-up deliveries are looked for at most this often per process. */
+const SWEEP_EVERY_MS = 60_000;
+
+export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
+
+export interface OutboxLog {
+	warn(details: object, message: string): void;
+	error(details: object, message: string): void;
+}
+
+export interface OutboxOptions {
+	/** Lifts the address guard at delivery (`--webhook-allow-private`). */
+	allowPrivate: boolean;
+	/** How long a given-up delivery is kept (the service's retention). */
+	keepFailedMs: number;
+	log: OutboxLog;
+	onOutcome?: (outcome: DeliveryOutcome) => void;
+	resolve?: HostResolver;
+	now?: () => number;
+	concurrency?: number;
+	attemptTimeoutMs?: number;
+}
+
+/** What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned). */
+export interface OutgoingEvent {
+	url: string;
+	signingKeyId: string | null;
+	type: string;
+	body: string;
+}
+
+export class WebhookOutbox {
+	private readonly now: () => number;
+	private readonly concurrency: number;
+	private readonly inFlight = new Set<Promise<void>>();
+	private readonly stopping = new AbortController();
+	private timer: NodeJS.Timeout | null = null;
+	private polling: Promise<void> | null = null;
+	private pollAgain = false;
+	private lastSweepAt = -Infinity;
+	private secret: Promise<Buffer> | null = null;
+
+	constructor(
+		readonly store: OutboxStore,
+		private readonly options: OutboxOptions,
+	) {
+		this.now = options.now ?? Date.now;
+		this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+	}
+
+	/** One durable write; the loop is woken so a delivery goes out at once, not at the next poll. */
+	async enqueue(event: OutgoingEvent): Promise<string> {
+		const delivery = newDelivery(event);
+		await this.store.enqueue(delivery, this.now());
+		this.wake();
+		return delivery.id;
+	}
+
+	/** Enqueues an alert unless this key, period and kind had one; answers whether it did. */
+	async enqueueAlert(mark: BudgetAlertMark, event: OutgoingEvent): Promise<boolean> {
+		const enqueued = await this.store.enqueueAlert(mark, newDelivery(event), this.now());
+		if (enqueued) this.wake();
+		return enqueued;
+	}
+
+	/** The `whsec_…` secret a key's receivers verify with. */
+	async secretFor(apiKeyId: string): Promise<string> {
+		return formatSecret(keySigningSecret(await this.serviceSecret(), apiKeyId));
+	}
+
+	/** Delivers what is due now and then every second; pending rows from before a restart included. */
+	start(): void {
+		if (this.timer || this.stopping.signal.aborted) return;
+		this.timer = setInterval(() => this.wake(), POLL_EVERY_MS);
+		this.timer.unref();
+		this.wake();
+	}
+
+	/** Stops claiming; attempts under way are cut off and left to their lease (at least once). */
+	async stop(): Promise<void> {
+		if (this.timer) clearInterval(this.timer);
+		this.timer = null;
+		this.stopping.abort();
+		await this.polling;
+		await Promise.allSettled([...this.inFlight]);
+	}
+
+	/**
+	 * Claims and starts what is due, up to the free attempt slots; resolves once they are started.
+	 * Asked again while it runs, it runs once more when done: what became due meanwhile is not left
+	 * for the next tick.
+	 */
+	poll(): Promise<void> {
+		if (this.polling) {
+			this.pollAgain = true;
+			return this.polling;
+		}
+		this.polling = (async () => {
+			do {
+				this.pollAgain = false;
+				await this.claimAndSend();
+			} while (this.pollAgain && !this.stopping.signal.aborted);
+		})().finally(() => {
+			this.polling = null;
+		});
+		return this.polling;
+	}
+
+	/** Resolves once every attempt started so far has ended and been recorded. */
+	async settled(): Promise<void> {
+		while (this.polling || this.inFlight.size > 0) {
+			await this.polling;
+			await Promise.allSettled([...this.inFlight]);
+		}
+	}
+
+	/** Only a started outbox delivers: one built to enqueue (a command, a test) sends nothing. */
+	private wake(): void {
+		if (!this.timer || this.stopping.signal.aborted) return;
+		void this.poll();
+	}
+
+	private async claimAndSend(): Promise<void> {
+		try {
+			const now = this.now();
+			await this.sweepNowAndThen(now);
+			const claimed = await this.store.claimDue(now, this.concurrency - this.inFlight.size, LEASE_MS);
+			for (const delivery of claimed) {
+				const attempt = this.attempt(delivery).finally(() => {
+					this.inFlight.delete(attempt);
+					// A slot is free: what waits for one goes now, not at the next tick.
+					this.wake();
+				});
+				this.inFlight.add(attempt);
+			}
+		} catch (error) {
+			this.options.log.error({ err: error }, 'claiming webhook deliveries failed');
+		}
+	}
+
+	private async attempt(delivery: ClaimedDelivery): Promise<void> {
+		try {
+			const secret = delivery.signingKeyId === null ? null : keySigningSecret(await this.serviceSecret(), delivery.signingKeyId);
+			const headers = signedHeaders(delivery.id, Math.floor(this.now() / 1000), delivery.body, secret);
+			const sent = await sendDelivery(delivery.url, delivery.body, headers, {
+				allowPrivate: this.options.allowPrivate,
+				timeoutMs: this.options.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
+				resolve: this.options.resolve,
+				signal: this.stopping.signal,
+			});
+			// Cut off by the shutdown: the lease hands it to the next start or another replica.
+			if (this.stopping.signal.aborted) return;
+			if (sent.received) {
+				await this.store.delivered(delivery);
+				this.options.onOutcome?.('delivered');
+				return;
+			}
+			await this.failed(delivery, shortError(sent.error));
+		} catch (error) {
+			this.options.log.error({ err: error, webhookId: delivery.id }, 'recording a webhook delivery attempt failed');
+		}
+	}
+
+	private async failed(delivery: ClaimedDelivery, error: string): Promise<void> {
+		const attempt = delivery.attempts + 1;
+		const pause = RETRY_PAUSES_MS[delivery.attempts];
+		const where = { webhookId: delivery.id, event: delivery.eventType, attempt, error };
+		if (pause === undefined) {
+			await this.store.giveUp(delivery, this.now(), error);
+			this.options.onOutcome?.('failed');
+			this.options.log.error(where, 'webhook delivery given up');
+			return;
+		}
+		await this.store.retryAt(delivery, this.now() + pause, error);
+		this.options.onOutcome?.('retried');
+		this.options.log.warn({ ...where, retryInSeconds: pause / 1000 }, 'webhook delivery failed; it will be retried');
+	}
+
+	private async sweepNowAndThen(now: number): Promise<void> {
+		if (now - this.lastSweepAt < SWEEP_EVERY_MS) return;
+		this.lastSweepAt = now;
+		await this.store.sweepFailed(now - this.options.keepFailedMs);
+	}
+
+	private serviceSecret(): Promise<Buffer> {
+		this.secret ??= this.store.serviceSecret(SERVICE_SECRET_NAME, newServiceSecret).catch((error: unknown) => {
+			this.secret = null;
+			throw error;
+		});
+		return this.secret;
+	}
+}
+
+function newDelivery(event: OutgoingEvent): NewDelivery {
+	return { id: `msg_${randomUUID().replaceAll('-', '')}`, url: event.url, signingKeyId: event.signingKeyId, body: event.body, eventType: event.type };
+}

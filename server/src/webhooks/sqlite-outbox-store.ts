@@ -1,0 +1,91 @@
+/**
+ * The webhook outbox in the data dir's SQLite database, shared by every process on it. Writes go
+ * through the group commit (sqlite/group-commit.ts); an enqueue and an attempt's outcome are
+ * durable before they are answered, so an enqueued delivery survives a power cut. A claim stamps
+ * and answers its rows in one statement inside the group's IMMEDIATE transaction, which holds the
+ * write lock, so two processes never claim the same row; the once-a-second poll takes that lock only when a read
+ * found something due.
+ */
+import type { SqliteDatabase } from '../sqlite/database';
+import { groupCommitOf, type SqliteGroupCommit, type WriteStatement } from '../sqlite/group-commit';
+import { claimedDelivery, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore } from './outbox-store';
+
+const INSERT = 'INSERT INTO webhook_outbox (id, url, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+const MARK_ALERT = 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
+const ANY_DUE = "SELECT 1 AS due FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1";
+/** Stamps the due rows with a lease and a claim token of their own, and answers them: one statement, one transaction. */
+const CLAIM = `UPDATE webhook_outbox SET next_attempt_at = ?, claim_token = lower(hex(randomblob(16)))
+	WHERE id IN (SELECT id FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?)
+	RETURNING id, url, signing_key_id, body, event_type, created_at, attempts, claim_token`;
+const REMOVE = "DELETE FROM webhook_outbox WHERE id = ? AND claim_token = ? AND state = 'pending'";
+const RETRY = "UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
+const GIVE_UP = "UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
+const SWEEP = "DELETE FROM webhook_outbox WHERE state = 'failed' AND finished_at < ?";
+const READ_SECRET = 'SELECT secret FROM service_secrets WHERE name = ?';
+const WRITE_SECRET = 'INSERT INTO service_secrets (name, secret) VALUES (?, ?) ON CONFLICT DO NOTHING';
+
+type Changed = { changes: number };
+
+export class SqliteOutboxStore implements OutboxStore {
+	private readonly commits: SqliteGroupCommit;
+	private readonly statements;
+
+	constructor(database: SqliteDatabase) {
+		this.commits = groupCommitOf(database);
+		this.statements = {
+			anyDue: database.prepare<[number], { due: 1 }>(ANY_DUE),
+			readSecret: database.prepare<[string], { secret: Buffer }>(READ_SECRET),
+		};
+	}
+
+	async enqueue(delivery: NewDelivery, now: number): Promise<void> {
+		await this.commits.write([insert(delivery, now)]);
+	}
+
+	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {
+		// The delivery is inserted only when the mark was new: once per key, period and kind.
+		const { changes } = await this.commits.write<Changed>([{ sql: MARK_ALERT, values: [mark.keyId, mark.period, mark.kind, now] }, { ...insert(delivery, now), ifChanged: true }]);
+		return changes === 1;
+	}
+
+	async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+		// Polled every second: a read finds nothing due without taking the write lock.
+		if (limit <= 0 || !this.statements.anyDue.get(now)) return [];
+		// A claim lost to a power cut only makes the delivery claimable again (at least once): no sync of its own.
+		const rows = await this.commits.write<Array<DeliveryRow & { claim_token: string }>>([{ sql: CLAIM, values: [now + leaseMs, now, limit], rows: true }], { durable: false });
+		return rows.map((row) => claimedDelivery(row, row.claim_token));
+	}
+
+	async delivered(claim: ClaimedDelivery): Promise<boolean> {
+		return (await this.commits.write<Changed>([{ sql: REMOVE, values: [claim.id, claim.claimToken] }])).changes === 1;
+	}
+
+	async retryAt(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
+		return (await this.commits.write<Changed>([{ sql: RETRY, values: [at, error, claim.id, claim.claimToken] }])).changes === 1;
+	}
+
+	async giveUp(claim: ClaimedDelivery, now: number, error: string): Promise<boolean> {
+		return (await this.commits.write<Changed>([{ sql: GIVE_UP, values: [now, error, claim.id, claim.claimToken] }])).changes === 1;
+	}
+
+	async sweepFailed(before: number): Promise<number> {
+		// A sweep lost to a power cut is made again by the next one.
+		return (await this.commits.write<Changed>([{ sql: SWEEP, values: [before] }], { durable: false })).changes;
+	}
+
+	async serviceSecret(name: string, create: () => Buffer): Promise<Buffer> {
+		const stored = this.statements.readSecret.get(name);
+		if (stored) return stored.secret;
+		// Another process may write first: whatever row stands after the insert is the secret.
+		const row = await this.commits.write<{ secret: Uint8Array }>([
+			{ sql: WRITE_SECRET, values: [name, create()] },
+			{ sql: READ_SECRET, values: [name], row: true },
+		]);
+		// It crossed from the commit thread as a plain Uint8Array.
+		return Buffer.from(row.secret.buffer, row.secret.byteOffset, row.secret.byteLength);
+	}
+}
+
+function insert(delivery: NewDelivery, now: number): WriteStatement {
+	return { sql: INSERT, values: [delivery.id, delivery.url, delivery.signingKeyId, delivery.body, delivery.eventType, now, now] };
+}

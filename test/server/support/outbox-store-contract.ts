@@ -1,0 +1,124 @@
+/**
+ * What every OutboxStore must do, written once and run against each engine (SQLite in the data
+ * dir, PostgreSQL): deliveries kept byte for byte under their id, claimed by one holder at a time
+ * with a lease, finished only by the latest claim, retried when due, kept when given up until
+ * swept; alerts once per key, period and kind; one service secret whoever asks first.
+ */
+import { randomBytes } from 'node:crypto';
+import type { NewDelivery, OutboxStore } from '../../../server/src/webhooks/outbox-store';
+
+export interface OutboxStoreHarness {
+	/** A store over the harness's backing; called again, another process or replica on the same one. */
+	open(): Promise<OutboxStore>;
+	cleanup(): Promise<void>;
+}
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const LEASE = 60_000;
+/** A body a careless store would alter: non-ASCII, line separators, CRLF, a trailing space. */
+const TRICKY_BODY = '{"type":"generation.succeeded","data":{"note":"é ✓ 🎨 \u2028\u2029"}}\r\n ';
+
+function delivery(id: string, overrides: Partial<NewDelivery> = {}): NewDelivery {
+	return { id, url: 'https://receiver.example/hook?x=1', signingKeyId: 'key-a', body: TRICKY_BODY, eventType: 'generation.succeeded', ...overrides };
+}
+
+export function describeOutboxStoreContract(name: string, harness: () => OutboxStoreHarness): void {
+	describe(`outbox store contract: ${name}`, () => {
+		let current: OutboxStoreHarness;
+		beforeEach(() => {
+			current = harness();
+		});
+		afterEach(() => current.cleanup());
+
+		it('keeps a delivery byte for byte and hands it to one claim until its lease ends', async () => {
+			const store = await current.open();
+			await store.enqueue(delivery('msg_1'), T0);
+			expect(await store.claimDue(T0 - 1, 10, LEASE)).toEqual([]);
+			const [claimed] = await store.claimDue(T0, 10, LEASE);
+			expect(claimed).toMatchObject({ ...delivery('msg_1'), attempts: 0, createdAt: T0 });
+			expect(await store.claimDue(T0 + LEASE - 1, 10, LEASE)).toEqual([]);
+			// The holder died: once the lease ends, another claim takes it, and the old one may no longer finish it.
+			const [again] = await store.claimDue(T0 + LEASE, 10, LEASE);
+			expect(again!.id).toBe('msg_1');
+			expect(again!.claimToken).not.toBe(claimed!.claimToken);
+			expect(await store.delivered(claimed!)).toBe(false);
+			expect(await store.retryAt(claimed!, T0, 'late')).toBe(false);
+			expect(await store.delivered(again!)).toBe(true);
+			expect(await store.claimDue(T0 + 10 * LEASE, 10, LEASE)).toEqual([]);
+		});
+
+		it('a retry counts the attempt and is due again at its time, with the same id and body', async () => {
+			const store = await current.open();
+			await store.enqueue(delivery('msg_r', { signingKeyId: null, eventType: 'budget.threshold' }), T0);
+			const [first] = await store.claimDue(T0, 10, LEASE);
+			expect(await store.retryAt(first!, T0 + 5_000, 'the receiver answered HTTP 500')).toBe(true);
+			expect(await store.claimDue(T0 + 4_999, 10, LEASE)).toEqual([]);
+			const [second] = await store.claimDue(T0 + 5_000, 10, LEASE);
+			expect(second).toMatchObject({ id: 'msg_r', body: TRICKY_BODY, signingKeyId: null, eventType: 'budget.threshold', attempts: 1 });
+		});
+
+		it('a delivery given up is claimed no more and is swept only once it is older than the cut', async () => {
+			const store = await current.open();
+			await store.enqueue(delivery('msg_old'), T0);
+			await store.enqueue(delivery('msg_new'), T0);
+			const claims = await store.claimDue(T0, 10, LEASE);
+			const byId = new Map(claims.map((claim) => [claim.id, claim]));
+			expect(await store.giveUp(byId.get('msg_old')!, T0 + 1_000, 'gave up')).toBe(true);
+			expect(await store.giveUp(byId.get('msg_new')!, T0 + 5_000, 'gave up')).toBe(true);
+			expect(await store.claimDue(T0 + 100 * LEASE, 10, LEASE)).toEqual([]);
+			expect(await store.sweepFailed(T0 + 2_000)).toBe(1);
+			expect(await store.sweepFailed(T0 + 2_000)).toBe(0);
+			expect(await store.sweepFailed(T0 + 6_000)).toBe(1);
+		});
+
+		it('claims at most the limit, the longest due first', async () => {
+			const store = await current.open();
+			for (let index = 0; index < 5; index++) await store.enqueue(delivery(`msg_${index}`), T0 + index);
+			expect((await store.claimDue(T0 + 10, 3, LEASE)).map((claim) => claim.id).sort()).toEqual(['msg_0', 'msg_1', 'msg_2']);
+			expect(await store.claimDue(T0 + 10, 0, LEASE)).toEqual([]);
+			expect((await store.claimDue(T0 + 10, 3, LEASE)).map((claim) => claim.id).sort()).toEqual(['msg_3', 'msg_4']);
+		});
+
+		it('two processes claiming at once share the due deliveries: none is claimed twice', async () => {
+			const [one, two] = [await current.open(), await current.open()];
+			for (let index = 0; index < 40; index++) await one.enqueue(delivery(`msg_${index}`), T0);
+			const rounds = await Promise.all([one.claimDue(T0, 25, LEASE), two.claimDue(T0, 25, LEASE), one.claimDue(T0, 25, LEASE), two.claimDue(T0, 25, LEASE)]);
+			const ids = rounds.flat().map((claim) => claim.id);
+			expect(ids).toHaveLength(40);
+			expect(new Set(ids).size).toBe(40);
+		});
+
+		it('an alert is enqueued once per key, period and kind, whichever process asks', async () => {
+			const [one, two] = [await current.open(), await current.open()];
+			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold' } as const;
+			const alert = (id: string) => delivery(id, { signingKeyId: null, eventType: 'budget.threshold' });
+			const first = await Promise.all([one.enqueueAlert(mark, alert('msg_a1'), T0), two.enqueueAlert(mark, alert('msg_a2'), T0)]);
+			expect(first.filter(Boolean)).toHaveLength(1);
+			expect(await one.enqueueAlert(mark, alert('msg_a3'), T0)).toBe(false);
+			expect(await one.enqueueAlert({ ...mark, kind: 'exhausted' }, alert('msg_a4'), T0)).toBe(true);
+			expect(await two.enqueueAlert({ ...mark, period: 'day:2030-01-02' }, alert('msg_a5'), T0)).toBe(true);
+			expect(await two.enqueueAlert({ ...mark, keyId: 'key-b' }, alert('msg_a6'), T0)).toBe(true);
+			const claimed = (await one.claimDue(T0, 10, LEASE)).map((claim) => claim.id);
+			expect(claimed).toHaveLength(4);
+			expect(claimed).not.toContain('msg_a3');
+		});
+
+		it('one service secret for every process that asks, made once and kept across a restart', async () => {
+			const [one, two] = [await current.open(), await current.open()];
+			const made: Buffer[] = [];
+			const create = () => {
+				const secret = randomBytes(32);
+				made.push(secret);
+				return secret;
+			};
+			const answers = await Promise.all([one.serviceSecret('webhook-signing', create), two.serviceSecret('webhook-signing', create), one.serviceSecret('webhook-signing', create)]);
+			expect(answers[0]).toHaveLength(32);
+			for (const answer of answers) expect(answer.equals(answers[0]!)).toBe(true);
+			expect(made.some((secret) => secret.equals(answers[0]!))).toBe(true);
+			await one.close?.();
+			const reopened = await current.open();
+			expect((await reopened.serviceSecret('webhook-signing', () => randomBytes(32))).equals(answers[0]!)).toBe(true);
+			expect((await reopened.serviceSecret('another', () => Buffer.alloc(32, 7))).equals(answers[0]!)).toBe(false);
+		});
+	});
+}

@@ -1,0 +1,25 @@
+/**
+ * The outbox in the data dir's SQLite database: the contract, each open() a connection of its own
+ * as another process on the data dir has.
+ */
+import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
+import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
+import { describeOutboxStoreContract } from '../support/outbox-store-contract';
+import { useSqliteDataDir } from '../support/sqlite-data-dir';
+
+const dataDir = useSqliteDataDir('imagegen-outbox-');
+
+describeOutboxStoreContract('SQLite', () => {
+	const opened: SqliteDatabase[] = [];
+	return {
+		async open() {
+			const database = dataDir.openDatabase();
+			opened.push(database);
+			return new SqliteOutboxStore(database);
+		},
+		async cleanup() {
+			for (const database of opened.splice(0)) if (database.open) await groupCommitOf(database).close();
+		},
+	};
+});
