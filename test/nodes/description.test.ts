@@ -21,11 +21,11 @@ function visible(description: INodeTypeDescription, values: Record<string, unkno
 const names = (properties: INodeProperties[]) => properties.map((property) => property.name);
 const optionValues = (property: INodeProperties | undefined) => (property?.options ?? []).map((option) => (option as { value: unknown }).value);
 
-const COMMON = ['model', 'prompt', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'];
+const COMMON = ['operation', 'model', 'prompt', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'];
 const EXPECTED_FIELDS: Record<string, string[]> = {
 	'p-image': COMMON,
-	'p-image-edit': ['model', 'prompt', 'images', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
-	'textimage-v2': ['model', 'prompt', 'negativePrompt', 'styleType', 'magicPromptOption', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+	'p-image-edit': ['operation', 'model', 'prompt', 'images', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+	'textimage-v2': ['operation', 'model', 'prompt', 'negativePrompt', 'styleType', 'magicPromptOption', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
 };
 
 describe.each(MODEL_IDS)('ImageGen with model %s', (model) => {
