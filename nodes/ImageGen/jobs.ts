@@ -87,15 +87,7 @@ export async function waitForGeneration(call: JobCall, submitted: { job: Generat
 }
 
 export async function fetchGeneration(call: JobCall, id: string, notFoundParameter?: string): Promise<{ job: Generation; retryAfterMs?: number }> {
-	let response: IN8nHttpFullResponse;
-	try {
-		response = await callApiForResponse(call.context, { method: 'GET', path: generationPath(id), itemIndex: call.itemIndex, ...call.settings });
-	} catch (error) {
-		if (notFoundParameter && error instanceof NodeApiError && error.httpCode === '404') {
-			error.description = `Check the parameter '${notFoundParameter}': no generation '${id}' is known to this API key (${error.description ?? 'HTTP 404'})`;
-		}
-		throw error;
-	}
+	const response = await callApiForResponse(call.context, { method: 'GET', path: generationPath(id), itemIndex: call.itemIndex, notFoundParameter, ...call.settings });
 	const retryAfterMs = retryAfterOf(response);
 	return { job: readGeneration(call, response.body), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }

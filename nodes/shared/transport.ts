@@ -30,6 +30,8 @@ export interface ApiCall {
 	itemIndex: number;
 	/** The node parameter behind each field this call sends, where it differs from the generation parameters'. */
 	parameterNames?: Readonly<Record<string, string>>;
+	/** The node parameter that named what a 404 did not find (an id in the path). */
+	notFoundParameter?: string;
 }
 
 export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
@@ -70,7 +72,7 @@ export async function callApiForResponse(context: IExecuteFunctions, call: ApiCa
 			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
 			continue;
 		}
-		throw apiError(context, response, call.itemIndex, call.parameterNames);
+		throw apiError(context, response, call.itemIndex, call.parameterNames, call.notFoundParameter);
 	}
 }
 
@@ -89,6 +91,7 @@ export function apiError(
 	response: IN8nHttpFullResponse,
 	itemIndex: number,
 	parameterNames: Readonly<Record<string, string>> = {},
+	notFoundParameter?: string,
 ): NodeApiError {
 	const body = response.body;
 	const status = String(response.statusCode);
@@ -99,20 +102,23 @@ export function apiError(
 			itemIndex,
 		});
 	}
-	return describedApiError(context, body, { origin: `HTTP ${status}`, httpCode: status, itemIndex, parameterNames });
+	const parameter = status === '404' ? notFoundParameter : undefined;
+	return describedApiError(context, body, { origin: `HTTP ${status}`, httpCode: status, itemIndex, parameterNames, parameter });
 }
 
 /**
  * An error body of the API as a NodeApiError: its message, and a description that names where it
- * came from (`origin`: an HTTP status, a failed generation) and the parameter behind its field.
+ * came from (`origin`: an HTTP status, a failed generation) and the parameter behind its field
+ * (or `parameter`, when the caller knows better).
  */
 export function describedApiError(
 	context: IExecuteFunctions,
 	body: ApiErrorBody,
-	{ origin, httpCode, itemIndex, parameterNames = {} }: { origin: string; httpCode?: string; itemIndex: number; parameterNames?: Readonly<Record<string, string>> },
+	described: { origin: string; httpCode?: string; itemIndex: number; parameterNames?: Readonly<Record<string, string>>; parameter?: string },
 ): NodeApiError {
+	const { origin, httpCode, itemIndex, parameterNames = {} } = described;
 	const { message, param, code } = body.error;
-	const parameter = (param && Object.hasOwn(parameterNames, param) ? parameterNames[param] : undefined) ?? parameterNameFor(param) ?? param;
+	const parameter = described.parameter ?? (param && Object.hasOwn(parameterNames, param) ? parameterNames[param] : undefined) ?? parameterNameFor(param) ?? param;
 	const details = [origin, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
 	return new NodeApiError(context.getNode(), body as unknown as JsonObject, {
 		message,
