@@ -104,6 +104,17 @@ function workflow(reportUrl: string) {
 	return { ...example, id: WORKFLOW_ID, nodes: [trigger, ...example.nodes.filter((node) => node !== manual), report], connections };
 }
 
+/**
+ * n8n answers its readiness check before it activates the published workflows; it prints where
+ * the editor is only after that, so the trigger's webhook is registered from then on.
+ */
+async function activated(editor: Editor): Promise<void> {
+	for (const started = Date.now(); !editor.output().includes('Editor is now accessible'); ) {
+		if (Date.now() - started > 120_000) throw new Error(`n8n did not activate its workflows within 120 s\n${editor.output().slice(-4000)}`);
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
+}
+
 const describeWithJobs = serviceHasJobs() ? describe : describe.skip;
 
 describeWithJobs('a Wait node resumed by the service’s webhook', () => {
@@ -119,6 +130,7 @@ describeWithJobs('a Wait node resumed by the service’s webhook', () => {
 		await session.cli(['publish:workflow', `--id=${WORKFLOW_ID}`]);
 		const port = await freePort();
 		editor = await startEditor(session.n8n, { userFolder: session.userFolder, port, env: { WEBHOOK_URL: `http://127.0.0.1:${port}/` } });
+		await activated(editor);
 	}, INSTALL_TIMEOUT_MS);
 
 	afterAll(async () => {
