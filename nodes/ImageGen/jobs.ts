@@ -62,8 +62,8 @@ export async function submitGeneration(call: JobCall, body: IDataObject, headers
 
 /**
  * Follows a job until it ends or `maxWaitSeconds` have passed since it was submitted; then it is
- * canceled (best effort) and the item fails naming Max Wait. A job that finished meanwhile is
- * answered by the cancel itself, and is used.
+ * canceled (best effort) and the item fails naming Max Wait. A job that ended meanwhile is
+ * answered by the cancel with its end, which is used as any other end.
  */
 export async function waitForGeneration(call: JobCall, submitted: { job: Generation; retryAfterMs?: number }, maxWaitSeconds: number): Promise<Generation> {
 	const deadline = Date.now() + maxWaitSeconds * 1000;
@@ -73,10 +73,12 @@ export async function waitForGeneration(call: JobCall, submitted: { job: Generat
 	while (!isFinal(job)) {
 		const remaining = deadline - Date.now();
 		if (remaining <= 0 || aborted()) {
-			const canceled = await cancelGeneration(call, job.id);
-			if (canceled && canceled.status === 'succeeded') return canceled;
-			if (aborted()) throw new NodeOperationError(call.context.getNode(), `The execution was canceled while generation ${job.id} was ${job.status}; the generation was canceled too`, { itemIndex: call.itemIndex });
-			throw maxWaitReached(call, job, maxWaitSeconds, canceled !== undefined);
+			const answered = await cancelGeneration(call, job.id);
+			// A job that ended on its own meanwhile: the cancel answers with that end.
+			if (answered && answered.status !== 'canceled' && isFinal(answered)) return answered;
+			const canceled = answered?.status === 'canceled' ? 'it was canceled' : 'a cancel was asked for but not confirmed';
+			if (aborted()) throw new NodeOperationError(call.context.getNode(), `The execution was canceled while generation ${job.id} was ${job.status}; ${canceled}`, { itemIndex: call.itemIndex });
+			throw maxWaitReached(call, job, maxWaitSeconds, canceled);
 		}
 		await pause(Math.min(Math.max(retryAfterMs ?? interval, SHORTEST_POLL_MS), remaining), aborted);
 		interval = Math.min(interval * POLL_GROWTH, LONGEST_POLL_MS);
@@ -120,10 +122,10 @@ export function generationFailure(call: JobCall, job: Generation, parameterNames
 	});
 }
 
-function maxWaitReached(call: JobCall, job: Generation, maxWaitSeconds: number, canceled: boolean): NodeOperationError {
+function maxWaitReached(call: JobCall, job: Generation, maxWaitSeconds: number, canceled: string): NodeOperationError {
 	return new NodeOperationError(
 		call.context.getNode(),
-		`Max Wait (Seconds) reached: generation ${job.id} was still ${job.status} after ${maxWaitSeconds} s; ${canceled ? 'it was canceled' : 'a cancel was asked for but not confirmed'}`,
+		`Max Wait (Seconds) reached: generation ${job.id} was still ${job.status} after ${maxWaitSeconds} s; ${canceled}`,
 		{
 			itemIndex: call.itemIndex,
 			description: "Raise the option 'Max Wait (Seconds)' (maxWaitSeconds), or choose Wait for Result 'Submit' and fetch the generation later with the operation Get Generation.",

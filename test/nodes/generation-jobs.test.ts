@@ -133,11 +133,25 @@ describe('Wait for Result "wait" (the default)', () => {
 
 	test('a job that ends while Max Wait runs out is taken from the answer to the cancel', async () => {
 		// Each GET sees `running`; the cancel finds the job finished, as a host that ended meanwhile.
-		jobs.plan({ states: ['running'], retryAfterSeconds: 0, finishOnCancel: true });
+		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'succeeded' });
 		const result = await run([generate({ maxWaitSeconds: 1 })]);
 		expect(result.error()).toBeUndefined();
 		expect(cancels()).toHaveLength(1);
 		expect(result.output('ImageGen')[0]!.json).toMatchObject({ model: 'p-image', url: `${jobs.origin}/files/gen_000001.png` });
+	});
+
+	test("a job that failed while Max Wait runs out fails the item with the API's message", async () => {
+		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'failed' });
+		const result = await run([generate({ maxWaitSeconds: 1 })]);
+		expect(result.error('ImageGen')?.message).toBe('The model host refused the prompt');
+	});
+
+	test('Max Wait reached and the cancel refused: the item fails saying the cancel was not confirmed', async () => {
+		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'refused' });
+		const result = await run([generate({ maxWaitSeconds: 1 })]);
+		expect(result.error('ImageGen')?.message).toBe('Max Wait (Seconds) reached: generation gen_000001 was still running after 1 s; a cancel was asked for but not confirmed');
+		// Best effort: one cancel, not retried.
+		expect(cancels()).toHaveLength(1);
 	});
 });
 

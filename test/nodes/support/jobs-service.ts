@@ -32,8 +32,11 @@ export interface JobPlan {
 	error: ApiErrorFields;
 	/** Sent with the 202 and with every answer about an unfinished job. */
 	retryAfterSeconds?: number;
-	/** The cancel finds the job just finished (`succeeded`), as one that ended while the cancel was on its way. */
-	finishOnCancel?: boolean;
+	/**
+	 * What a cancel of an unfinished job meets: by default it cancels; `succeeded` or `failed`, a
+	 * job that ended while the cancel was on its way; `refused`, a 500.
+	 */
+	onCancel?: 'succeeded' | 'failed' | 'refused';
 }
 
 /** The plan for the jobs made from now on, or one per request. */
@@ -199,7 +202,11 @@ export async function startJobsService(): Promise<JobsService> {
 				return;
 			}
 			if (match[2]) {
-				if (!FINAL.includes(job.generation.status)) end(job, job.plan.finishOnCancel ? 'succeeded' : 'canceled');
+				if (job.plan.onCancel === 'refused') {
+					fail(500, { message: 'The cancel failed', type: 'server_error', param: null, code: 'internal_error' });
+					return;
+				}
+				if (!FINAL.includes(job.generation.status)) end(job, job.plan.onCancel ?? 'canceled');
 			} else if (!FINAL.includes(job.generation.status)) {
 				const states = job.plan.states;
 				end(job, states[Math.min(job.polls++, states.length - 1)]!);
