@@ -1,10 +1,13 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { runItems } from '../shared/items';
+import { runOperation } from '../shared/items';
 import { readConcurrency } from '../shared/request-options';
 import { imageGenProperties } from './description';
 import { generateForItem } from './generate';
+import { getGenerationForItem } from './get-generation';
+
+const OPERATIONS = { generate: generateForItem, getGeneration: getGenerationForItem };
 
 export class ImageGen implements INodeType {
 	description: INodeTypeDescription = {
@@ -13,8 +16,8 @@ export class ImageGen implements INodeType {
 		icon: { light: 'file:../../icons/imagegen.svg', dark: 'file:../../icons/imagegen.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ $parameter["model"] }}',
-		description: 'Generate images with p-image, p-image-edit and textimage-v2',
+		subtitle: '={{ ($parameter["operation"] ?? "generate") === "generate" ? $parameter["model"] : "get generation" }}',
+		description: 'Generate images with p-image, p-image-edit and textimage-v2, or fetch a generation',
 		defaults: { name: 'ImageGen' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
@@ -24,6 +27,6 @@ export class ImageGen implements INodeType {
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		return [await runItems(this, readConcurrency(this), async (itemIndex) => await generateForItem(this, itemIndex))];
+		return [await runOperation(this, OPERATIONS, 'generate', readConcurrency(this))];
 	}
 }

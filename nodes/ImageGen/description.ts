@@ -20,6 +20,8 @@ import {
 } from '../../core/models';
 import { mediaSourceFields, mediaSourceOptions } from '../shared/media-source';
 import { requestOptionProperties } from '../shared/request-options';
+import { getGenerationProperties } from './get-generation';
+import { jobOptionProperties } from './job-options';
 
 const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', webp: 'WebP' };
 const STYLE_NAMES: Record<string, string> = { RENDER_3D: '3D Render' };
@@ -34,6 +36,16 @@ function titleCase(value: string): string {
 }
 
 const showFor = (models: readonly ModelId[]) => ({ show: { model: [...models] } });
+
+/** Shows a parameter for the Generate operation only, besides its own conditions. */
+function forGenerate(property: INodeProperties): INodeProperties {
+	return { ...property, displayOptions: { ...property.displayOptions, show: { ...property.displayOptions?.show, operation: ['generate'] } } };
+}
+
+/** Shows an option of the collection for the Generate operation only, besides its own conditions. */
+function optionForGenerate(property: INodeProperties): INodeProperties {
+	return { ...property, displayOptions: { ...property.displayOptions, show: { ...property.displayOptions?.show, '/operation': ['generate'] } } };
+}
 
 /**
  * One `aspectRatio` property per distinct ratio list, each shown only for the models that use it.
@@ -96,6 +108,27 @@ const imagesProperty: INodeProperties = {
 	],
 };
 
+/** Options of the Generate operation; Get Generation has only the output and request options. */
+const generateOptionProperties: INodeProperties[] = [
+	{
+		displayName: 'Inline Binary Images up To (MB)',
+		name: 'inlineLimitMb',
+		type: 'number',
+		typeOptions: { minValue: 0 },
+		default: 4,
+		description: 'Binary input images up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
+	},
+	{
+		displayName: 'Seed',
+		name: 'seed',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 2147483647, numberPrecision: 0 },
+		default: 0,
+		description: 'The same request with the same seed gives the same image where the model allows it; the output shows the seed used',
+	},
+	...jobOptionProperties,
+];
+
 const optionsProperty: INodeProperties = {
 	displayName: 'Options',
 	name: 'options',
@@ -117,27 +150,25 @@ const optionsProperty: INodeProperties = {
 			default: 'data',
 			description: 'The binary field of the output item that receives the image',
 		},
-		{
-			displayName: 'Inline Binary Images up To (MB)',
-			name: 'inlineLimitMb',
-			type: 'number',
-			typeOptions: { minValue: 0 },
-			default: 4,
-			description: 'Binary input images up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
-		},
-		{
-			displayName: 'Seed',
-			name: 'seed',
-			type: 'number',
-			typeOptions: { minValue: 0, maxValue: 2147483647, numberPrecision: 0 },
-			default: 0,
-			description: 'The same request with the same seed gives the same image where the model allows it; the output shows the seed used',
-		},
+		...generateOptionProperties.map(optionForGenerate),
 		...requestOptionProperties,
 	],
 };
 
-export const imageGenProperties: INodeProperties[] = [
+const operationProperty: INodeProperties = {
+	displayName: 'Operation',
+	name: 'operation',
+	type: 'options',
+	noDataExpression: true,
+	options: [
+		{ name: 'Generate', value: 'generate', action: 'Generate an image', description: 'Generate an image from a prompt and, for p-image-edit, input images' },
+		{ name: 'Get Generation', value: 'getGeneration', action: 'Get a generation', description: 'Fetch a generation by its ID: its status, or its image once it has succeeded' },
+	],
+	// Workflows saved before operations existed have no `operation`: they generate.
+	default: 'generate',
+};
+
+const generateProperties: INodeProperties[] = [
 	{
 		displayName: 'Model',
 		name: 'model',
@@ -210,5 +241,6 @@ export const imageGenProperties: INodeProperties[] = [
 		],
 		default: 'url',
 	},
-	optionsProperty,
 ];
+
+export const imageGenProperties: INodeProperties[] = [operationProperty, ...generateProperties.map(forGenerate), ...getGenerationProperties, optionsProperty];

@@ -1,32 +1,33 @@
 /**
- * One input item through the ImageGen node, in one straight path: resolve every input (uploading
- * binaries too large to inline) → build the request → validate it once → send it.
+ * One input item through the ImageGen node's Generate operation, in one straight path: resolve
+ * every input (uploading binaries too large to inline) → build the request → validate it once →
+ * submit it as a job → wait for it (Wait for Result "Wait") or hand the job on ("Submit").
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
 
-import { MEDIA_DETAILS } from '../../core/media';
 import { MODELS, type ModelId } from '../../core/models';
 import { toGenerationBody, type GenerationParameters } from '../../core/request';
 import { parseGenerationRequest, type GenerationRequest } from '../../core/schemas';
-import { readGenerationAnswer, type AnsweredImage, type GenerationAnswer } from '../shared/answers';
+import { readGenerationAnswer } from '../shared/answers';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { runsAsTool } from '../shared/tool-mode';
 import { callApi } from '../shared/transport';
-import { provenanceJson } from '../shared/provenance';
-import type { ItemCall, RequestSettings } from '../shared/uploads';
+import type { ItemCall } from '../shared/uploads';
 import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
+import { readJobOptions, type JobOptions, type JobOptionValues } from './job-options';
+import { toOutputItems, toolItems, type GenerationSubject, type ImageOutputOptions } from './image-output';
+import { generationFailure, submitGeneration, waitForGeneration } from './jobs';
 
-interface ImageGenOptions {
-	download?: boolean;
-	binaryPropertyName?: string;
+interface ImageGenOptions extends ImageOutputOptions, JobOptionValues {
 	inlineLimitMb?: number;
 	seed?: number;
 }
 
 const MEGABYTE = 1024 * 1024;
+/** The node parameter behind each request field that core's generation parameters do not name. */
+const FIELD_PARAMETERS = { webhook_url: 'webhookUrl' } as const;
 
 export async function generateForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
 	const model = context.getNodeParameter('model', itemIndex) as ModelId;
@@ -51,7 +52,9 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 
 	let uploaded: ResolvedImage[] = [];
 	let request: GenerationRequest;
+	let jobOptions: JobOptions;
 	try {
+		jobOptions = readJobOptions(context, itemIndex, options);
 		if (accepted.includes('images')) {
 			const sources = (parameter('images', {}) as { image?: ImageSourceParameter[] }).image ?? [];
 			const inlineLimitBytes = (options.inlineLimitMb ?? 4) * MEGABYTE;
@@ -68,45 +71,25 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		throw toNodeError(context, error, itemIndex);
 	}
 
-	const body: IDataObject = { ...request };
-	const response = await callApi<unknown>(context, {
-		method: 'POST',
-		path: '/images/generations',
-		body: () => ({ ...body }),
-		headers: { 'Idempotency-Key': idempotencyKey(context, itemIndex, 'generation') },
-		itemIndex,
-		...call.settings,
-	});
+	// Added after validation: the request schema of services before jobs refuses fields it does not know.
+	const body: IDataObject = { ...request, ...(jobOptions.webhookUrl ? { webhook_url: jobOptions.webhookUrl } : {}) };
+	const jobCall = { context, itemIndex, settings: call.settings };
+	const submitted = await submitGeneration(jobCall, body, { 'Idempotency-Key': idempotencyKey(context, itemIndex, 'generation') }, FIELD_PARAMETERS);
+	let response: unknown;
+	if ('answer' in submitted) {
+		// A service without jobs answered with the image itself, whichever mode was asked for.
+		response = submitted.answer;
+	} else if (jobOptions.waitForResult === 'submit') {
+		return [{ json: submitted.job.body }];
+	} else {
+		const job = await waitForGeneration(jobCall, submitted, jobOptions.maxWaitSeconds);
+		if (job.status !== 'succeeded') throw generationFailure(jobCall, job, FIELD_PARAMETERS);
+		response = job.result;
+	}
 	const answer = readGenerationAnswer(context, itemIndex, response);
-	if (asTool) return toolItems(request, answer);
-	return await toOutputItems(context, itemIndex, request, answer, options, call.settings);
-}
-
-/** What a model calling the node as a tool can use: the hosted URL and what describes it, nothing else. */
-function toolItems(request: GenerationRequest, answer: GenerationAnswer): INodeExecutionData[] {
-	return answer.images.map((image) => ({
-		json: {
-			model: answer.model ?? request.model,
-			...hostedFields(image),
-			mimeType: MEDIA_DETAILS[request.output_format].mimeType,
-			...describedFields(image, answer),
-		},
-	}));
-}
-
-/** The hosted URL and its expiry, for an image answered by URL. */
-function hostedFields(image: AnsweredImage): IDataObject {
-	if (!('url' in image)) return {};
-	return { url: image.url, ...(image.expiresAt !== undefined ? { expiresAt: image.expiresAt } : {}) };
-}
-
-/** The seed used (services that take one echo it) and the cost, where the service said them. */
-function describedFields(image: AnsweredImage, answer: GenerationAnswer): IDataObject {
-	return {
-		...(image.seed !== undefined ? { seed: image.seed } : {}),
-		...provenanceJson(image.provenance),
-		...(answer.costUsdPerImage !== undefined ? { costUsd: answer.costUsdPerImage } : {}),
-	};
+	const subject: GenerationSubject = { model: request.model, prompt: request.prompt, outputFormat: request.output_format };
+	if (asTool) return toolItems(subject, answer);
+	return await toOutputItems(context, itemIndex, subject, answer, options, call.settings);
 }
 
 async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise<void> {
@@ -122,53 +105,3 @@ async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise
 		),
 	);
 }
-
-async function toOutputItems(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	request: GenerationRequest,
-	answer: GenerationAnswer,
-	options: ImageGenOptions,
-	settings: RequestSettings,
-): Promise<INodeExecutionData[]> {
-	const format = MEDIA_DETAILS[request.output_format];
-	const created = new Date((answer.created ?? Math.floor(Date.now() / 1000)) * 1000).toISOString();
-	const binaryPropertyName = options.binaryPropertyName || 'data';
-	const count = answer.images.length;
-	return await Promise.all(
-		answer.images.map(async (image, index) => {
-			const fileName = `${request.model}-${created.replace(/[:.]/g, '-')}${count > 1 ? `-${index + 1}` : ''}.${format.extension}`;
-			let bytes: Buffer | undefined;
-			if ('b64Json' in image) bytes = Buffer.from(image.b64Json, 'base64');
-			else if (options.download !== false) bytes = await download(context, itemIndex, image.url, settings);
-			const json: IDataObject = {
-				model: answer.model ?? request.model,
-				prompt: request.prompt,
-				...hostedFields(image),
-				outputFormat: request.output_format,
-				mimeType: format.mimeType,
-				...(bytes ? { sizeBytes: bytes.byteLength } : {}),
-				fileName,
-				...describedFields(image, answer),
-				created,
-			};
-			if (!bytes) return { json };
-			const binary = await context.helpers.prepareBinaryData(bytes, fileName, format.mimeType);
-			return { json, binary: { [binaryPropertyName]: binary } };
-		}),
-	);
-}
-
-async function download(context: IExecuteFunctions, itemIndex: number, url: string, settings: RequestSettings): Promise<Buffer> {
-	try {
-		const body = (await context.helpers.httpRequest({ method: 'GET', url, encoding: 'arraybuffer', timeout: settings.timeoutMs })) as ArrayBuffer | Buffer;
-		return Buffer.isBuffer(body) ? body : Buffer.from(body);
-	} catch (error) {
-		throw new NodeApiError(context.getNode(), { message: (error as Error).message }, {
-			message: `The image was generated but could not be downloaded from ${url}: ${(error as Error).message}`,
-			description: 'Turn off the option "Download Image" to keep only the hosted URL.',
-			itemIndex,
-		});
-	}
-}
-

@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { runItems } from '../shared/items';
+import { runOperation } from '../shared/items';
 import { readConcurrency } from '../shared/request-options';
 import { imageGenUploadProperties } from './description';
 import { deleteForItem, getInfoForItem } from './manage';
@@ -27,12 +27,6 @@ export class ImageGenUpload implements INodeType {
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		// Workflows saved before operations existed have no `operation`: they upload.
-		const operation = this.getNodeParameter('operation', 0, 'upload') as string;
-		const handleItem = OPERATIONS[operation as keyof typeof OPERATIONS];
-		if (!handleItem) {
-			throw new NodeOperationError(this.getNode(), `Parameter 'operation': unknown operation ${JSON.stringify(operation)}; use one of ${Object.keys(OPERATIONS).join(', ')}`);
-		}
-		return [await runItems(this, readConcurrency(this), async (itemIndex) => await handleItem(this, itemIndex))];
+		return [await runOperation(this, OPERATIONS, 'upload', readConcurrency(this))];
 	}
 }

@@ -18,6 +18,8 @@ export interface GenerationAnswer {
 	/** Unix seconds. */
 	created?: number;
 	model?: string;
+	/** The format the service says it encoded the images in (`output_format`). */
+	outputFormat?: string;
 	/** The cost of one image, when the service says what the request cost. */
 	costUsdPerImage?: number;
 }
@@ -41,6 +43,7 @@ export function readGenerationAnswer(context: IExecuteFunctions, itemIndex: numb
 		images: images as AnsweredImage[],
 		...present('created', finite(answer.created)),
 		...present('model', text(answer.model)),
+		...present('outputFormat', text(answer.output_format)),
 		...present('costUsdPerImage', costUsd === undefined ? undefined : costUsd / images.length),
 	};
 }

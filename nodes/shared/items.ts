@@ -31,6 +31,24 @@ export async function runItems(
 	return outputs.flat();
 }
 
+/**
+ * Runs the node's `operation` over every item. Workflows saved before a node had operations have
+ * no `operation`: they run `fallback`, the operation the node always performed.
+ */
+export async function runOperation(
+	context: IExecuteFunctions,
+	operations: Readonly<Record<string, (context: IExecuteFunctions, itemIndex: number) => Promise<INodeExecutionData[]>>>,
+	fallback: string,
+	concurrency: number,
+): Promise<INodeExecutionData[]> {
+	const operation = context.getNodeParameter('operation', 0, fallback) as string;
+	const handleItem = Object.hasOwn(operations, operation) ? operations[operation] : undefined;
+	if (!handleItem) {
+		throw new NodeOperationError(context.getNode(), `Parameter 'operation': unknown operation ${JSON.stringify(operation)}; use one of ${Object.keys(operations).join(', ')}`);
+	}
+	return await runItems(context, concurrency, async (itemIndex) => await handleItem(context, itemIndex));
+}
+
 /** Runs a core validation step; its ImageGenError becomes a NodeOperationError naming the parameter. */
 export function validated<T>(
 	context: IExecuteFunctions,

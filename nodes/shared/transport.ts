@@ -12,7 +12,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError, sleep } from 'n8n-workflow';
 
-import { isApiErrorBody } from '../../core/errors';
+import { isApiErrorBody, type ApiErrorBody } from '../../core/errors';
 import { parameterNameFor } from '../../core/request';
 import { errorCodeOf, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../core/retry-policy';
 
@@ -30,6 +30,8 @@ export interface ApiCall {
 	itemIndex: number;
 	/** The node parameter behind each field this call sends, where it differs from the generation parameters'. */
 	parameterNames?: Readonly<Record<string, string>>;
+	/** The node parameter that named what a 404 did not find (an id in the path). */
+	notFoundParameter?: string;
 }
 
 export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
@@ -38,6 +40,11 @@ export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): 
 }
 
 export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Promise<T> {
+	return (await callApiForResponse(context, call)).body as T;
+}
+
+/** As `callApi`, with the status and headers of the successful answer (a 202 and its Retry-After). */
+export async function callApiForResponse(context: IExecuteFunctions, call: ApiCall): Promise<IN8nHttpFullResponse> {
 	const baseUrl = await baseUrlOf(context, call.itemIndex);
 	for (let attempt = 1; ; attempt++) {
 		let response: IN8nHttpFullResponse;
@@ -59,13 +66,13 @@ export async function callApi<T>(context: IExecuteFunctions, call: ApiCall): Pro
 				itemIndex: call.itemIndex,
 			});
 		}
-		if (response.statusCode < 400) return response.body as T;
+		if (response.statusCode < 400) return response;
 		if (shouldRetry(response.statusCode, attempt, call.retry, errorCodeOf(response.body)) && !context.getExecutionCancelSignal()?.aborted) {
 			const retryAfter = parseRetryAfter(response.headers['retry-after']);
 			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
 			continue;
 		}
-		throw apiError(context, response, call.itemIndex, call.parameterNames);
+		throw apiError(context, response, call.itemIndex, call.parameterNames, call.notFoundParameter);
 	}
 }
 
@@ -84,6 +91,7 @@ export function apiError(
 	response: IN8nHttpFullResponse,
 	itemIndex: number,
 	parameterNames: Readonly<Record<string, string>> = {},
+	notFoundParameter?: string,
 ): NodeApiError {
 	const body = response.body;
 	const status = String(response.statusCode);
@@ -94,13 +102,28 @@ export function apiError(
 			itemIndex,
 		});
 	}
+	const parameter = status === '404' ? notFoundParameter : undefined;
+	return describedApiError(context, body, { origin: `HTTP ${status}`, httpCode: status, itemIndex, parameterNames, parameter });
+}
+
+/**
+ * An error body of the API as a NodeApiError: its message, and a description that names where it
+ * came from (`origin`: an HTTP status, a failed generation) and the parameter behind its field
+ * (or `parameter`, when the caller knows better).
+ */
+export function describedApiError(
+	context: IExecuteFunctions,
+	body: ApiErrorBody,
+	described: { origin: string; httpCode?: string; itemIndex: number; parameterNames?: Readonly<Record<string, string>>; parameter?: string },
+): NodeApiError {
+	const { origin, httpCode, itemIndex, parameterNames = {} } = described;
 	const { message, param, code } = body.error;
-	const parameter = (param && Object.hasOwn(parameterNames, param) ? parameterNames[param] : undefined) ?? parameterNameFor(param) ?? param;
-	const details = [`HTTP ${status}`, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
+	const parameter = described.parameter ?? (param && Object.hasOwn(parameterNames, param) ? parameterNames[param] : undefined) ?? parameterNameFor(param) ?? param;
+	const details = [origin, code && `code ${code}`, param && `field '${param}'`].filter(Boolean).join(', ');
 	return new NodeApiError(context.getNode(), body as unknown as JsonObject, {
 		message,
 		description: KEY_ADVICE[code] ? `${KEY_ADVICE[code]} (${details}).` : parameter ? `Check the parameter '${parameter}' (${details}).` : `${details}.`,
-		httpCode: status,
+		...(httpCode ? { httpCode } : {}),
 		itemIndex,
 	});
 }

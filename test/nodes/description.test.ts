@@ -2,7 +2,7 @@
  * What a user sees in the editor, evaluated with n8n's own display logic (NodeHelpers): for each
  * model exactly its parameters, its own aspect ratios, and options that come from core's catalog.
  */
-import { NodeHelpers, type INodeProperties, type INodeTypeDescription } from 'n8n-workflow';
+import { NodeHelpers, type INodeParameters, type INodeProperties, type INodeTypeDescription } from 'n8n-workflow';
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
 import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES, aspectRatioChoices, type ModelId } from '../../core/models';
@@ -21,11 +21,11 @@ function visible(description: INodeTypeDescription, values: Record<string, unkno
 const names = (properties: INodeProperties[]) => properties.map((property) => property.name);
 const optionValues = (property: INodeProperties | undefined) => (property?.options ?? []).map((option) => (option as { value: unknown }).value);
 
-const COMMON = ['model', 'prompt', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'];
+const COMMON = ['operation', 'model', 'prompt', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'];
 const EXPECTED_FIELDS: Record<string, string[]> = {
 	'p-image': COMMON,
-	'p-image-edit': ['model', 'prompt', 'images', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
-	'textimage-v2': ['model', 'prompt', 'negativePrompt', 'styleType', 'magicPromptOption', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+	'p-image-edit': ['operation', 'model', 'prompt', 'images', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
+	'textimage-v2': ['operation', 'model', 'prompt', 'negativePrompt', 'styleType', 'magicPromptOption', 'aspectRatio', 'outputFormat', 'responseFormat', 'options'],
 };
 
 describe.each(MODEL_IDS)('ImageGen with model %s', (model) => {
@@ -118,6 +118,41 @@ describe('ImageGen Upload', () => {
 
 	test('output formats: original, webp, png, jpg', () => {
 		expect(optionValues(upload.properties.find((property) => property.name === 'outputFormat'))).toEqual(['original', 'webp', 'png', 'jpg']);
+	});
+});
+
+describe('ImageGen operations', () => {
+	const collection = imageGen.properties.find((property) => property.name === 'options')!;
+	// The root parameters as the editor holds them: a saved workflow's, with the defaults filled in.
+	const shownOptions = (saved: Record<string, unknown>, options: INodeParameters) => {
+		const root = NodeHelpers.getNodeParameters(imageGen.properties, { model: 'p-image', ...saved, options } as never, true, false, { typeVersion: 1 } as never, imageGen) ?? {};
+		return names((collection.options as INodeProperties[]).filter((option) => NodeHelpers.displayParameter(options, option, { typeVersion: 1 }, imageGen, root)));
+	};
+
+	test('generate (the default, so saved workflows without an operation generate) and get generation', () => {
+		const operation = imageGen.properties.find((property) => property.name === 'operation')!;
+		expect(optionValues(operation)).toEqual(['generate', 'getGeneration']);
+		expect(operation.default).toBe('generate');
+		expect(names(visible(imageGen, { model: 'p-image' }))).toEqual(EXPECTED_FIELDS['p-image']);
+	});
+
+	test('get generation shows only the generation id and the options', () => {
+		expect(names(visible(imageGen, { operation: 'getGeneration', model: 'textimage-v2' }))).toEqual(['operation', 'generationId', 'options']);
+	});
+
+	test.each([
+		[{}, {}, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'generate' }, { waitForResult: 'wait' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'generate' }, { waitForResult: 'submit' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'getGeneration' }, { waitForResult: 'wait' }, ['download', 'binaryPropertyName', 'concurrency', 'maxRetries', 'timeout']],
+	])('options for %j with %j: %j', (root, options, expected) => {
+		expect(shownOptions(root, options)).toEqual(expected);
+	});
+
+	test('job options: Wait by default, Max Wait 1800 s, no Webhook URL', () => {
+		const option = (name: string) => (collection.options as INodeProperties[]).find((property) => property.name === name)!;
+		expect(optionValues(option('waitForResult'))).toEqual(['submit', 'wait']);
+		expect([option('waitForResult').default, option('maxWaitSeconds').default, option('webhookUrl').default]).toEqual(['wait', 1800, '']);
 	});
 });
 

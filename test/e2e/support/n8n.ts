@@ -137,10 +137,11 @@ export async function hostWithApi(session: Session, body: Record<string, string>
 	return (await response.json()) as Record<string, string>;
 }
 
-export async function openSession(name: string): Promise<Session> {
+/** `serverArgs`: more options for the service, after `--allow-private-urls`. */
+export async function openSession(name: string, serverArgs: string[] = []): Promise<Session> {
 	const n8n = await install.ensureN8n({ log: progress });
 	// URL inputs in the workflows point at this same loopback server.
-	const server = await startServer({ args: ['--allow-private-urls'] });
+	const server = await startServer({ args: ['--allow-private-urls', ...serverArgs] });
 	const userFolder = mkdtempSync(join(tmpdir(), `imagegen-e2e-${name}-`));
 	try {
 		progress(`${name}: installing n8n-nodes-imagegen from its npm pack tarball into ${userFolder}`);
