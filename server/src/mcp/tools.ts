@@ -206,7 +206,7 @@ async function generationForTool(service: FastifyInstance, job: Job, apiKeyId: s
 			data.push(image);
 			continue;
 		}
-		const { b64_json: _left, ...marks } = image;
+		const marks = withoutBase64(image);
 		const file = await service.hostedFiles.info(inline.shift()!.fileId, apiKeyId);
 		data.push(file ? { url: service.hostedFiles.publicUrl(file), expires_at: file.expiresAt.toISOString(), ...marks } : { expired: true, ...marks });
 	}
@@ -230,4 +230,10 @@ export async function callTool(
 		const body = { error: { ...apiError.toBody().error, status: apiError.status } };
 		return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
 	}
+}
+
+function withoutBase64<Image extends { b64_json: unknown }>(image: Image): Omit<Image, 'b64_json'> {
+	const marks: Partial<Image> = { ...image };
+	delete marks.b64_json;
+	return marks as Omit<Image, 'b64_json'>;
 }

@@ -8,7 +8,7 @@ import { startServer, type RunningServer } from '../../helpers/server';
 import { startCountingUpstream, type CountingUpstream } from '../support/counting-upstream';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
-import { call, eventually, expectApiError, type ApiAnswer } from '../support/http';
+import { call, expectApiError, type ApiAnswer } from '../support/http';
 import { makeImage } from '../support/media';
 
 const OWNER = 'owner-key-0123456789';
