@@ -29,9 +29,10 @@ export interface Generation {
 /** What a generation request was answered with: a job to follow, or (a service without jobs) the image itself. */
 export type Submitted = { job: Generation; retryAfterMs?: number } | { answer: unknown };
 
-// Polls start after 1 s and grow by half up to every 5 s: a fast host is seen soon, a slow one
-// (minutes) costs a request every 5 s. A Retry-After from the service overrides the pause.
-const FIRST_POLL_MS = 1000;
+// Polls start after 250 ms and grow by half up to every 5 s: a fast host (the sandbox answers in
+// tens of ms) is seen at once, a slow one (minutes) costs a request every 5 s. A Retry-After from
+// the service overrides the pause.
+const FIRST_POLL_MS = 250;
 const POLL_GROWTH = 1.5;
 const LONGEST_POLL_MS = 5000;
 // A Retry-After of 0 must not turn into a tight loop against the service.

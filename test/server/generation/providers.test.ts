@@ -198,11 +198,13 @@ describe('replicate', () => {
 });
 
 describe('pruna', () => {
-	test('p-image: apikey, Model and Try-Sync headers, input mapping; the delivery is fetched with the key', async () => {
+	test('p-image: apikey and Model headers, no Try-Sync, input mapping; the delivery is fetched with the key', async () => {
 		const answer = await generate(pruna, { model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '16:9', seed: 7 });
 		expect(answer.status).toBe(200);
 		const [call] = fake.callsTo('POST', '/v1/predictions');
-		expect(call!.headers).toMatchObject({ apikey: 'pruna-test-key', model: 'p-image', 'try-sync': 'true' });
+		expect(call!.headers).toMatchObject({ apikey: 'pruna-test-key', model: 'p-image' });
+		// A generation is a job: its create is answered at once with the id to follow, never held by Try-Sync.
+		expect(call!.headers['try-sync']).toBeUndefined();
 		expect(call!.json).toEqual({ input: { prompt: 'A lighthouse', aspect_ratio: '16:9', seed: 7 } });
 		expect(answer.body.data[0].seed).toBe(7);
 		expect(fake.callsTo('GET', '/v1/predictions/delivery/')[0]!.headers.apikey).toBe('pruna-test-key');

@@ -110,10 +110,13 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 
 	/** A create that waits for its prediction: until it is ready, at most `maxMs`, or the client leaves. */
 	function holdCreate(id: string, maxMs: number, response: http.ServerResponse, answer: () => void): void {
-		const ms = Math.min((readyAt.get(id) ?? 0) - Date.now(), maxMs);
+		const untilReady = (readyAt.get(id) ?? 0) - Date.now();
+		const ms = Math.min(untilReady, maxMs);
 		if (ms <= 0 || (polls.get(id) ?? 0) > 0) return answer();
 		const timer = setTimeout(() => {
 			holds.delete(timer);
+			// A timer may fire a millisecond before Date.now() reaches the moment it waited for.
+			if (untilReady <= maxMs) readyAt.set(id, Math.min(readyAt.get(id) ?? 0, Date.now()));
 			if (!response.destroyed) answer();
 		}, ms);
 		holds.add(timer);
