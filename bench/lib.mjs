@@ -137,17 +137,17 @@ export function postMultipartFile(url, source, size) {
 /**
  * POST /v1/images/generations at `url` for a fixed time (autocannon's timestamps have whole-second
  * resolution): requests per second, latency and the failed count, with `key` as the bearer; with
- * the server's `pid`, its CPU time per answered request too.
+ * the server's `pid`, its CPU time per answered request too; `headers` and body `fields` are sent besides.
  */
-export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64_json', connections, seconds, pid }) {
+export async function generationLoad(url, { key = API_KEY, responseFormat = 'b64_json', connections, seconds, pid, headers = {}, fields = {} }) {
 	const cpuBefore = pid === undefined ? 0 : cpuTimeMs(pid);
 	const run = await autocannon({
 		url,
 		method: 'POST',
 		connections,
 		duration: seconds,
-		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', aspect_ratio: '1:1', response_format: responseFormat }),
+		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+		body: JSON.stringify({ model: 'p-image', prompt: 'A lighthouse at dawn', aspect_ratio: '1:1', response_format: responseFormat, ...fields }),
 	});
 	const answered = run['2xx'] + run.non2xx;
 	// With `pid`, what the server spent per answered request, across all its threads.

@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { idempotencyBench } from './idempotency.mjs';
 import { idempotencyMemoryBench, node24 } from './idempotency-memory.mjs';
 import { imageWorkBench } from './image-work.mjs';
 import { inlineMemoryBench } from './inline-memory.mjs';
+import { jobsBench } from './jobs.mjs';
 import { keysBench } from './keys.mjs';
 import { ROOT, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
@@ -19,8 +20,9 @@ import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { storesBench } from './stores.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
+import { webhooksBench } from './webhooks.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -191,7 +193,6 @@ if (only.includes('marking-fairness')) {
 	rows.push([`marking-fairness bench errors`, String(f.errors), '', '', '0', f.errors === 0 ? 'yes' : 'NO']);
 }
 
-writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 if (only.includes('stores')) {
 	log('stores: the writes of a hosted generation to the data dir (reservation, publish, usage line), 16 writers, no HTTP');
 	const r = (results.stores = await storesBench());
@@ -199,4 +200,36 @@ if (only.includes('stores')) {
 	rows.push(['data-dir stores, p50 / event-loop delay p99', `${r.p50Ms} / ${r.loopP99Ms} ms`, '', '', '', '']);
 }
 
+// Targets: answering at once costs the submitter nothing, and jobs waiting on a slow host cost
+// the service little: their memory, and nothing of its event loop.
+const ASYNC_SUBMIT_MIN_RATIO = 0.8;
+const IN_FLIGHT_MAX_RSS_GROWTH_MB = 100;
+const IN_FLIGHT_MAX_LOOP_P99_MS = 50;
+const IN_FLIGHT_MAX_MODELS_RATIO = 3;
+
+if (only.includes('jobs')) {
+	log('jobs: async submit (Prefer: respond-async) vs the synchronous call, sandbox; then 1,000 jobs waiting on a slow host vs the same service idle, all canceled');
+	const { submit: s, inFlight: f } = (results.jobs = await jobsBench());
+	rows.push(['generation submit throughput, async (202) vs sync (200)', `${s.async.rps} req/s`, `${s.sync.rps} req/s`, s.ratio, `≥ ${ASYNC_SUBMIT_MIN_RATIO}`, s.ratio >= ASYNC_SUBMIT_MIN_RATIO ? 'yes' : 'NO']);
+	rows.push(['generation submit p50 / p99, async vs sync', `${s.async.p50Ms} / ${s.async.p99Ms} ms`, `${s.sync.p50Ms} / ${s.sync.p99Ms} ms`, '', '', '']);
+	rows.push(['generation submit errors', String(s.errors), '', '', '0', s.errors === 0 ? 'yes' : 'NO']);
+	const label = `${f.jobs} jobs in flight on a slow host`;
+	rows.push([`${label}: RSS`, `${f.busy.rssMb} MB`, `idle ${f.idle.rssMb} MB`, `+${f.rssGrowthMb} MB`, `< +${IN_FLIGHT_MAX_RSS_GROWTH_MB} MB`, f.rssGrowthMb < IN_FLIGHT_MAX_RSS_GROWTH_MB ? 'yes' : 'NO']);
+	rows.push([`${label}: event-loop delay p99`, `${f.busy.loopP99Ms} ms`, `idle ${f.idle.loopP99Ms} ms`, '', `< ${IN_FLIGHT_MAX_LOOP_P99_MS} ms`, f.busy.loopP99Ms < IN_FLIGHT_MAX_LOOP_P99_MS ? 'yes' : 'NO']);
+	rows.push([`${label}: GET /v1/models p50 / p99`, `${f.busy.modelsP50Ms} / ${f.busy.modelsP99Ms} ms`, `idle ${f.idle.modelsP50Ms} / ${f.idle.modelsP99Ms} ms`, f.modelsRatio, `≤ ${IN_FLIGHT_MAX_MODELS_RATIO}`, f.modelsRatio <= IN_FLIGHT_MAX_MODELS_RATIO ? 'yes' : 'NO']);
+	rows.push([`${label}: all canceled, uncharged`, `${f.allCanceled ? 'canceled' : 'NOT all canceled'}, ${f.charged.images} images / $${f.charged.cost_usd}`, '', '', 'canceled, 0 charged', f.allCanceled && f.uncharged ? 'yes' : 'NO']);
+}
+
+// Target: a receiver that never answers costs generations nothing (the outbox is off their path).
+const WEBHOOKS_MIN_RATIO = 0.9;
+
+if (only.includes('webhooks')) {
+	log('webhooks: hosted generations with a webhook_url whose receiver never answers vs without, one service, upstream host answering at once');
+	const w = (results.webhooks = await webhooksBench());
+	rows.push(['generation throughput, webhook receiver hanging vs no webhook', `${w.hooked.rps} req/s`, `${w.plain.rps} req/s`, w.ratio, `≥ ${WEBHOOKS_MIN_RATIO}`, w.ratio >= WEBHOOKS_MIN_RATIO ? 'yes' : 'NO']);
+	rows.push(['generation p50 / p99, webhook receiver hanging vs no webhook', `${w.hooked.p50Ms} / ${w.hooked.p99Ms} ms`, `${w.plain.p50Ms} / ${w.plain.p99Ms} ms`, '', '', '']);
+	rows.push(['webhooks bench errors', `${w.errors} (${w.deliveriesReceived} deliveries held open)`, '', '', '0', w.errors === 0 ? 'yes' : 'NO']);
+}
+
+writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(`\n${results.machine}\n\n${table(rows)}\n\nwritten to bench/results.json\n`);

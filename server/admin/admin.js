@@ -1,10 +1,12 @@
-// The operator page: sign in with the admin key, manage keys, see spend per day.
+// The operator page: sign in with the admin key, manage keys, see spend per day and recent jobs.
 import { api, ApiError, session } from '/admin/assets/api.js';
 import { daysSince, drawSpend, seriesOf } from '/admin/assets/chart.js';
-import { dayOf, usd } from '/admin/assets/format.js';
+import { dayOf, usd, utcSecondOf } from '/admin/assets/format.js';
 
 const $ = (selector) => document.querySelector(selector);
 let keys = [];
+/** How many recent jobs the page shows. */
+const RECENT_JOBS = 50;
 
 function element(tag, properties = {}, children = []) {
 	const node = Object.assign(document.createElement(tag), properties);
@@ -48,7 +50,7 @@ async function refresh() {
 	await guarded(async () => {
 		keys = await api.listKeys();
 		renderKeys();
-		await renderUsage();
+		await Promise.all([renderUsage(), renderJobs()]);
 	}, '#console-error');
 }
 
@@ -101,14 +103,40 @@ function renderKeys() {
 	$('#no-keys').hidden = keys.length > 0;
 }
 
+/** A key id as the operator knows it: a managed key's name, or what kind of key it was. */
+function keyName(id) {
+	return keys.find((key) => key.id === id)?.name ?? (id.startsWith('key_') ? `${id} (revoked)` : `flat key ${id.slice(0, 6)}`);
+}
+
 async function renderUsage() {
 	const from = dayOf(new Date(Date.now() - (Number($('#range').value) - 1) * 86_400_000).toISOString());
 	const usage = await api.usage(from);
-	const names = new Map(keys.map((key) => [key.id, key.name]));
 	const days = daysSince(from);
-	const series = seriesOf(usage.data, days, (id) => names.get(id) ?? (id.startsWith('key_') ? `${id} (revoked)` : `flat key ${id.slice(0, 6)}`));
+	const series = seriesOf(usage.data, days, keyName);
 	await drawSpend($('#chart'), days, series);
 	$('#no-usage').hidden = series.length > 0;
+}
+
+function utcTime(seconds) {
+	return element('time', { dateTime: new Date(seconds * 1000).toISOString(), textContent: utcSecondOf(seconds) });
+}
+
+async function renderJobs() {
+	const jobs = await api.recentJobs(RECENT_JOBS);
+	const rows = jobs.map((job) =>
+		element('tr', {}, [
+			element('td', {}, [element('code', { textContent: job.id })]),
+			element('td', { className: 'name', textContent: keyName(job.key_id), title: job.key_id }),
+			element('td', {}, [element('span', { className: 'model', textContent: job.model })]),
+			element('td', {}, [element('span', { className: `badge ${job.status}`, textContent: job.status })]),
+			element('td', {}, [utcTime(job.created)]),
+			element('td', {}, job.finished_at === null ? [] : [utcTime(job.finished_at)]),
+			element('td', {}, job.error_code === null ? [] : [element('code', { textContent: job.error_code })]),
+		]),
+	);
+	$('#jobs tbody').replaceChildren(...rows);
+	$('#jobs').hidden = jobs.length === 0;
+	$('#no-jobs').hidden = jobs.length > 0;
 }
 
 // Create and edit share one form; `editing` is the key being edited, or null for a new key, and
@@ -225,6 +253,7 @@ function wire() {
 	$('#sign-out').addEventListener('click', () => signedOut());
 	$('#new-key').addEventListener('click', () => openKeyForm(null));
 	$('#range').addEventListener('change', () => guarded(renderUsage, '#console-error'));
+	$('#refresh-jobs').addEventListener('click', () => guarded(renderJobs, '#console-error'));
 	$('#keys').addEventListener('click', (event) => {
 		const button = event.target.closest('button[data-action]');
 		const key = button && keys.find((each) => each.id === button.dataset.id);

@@ -33,4 +33,5 @@ export const api = {
 	rotateKey: (id, graceSeconds) => request('POST', `/keys/${encodeURIComponent(id)}/rotate`, { grace_seconds: graceSeconds }),
 	revokeKey: (id) => request('DELETE', `/keys/${encodeURIComponent(id)}`),
 	usage: (from) => request('GET', `/usage?from=${from}`),
+	recentJobs: async (limit) => (await request('GET', `/jobs?limit=${limit}`)).data,
 };

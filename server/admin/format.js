@@ -8,3 +8,6 @@ export const usd = (value) => `$${Number(value).toFixed(4)}`;
 
 /** The UTC day (YYYY-MM-DD) of an ISO timestamp. */
 export const dayOf = (timestamp) => timestamp.slice(0, 10);
+
+/** A Unix time in seconds as UTC to the second (YYYY-MM-DD HH:MM:SS), the same in every locale. */
+export const utcSecondOf = (seconds) => new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ');

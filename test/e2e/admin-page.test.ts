@@ -73,6 +73,23 @@ test('sign in: a wrong key is refused, the admin key lists the keys with spend a
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-keys.png'), fullPage: true });
 });
 
+test('recent jobs: every key\'s generations, newest first, with their key, state and times in UTC', async () => {
+	const listed = await call(server, '/v1/admin/jobs', { auth: `Bearer ${ADMIN_KEY}` });
+	expect(listed.status).toBe(200);
+	const jobs = listed.body.data as Array<{ id: string; created: number }>;
+	expect(jobs).toHaveLength(3);
+	const rows = page.locator('#jobs tbody tr');
+	await rows.nth(2).waitFor();
+	const texts = await rows.allTextContents();
+	jobs.forEach((job, index) => {
+		expect(texts[index]).toContain(job.id);
+		expect(texts[index]).toContain(new Date(job.created * 1000).toISOString().slice(0, 19).replace('T', ' '));
+		expect(texts[index]).toMatch(/p-image.*succeeded/);
+	});
+	expect(texts[0]).toContain('Seeded key');
+	expect(texts[1]).toContain('flat key');
+});
+
 test('create: the secret is shown once, copied, and works at once with the chosen limits', async () => {
 	await page.click('#new-key');
 	await page.fill('#key-form input[name=name]', 'Team Alpha');

@@ -14,7 +14,7 @@ export function isJobId(id: string): boolean {
 	return JOB_ID.test(id);
 }
 
-const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
+export const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
 /** The object without its result. */
 function envelope(job: Job): Omit<GenerationObject, 'result'> {

@@ -34,6 +34,8 @@ export const JOB_SQL = {
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
 	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
 		ORDER BY created_at DESC, id DESC LIMIT $3`,
+	/** Every key's newest jobs, for the operator (a top-`$1` sort over the table; retention bounds it). */
+	recent: `SELECT ${JOB_COLUMNS} FROM generation_jobs ORDER BY created_at DESC, id DESC LIMIT $1`,
 	claim: `UPDATE generation_jobs SET owner = $1, lease_until = $2
 		WHERE id IN (SELECT id FROM generation_jobs WHERE status = 'running' AND lease_until <= $3 ORDER BY lease_until LIMIT $4)
 		AND status = 'running' AND lease_until <= $3 RETURNING ${JOB_COLUMNS}`,

@@ -106,6 +106,8 @@ export interface JobStore {
 	get(id: string, apiKeyId: string): Promise<Job | null>;
 	/** The key's jobs, newest first. */
 	list(apiKeyId: string, listing: JobListing): Promise<Job[]>;
+	/** Every key's jobs, newest first, at most `limit` (the operator page). */
+	recent(limit: number): Promise<Job[]>;
 	/** Gives the job's charge back to its key's spend, if it still holds one (once, however often called). */
 	refund(id: string): Promise<void>;
 	/** Takes over running jobs whose owner's lease ran out at `now` (a process that died): at most `limit`. */

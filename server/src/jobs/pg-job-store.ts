@@ -74,6 +74,11 @@ export class PgJobStore implements JobStore {
 		return rows.map(toJob);
 	}
 
+	async recent(limit: number): Promise<Job[]> {
+		const { rows } = await this.pool.query<JobRow>(JOB_SQL.recent, [limit]);
+		return rows.map(toJob);
+	}
+
 	async refund(id: string): Promise<void> {
 		await withConnection(this.pool, (client) => refund(client, { id } as JobRow), { transaction: true });
 	}

@@ -93,6 +93,10 @@ export class SqliteJobStore implements JobStore {
 		return (this.statement(JOB_SQL.list).all(bindNumbered([apiKeyId, listing.status ?? null, listing.limit])) as JobRow[]).map(toJob);
 	}
 
+	async recent(limit: number): Promise<Job[]> {
+		return (this.statement(JOB_SQL.recent).all(bindNumbered([limit])) as JobRow[]).map(toJob);
+	}
+
 	async refund(id: string): Promise<void> {
 		await this.commits.write(GIVE_BACK().map((sql) => ({ sql, values: bindNumbered([id]) })));
 	}

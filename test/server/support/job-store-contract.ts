@@ -120,6 +120,18 @@ export function describeJobStoreContract(name: string, factory: () => Promise<Jo
 			expect(await store.list('key-c', { limit: 20 })).toEqual([]);
 		});
 
+		it('answers the newest jobs of every key, ended or not, at most `limit`', async () => {
+			const first = await started({ createdAt: at(0) });
+			const other = await started({ apiKeyId: 'key-b', createdAt: at(2000) });
+			const newest = await started({ createdAt: at(3000) });
+			const failed = await store.finish(first.id, 'process-1', { status: 'failed', error: FAILED, finishedAt: at(4000) });
+			const recent = await store.recent(20);
+			expect(recent.map((job) => job.id)).toEqual([newest.id, other.id, first.id]);
+			expect(recent[1]).toMatchObject({ apiKeyId: 'key-b', status: 'running', finishedAt: null, error: null });
+			expect(recent[2]).toEqual(failed);
+			expect((await store.recent(2)).map((job) => job.id)).toEqual([newest.id, other.id]);
+		});
+
 		it('renews the lease of its own running job only', async () => {
 			const job = await started();
 			expect(await store.renew(job.id, 'process-1', at(2 * MINUTE))).toBe(true);

@@ -1,5 +1,6 @@
-/** The admin API under /v1/admin: keys and usage. Exists only when the service has an --admin-key. */
+/** The admin API under /v1/admin: keys, usage and recent jobs. Exists only when the service has an --admin-key. */
 import type { FastifyInstance } from 'fastify';
+import adminJobRoutes from './jobs';
 import adminKeyRoutes from './keys';
 import adminUsageRoutes from './usage';
 
@@ -9,6 +10,7 @@ export default async function adminRoutes(v1: FastifyInstance): Promise<void> {
 		async (admin) => {
 			await admin.register(adminKeyRoutes);
 			await admin.register(adminUsageRoutes);
+			await admin.register(adminJobRoutes);
 		},
 		{ prefix: '/admin' },
 	);
