@@ -99,7 +99,16 @@ export async function generateWithOpenAi(context: IExecuteFunctions, itemIndex: 
 	const answer = readGenerationAnswer(context, itemIndex, response);
 	// Only gpt-image models are told a format; another model's images are named from their bytes.
 	const subject = { model, prompt, ...(isGptImageModel(model) ? { outputFormat: outputFormat as 'png' | 'jpeg' | 'webp' } : {}) };
-	if (asTool) return toolItems(subject, answer);
+	if (asTool) {
+		// An agent passes on only JSON; an OpenAI-compatible API hosts nothing the node could link to.
+		if (answer.images.some((image) => !('url' in image))) {
+			throw new NodeOperationError(context.getNode(), `${model} answered the image inline (b64_json), but as a tool the node hands the agent a URL`, {
+				itemIndex,
+				description: "An OpenAI-compatible API hosts no files. Ask for a model that answers a URL (dall-e-2, dall-e-3) in 'Model ID (OpenAI-Compatible)', or use an ImageGen service, which hosts every image.",
+			});
+		}
+		return toolItems(subject, answer);
+	}
 	return await toOutputItems(context, itemIndex, subject, answer, options, call.settings);
 }
 

@@ -7,6 +7,7 @@
  */
 import type { ImageApiHost } from '../server/support/image-api-hosts';
 import { startOpenAiHost } from '../server/support/image-api-hosts';
+import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { makeImage } from '../server/support/media';
 import { binaryBytes, IMAGE_GEN, IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
@@ -177,6 +178,29 @@ describe('refusals and failures', () => {
 		const result = await run([generate({ operation: 'getGeneration', generationId: 'gen_0123' })]);
 		expect(result.error('ImageGen')?.message).toMatch(/^Get Generation needs an ImageGen service: an OpenAI-compatible images API has no generations to fetch/);
 		expect(openai.calls).toHaveLength(0);
+	});
+});
+
+describe("as an AI agent's tool", () => {
+	const IMAGE_GEN_TOOL = `${IMAGE_GEN}Tool`;
+	const runAsTool = (openAiModel: string) =>
+		runWorkflow({
+			credentials: { apiKey: API_KEY, baseUrl: `${openai.origin}/v1`, serviceType: 'openai' },
+			nodes: [{ name: 'Tool', type: IMAGE_GEN_TOOL, parameters: { model: 'p-image', prompt: 'x', responseFormat: 'b64_json', options: { openAiModel } } }],
+			nodeTypes: { [IMAGE_GEN_TOOL]: new ImageGen() },
+		});
+
+	test('dall-e-3: asked for a URL, which is the answer; nothing downloaded', async () => {
+		const result = await runAsTool('dall-e-3');
+		expectAccepted(result);
+		expect(sent()[0]!.json).toMatchObject({ response_format: 'url' });
+		expect(result.output('Tool')[0]!.json).toEqual({ model: 'dall-e-3', url: `${openai.origin}/files/image.png` });
+		expect(openai.calls.filter((call) => call.method === 'GET')).toHaveLength(0);
+	});
+
+	test('gpt-image-1, which answers only inline: a clear error instead of an item without the image', async () => {
+		const result = await runAsTool('gpt-image-1');
+		expect(result.error('Tool')?.message).toBe('gpt-image-1 answered the image inline (b64_json), but as a tool the node hands the agent a URL');
 	});
 });
 
