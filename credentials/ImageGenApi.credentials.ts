@@ -34,6 +34,22 @@ export class ImageGenApi implements ICredentialType {
 			placeholder: 'https://imagegen.example.com/v1',
 			description: 'The API root, ending in /v1',
 		},
+		{
+			displayName: 'Service Type',
+			name: 'serviceType',
+			type: 'options',
+			options: [
+				{ name: 'ImageGen', value: 'imagegen', description: 'An imagegen-server, or a service with its API' },
+				{
+					name: 'OpenAI-Compatible',
+					value: 'openai',
+					description: "A plain OpenAI-compatible images API (OpenAI, LocalAI, a gateway): only the fields it takes are sent; it has no uploads or jobs",
+				},
+			],
+			// Credentials saved before this option have none: they keep talking to an ImageGen service.
+			default: 'imagegen',
+			description: 'What kind of API the Base URL points at',
+		},
 	];
 
 	authenticate: IAuthenticateGeneric = {

@@ -3,11 +3,12 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { runOperation } from '../shared/items';
 import { readConcurrency } from '../shared/request-options';
+import { onlyOnImageGen } from '../shared/service-type';
 import { imageGenProperties } from './description';
 import { generateForItem } from './generate';
 import { getGenerationForItem } from './get-generation';
 
-const OPERATIONS = { generate: generateForItem, getGeneration: getGenerationForItem };
+const OPERATIONS = { generate: generateForItem, getGeneration: onlyOnImageGen(getGenerationForItem, 'Get Generation', 'generations to fetch: its answer is the image itself') };
 
 export class ImageGen implements INodeType {
 	description: INodeTypeDescription = {

@@ -127,6 +127,15 @@ const generateOptionProperties: INodeProperties[] = [
 		description: 'The same request with the same seed gives the same image where the model allows it; the output shows the seed used',
 	},
 	...jobOptionProperties,
+	{
+		displayName: 'Model ID (OpenAI-Compatible)',
+		name: 'openAiModel',
+		type: 'string',
+		default: 'gpt-image-1',
+		placeholder: 'e.g. gpt-image-1, dall-e-3 or a LocalAI model',
+		description:
+			'Used only when the credential\'s Service Type is OpenAI-Compatible: the model the API is asked for. Model above then only chooses between generating (p-image, textimage-v2) and editing the input images (p-image-edit).',
+	},
 ];
 
 const optionsProperty: INodeProperties = {

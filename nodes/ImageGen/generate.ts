@@ -12,6 +12,7 @@ import { readGenerationAnswer } from '../shared/answers';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
+import { serviceTypeOf } from '../shared/service-type';
 import { runsAsTool } from '../shared/tool-mode';
 import { callApi } from '../shared/transport';
 import type { ItemCall } from '../shared/uploads';
@@ -19,6 +20,7 @@ import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './i
 import { readJobOptions, type JobOptions, type JobOptionValues } from './job-options';
 import { toOutputItems, toolItems, type GenerationSubject, type ImageOutputOptions } from './image-output';
 import { generationFailure, submitGeneration, waitForGeneration } from './jobs';
+import { generateWithOpenAi } from './openai-generate';
 
 interface ImageGenOptions extends ImageOutputOptions, JobOptionValues {
 	inlineLimitMb?: number;
@@ -30,6 +32,7 @@ const MEGABYTE = 1024 * 1024;
 const FIELD_PARAMETERS = { webhook_url: 'webhookUrl' } as const;
 
 export async function generateForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
+	if ((await serviceTypeOf(context, itemIndex)) === 'openai') return await generateWithOpenAi(context, itemIndex);
 	const model = context.getNodeParameter('model', itemIndex) as ModelId;
 	const accepted = MODELS[model]?.fields ?? [];
 	const parameter = (name: string, fallback: unknown = '') => context.getNodeParameter(name, itemIndex, fallback);

@@ -3,11 +3,18 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { runOperation } from '../shared/items';
 import { readConcurrency } from '../shared/request-options';
+import { onlyOnImageGen } from '../shared/service-type';
 import { imageGenUploadProperties } from './description';
 import { deleteForItem, getInfoForItem } from './manage';
 import { uploadForItem } from './upload';
 
-const OPERATIONS = { upload: uploadForItem, getInfo: getInfoForItem, delete: deleteForItem };
+// An OpenAI-compatible images API hosts nothing: each operation says so instead of sending a request.
+const FILES_API = 'upload API (POST /uploads) or hosted files (/files)';
+const OPERATIONS = {
+	upload: onlyOnImageGen(uploadForItem, 'Uploading a file', FILES_API),
+	getInfo: onlyOnImageGen(getInfoForItem, 'Get Info', FILES_API),
+	delete: onlyOnImageGen(deleteForItem, 'Delete', FILES_API),
+};
 
 export class ImageGenUpload implements INodeType {
 	description: INodeTypeDescription = {

@@ -1,5 +1,5 @@
 /**
- * A multipart/form-data body that streams its file part instead of holding it in memory.
+ * A multipart/form-data body that streams its file parts instead of holding them in memory.
  *
  * Community nodes may not import `stream` or `form-data`, so the body presents itself as a Blob
  * (size, type, stream()): n8n's HTTP client streams a Blob straight to the socket with its size
@@ -39,25 +39,28 @@ export class StreamedMultipartBody {
 
 	readonly type: string;
 
-	private readonly head: Uint8Array;
+	private readonly files: readonly MultipartFile[];
+
+	/** Each file's part header: the text fields go before the first. */
+	private readonly heads: Uint8Array[];
 
 	private readonly tail: Uint8Array;
 
-	constructor(
-		private readonly file: MultipartFile,
-		fields: readonly MultipartField[] = [],
-		boundary: string = randomBoundary(),
-	) {
+	/** One file, or several in order (e.g. the `image[]` parts of an images edit). */
+	constructor(files: MultipartFile | readonly MultipartFile[], fields: readonly MultipartField[] = [], boundary: string = randomBoundary()) {
+		this.files = Array.isArray(files) ? files : [files as MultipartFile];
 		const fieldParts = fields
 			.map((field) => `--${boundary}${CRLF}Content-Disposition: form-data; name=${quoted(field.field)}${CRLF}${CRLF}${field.value}${CRLF}`)
 			.join('');
-		this.head = encoder.encode(
-			`${fieldParts}--${boundary}${CRLF}` +
-				`Content-Disposition: form-data; name=${quoted(file.field)}; filename=${quoted(file.fileName)}${CRLF}` +
-				`Content-Type: ${file.contentType}${CRLF}${CRLF}`,
+		this.heads = this.files.map((file, index) =>
+			encoder.encode(
+				`${index === 0 ? fieldParts : CRLF}--${boundary}${CRLF}` +
+					`Content-Disposition: form-data; name=${quoted(file.field)}; filename=${quoted(file.fileName)}${CRLF}` +
+					`Content-Type: ${file.contentType}${CRLF}${CRLF}`,
+			),
 		);
 		this.tail = encoder.encode(`${CRLF}--${boundary}--${CRLF}`);
-		this.size = this.head.byteLength + file.size + this.tail.byteLength;
+		this.size = this.heads.reduce((sum, head, index) => sum + head.byteLength + this.files[index]!.size, this.tail.byteLength);
 		this.type = `multipart/form-data; boundary=${boundary}`;
 	}
 
@@ -66,12 +69,14 @@ export class StreamedMultipartBody {
 	}
 
 	async *stream(): AsyncGenerator<Uint8Array> {
-		yield this.head;
-		const { content } = this.file;
-		if (content instanceof Uint8Array) {
-			yield content;
-		} else {
-			for await (const chunk of content) yield typeof chunk === 'string' ? encoder.encode(chunk) : chunk;
+		for (const [index, file] of this.files.entries()) {
+			yield this.heads[index]!;
+			const { content } = file;
+			if (content instanceof Uint8Array) {
+				yield content;
+			} else {
+				for await (const chunk of content) yield typeof chunk === 'string' ? encoder.encode(chunk) : chunk;
+			}
 		}
 		yield this.tail;
 	}

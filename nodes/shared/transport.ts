@@ -32,6 +32,11 @@ export interface ApiCall {
 	parameterNames?: Readonly<Record<string, string>>;
 	/** The node parameter that named what a 404 did not find (an id in the path). */
 	notFoundParameter?: string;
+	/**
+	 * Repeat only 429s: for an API without idempotency keys, whose 5xx or lost answer may come
+	 * after the image was made and charged, so a repeat could charge it twice.
+	 */
+	onlyRateLimitsRetried?: boolean;
 }
 
 export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
@@ -67,7 +72,8 @@ export async function callApiForResponse(context: IExecuteFunctions, call: ApiCa
 			});
 		}
 		if (response.statusCode < 400) return response;
-		if (shouldRetry(response.statusCode, attempt, call.retry, errorCodeOf(response.body)) && !context.getExecutionCancelSignal()?.aborted) {
+		const retryable = !call.onlyRateLimitsRetried || response.statusCode === 429;
+		if (retryable && shouldRetry(response.statusCode, attempt, call.retry, errorCodeOf(response.body)) && !context.getExecutionCancelSignal()?.aborted) {
 			const retryAfter = parseRetryAfter(response.headers['retry-after']);
 			await sleep(retryDelayMs(attempt, retryAfter, call.retry));
 			continue;

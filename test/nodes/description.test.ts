@@ -141,9 +141,9 @@ describe('ImageGen operations', () => {
 	});
 
 	test.each([
-		[{}, {}, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
-		[{ operation: 'generate' }, { waitForResult: 'wait' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
-		[{ operation: 'generate' }, { waitForResult: 'submit' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'webhookUrl', 'concurrency', 'maxRetries', 'timeout']],
+		[{}, {}, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'openAiModel', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'generate' }, { waitForResult: 'wait' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'maxWaitSeconds', 'webhookUrl', 'openAiModel', 'concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'generate' }, { waitForResult: 'submit' }, ['download', 'binaryPropertyName', 'inlineLimitMb', 'seed', 'waitForResult', 'webhookUrl', 'openAiModel', 'concurrency', 'maxRetries', 'timeout']],
 		[{ operation: 'getGeneration' }, { waitForResult: 'wait' }, ['download', 'binaryPropertyName', 'concurrency', 'maxRetries', 'timeout']],
 	])('options for %j with %j: %j', (root, options, expected) => {
 		expect(shownOptions(root, options)).toEqual(expected);
@@ -173,9 +173,12 @@ test('both nodes: usable as tools, light and dark icons, the ImageGen API creden
 test('credential: bearer header from the key, a test against /models, base URL defaulting to a local server', () => {
 	const credential = new ImageGenApi();
 	expect(credential.name).toBe('imageGenApi');
-	expect(credential.properties.map((property) => property.name)).toEqual(['apiKey', 'baseUrl']);
+	expect(credential.properties.map((property) => property.name)).toEqual(['apiKey', 'baseUrl', 'serviceType']);
 	expect(credential.properties[0]!.typeOptions?.password).toBe(true);
 	expect(credential.properties[1]!.default).toBe('http://localhost:8080/v1');
+	// Credentials saved before Service Type existed have none: they keep talking to an ImageGen service.
+	expect(optionValues(credential.properties[2])).toEqual(['imagegen', 'openai']);
+	expect(credential.properties[2]!.default).toBe('imagegen');
 	expect(credential.authenticate).toEqual({ type: 'generic', properties: { headers: { Authorization: '=Bearer {{$credentials.apiKey}}' } } });
 	expect(credential.test.request.url).toBe('/models');
 });

@@ -106,6 +106,25 @@ describe('StreamedMultipartBody', () => {
 		expect(Buffer.from(await part.arrayBuffer()).equals(file)).toBe(true);
 	});
 
+	test('several files in order, each with its own part, after the fields', async () => {
+		const first = Buffer.from('first image');
+		const second = Buffer.from('second\r\nimage');
+		const body = new StreamedMultipartBody(
+			[
+				{ field: 'image[]', fileName: 'a.png', contentType: 'image/png', size: first.length, content: first },
+				{ field: 'image[]', fileName: 'b.webp', contentType: 'image/webp', size: second.length, content: chunked(second, 3) },
+			],
+			[{ field: 'model', value: 'gpt-image-1' }],
+		);
+		const bytes = await collect(body);
+		expect(bytes.length).toBe(body.size);
+		const form = await new Response(bytes, { headers: { 'content-type': body.type } }).formData();
+		expect(form.get('model')).toBe('gpt-image-1');
+		const parts = form.getAll('image[]') as File[];
+		expect(parts.map((part) => [part.name, part.type])).toEqual([['a.png', 'image/png'], ['b.webp', 'image/webp']]);
+		expect(Buffer.from(await parts[1]!.arrayBuffer()).equals(second)).toBe(true);
+	});
+
 	test('a new boundary each time', () => {
 		const make = () => new StreamedMultipartBody({ field: 'file', fileName: 'a', contentType: 'video/mp4', size: 1, content: Buffer.from('a') }).type;
 		expect(make()).not.toBe(make());

@@ -201,7 +201,8 @@ export interface WorkflowNode {
 }
 
 export interface RunOptions {
-	credentials: { apiKey: string; baseUrl: string };
+	/** As saved in n8n: `serviceType` is absent from credentials saved before the option existed. */
+	credentials: { apiKey: string; baseUrl: string; serviceType?: string };
 	seed?: SeedItem[];
 	nodes: WorkflowNode[];
 	binaryMode?: 'filesystem' | 'default';
