@@ -58,7 +58,7 @@ function notFound(id: string): ImageGenError {
 function acceptEmptyJsonBodies(scope: FastifyInstance): void {
 	const parseJson = scope.getDefaultJsonParser('error', 'error');
 	scope.removeContentTypeParser('application/json');
-	scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+	scope.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
 		if (body === '') done(null, undefined);
 		else parseJson(request, body, done);
 	});
