@@ -3,34 +3,21 @@
  * examples/imagegen-jobs-submit-webhook.json, started by a Webhook trigger, submits a generation
  * with `{{ $execution.resumeUrl }}` as its Webhook URL; the execution pauses in the Wait node
  * until imagegen-server's signed webhook resumes it; Get Generation then turns the job into the
- * image. A last HTTP Request node reports the result to this test on loopback.
- *
- * It needs the service's jobs routes and webhooks (`Prefer: respond-async`,
- * `--webhook-allow-private`); against a service without them it is skipped.
+ * image. A last HTTP Request node reports the result to this test on loopback. n8n's resume URL
+ * carries its `?signature=…`: the delivery reaches it only with the query string kept.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 
 import { freePort, INSTALL_TIMEOUT_MS, openSession, readExample, startEditor, type Editor, type Session } from './support/n8n';
 
 const WORKFLOW_ID = 'imageGenJobsE2e01';
 const TRIGGER_PATH = 'imagegen-jobs-e2e';
-// Delivery is at least once with the first retry within 60 s: a webhook that arrives before the
+// Delivery is at least once, retried after 5 s, 30 s, 2 min…: a webhook that arrives before the
 // execution is waiting is delivered again.
 const REPORT_TIMEOUT_MS = 180_000;
-
-/** The service answers jobs when its sources speak of both parts of the contract the test needs. */
-function serviceHasJobs(): boolean {
-	const root = join(__dirname, '..', '..', 'server', 'src');
-	const sources = readdirSync(root, { recursive: true })
-		.map(String)
-		.filter((file) => file.endsWith('.ts'))
-		.map((file) => readFileSync(join(root, file), 'utf8'));
-	return sources.some((text) => text.includes('respond-async')) && sources.some((text) => text.includes('webhook-allow-private'));
-}
+const ADMIN_KEY = 'jobs-e2e-admin-key-0123456789';
 
 interface Report {
 	json: Record<string, unknown>;
@@ -104,6 +91,23 @@ function workflow(reportUrl: string) {
 	return { ...example, id: WORKFLOW_ID, nodes: [trigger, ...example.nodes.filter((node) => node !== manual), report], connections };
 }
 
+/** `imagegen_webhook_deliveries_total` by outcome, from the service's metrics. */
+async function deliveryCounts(session: Session): Promise<Record<string, number>> {
+	const response = await fetch(`${session.server.origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+	expect(response.status).toBe(200);
+	const counts: Record<string, number> = {};
+	for (const [, outcome, value] of (await response.text()).matchAll(/^imagegen_webhook_deliveries_total\{outcome="(\w+)"\} (\d+)$/gm)) counts[outcome!] = Number(value);
+	return counts;
+}
+
+/** The errors of the webhook deliveries the service logged as failed and to be retried. */
+function deliveryRetries(log: string): string[] {
+	return log
+		.split('\n')
+		.filter((line) => line.includes('webhook delivery failed'))
+		.map((line) => /"error":"([^"]*)"/.exec(line)?.[1] ?? line);
+}
+
 /**
  * Calls the workflow's Webhook trigger. n8n registers a published workflow's webhooks in the
  * background after start (its publication outbox), so the first calls may meet a 404.
@@ -116,16 +120,14 @@ async function trigger(editor: Editor): Promise<Response> {
 	}
 }
 
-const describeWithJobs = serviceHasJobs() ? describe : describe.skip;
-
-describeWithJobs('a Wait node resumed by the service’s webhook', () => {
+describe('a Wait node resumed by the service’s webhook', () => {
 	let session: Session;
 	let editor: Editor;
 	let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
 	beforeAll(async () => {
 		// n8n's resume URL is on loopback: the service may deliver webhooks there.
-		session = await openSession('jobs', ['--webhook-allow-private']);
+		session = await openSession('jobs', ['--webhook-allow-private', '--admin-key', ADMIN_KEY]);
 		receiver = await startReceiver();
 		await session.importWorkflows([workflow(receiver.url)]);
 		await session.cli(['publish:workflow', `--id=${WORKFLOW_ID}`]);
@@ -155,6 +157,14 @@ describeWithJobs('a Wait node resumed by the service’s webhook', () => {
 			expect(report.json).toMatchObject({ model: 'p-image', outputFormat: 'png', mimeType: 'image/png' });
 			expect(String(report.json.url).startsWith(`${session.server.origin}/files/`)).toBe(true);
 			expect(report.binary?.mimeType).toBe('image/png');
+			// A webhook that came before the execution was waiting is refused with 409 and sent again;
+			// any other refusal (a resume URL cut short of its signature: 401) is a fault.
+			const deliveries = await deliveryCounts(session);
+			expect(deliveries).toMatchObject({ delivered: 1, failed: 0 });
+			const retried = deliveryRetries(session.server.output());
+			expect(retried).toHaveLength(deliveries.retried ?? 0);
+			expect(retried.filter((error) => error !== 'the receiver answered HTTP 409')).toEqual([]);
+			process.stderr.write(`[e2e] jobs: the webhook was delivered ${retried.length === 0 ? 'at the first attempt' : `after ${retried.length} refusal(s) with 409`}\n`);
 		},
 		REPORT_TIMEOUT_MS + 30_000,
 	);

@@ -1,222 +1,329 @@
 /**
- * The ImageGen node with generations as jobs, run by n8n-core's engine against a loopback stand-in
- * that follows the service's jobs contract (support/jobs-service.ts): Wait for Result "wait"
- * polls the job and outputs what a synchronous run does, "submit" outputs the generation object,
- * Get Generation fetches one; a service from before jobs is answered as it always was.
+ * The ImageGen node with generations as jobs, run by n8n-core's engine against the real service in
+ * process (a recording proxy in front): Wait for Result "wait" polls the job and outputs what a
+ * synchronous run does, "submit" outputs the generation object, Get Generation fetches one, and the
+ * service's signed webhook reaches `$execution.resumeUrl`. Two services: a quick one, and a slow
+ * one whose sandbox takes SLOW_MS per image, so the node really polls and a Max Wait of 1 s ends
+ * while the job runs. A job that fails is a p-image-edit whose input URL the media host answers 404.
+ * What only a gateway between node and service does (hold a request back, answer a cancel with a
+ * 500, add Retry-After, drop `Prefer` as a service from before jobs ignores it) is the proxy's part.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { INodeExecutionData } from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workflow';
 
+import { MODELS } from '../../core/models';
+import { call, eventually, postJson } from '../server/support/http';
+import { makeImage } from '../server/support/media';
+import { startReceiver, verifyStandardWebhook, type Receiver } from '../server/webhooks/support/receiver';
 import { binaryBytes, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
-import { startJobsService, type JobsService } from './support/jobs-service';
+import { useNodeTestEnvironment, type NodeTestEnvironment } from './support/environment';
 
-let jobs: JobsService;
-
-beforeAll(async () => {
-	jobs = await startJobsService();
-});
-afterAll(async () => await jobs?.close());
-beforeEach(() => jobs.reset());
+// Long against the node's first pause (1 s) and a Max Wait of 1 s, short for a suite.
+const SLOW_MS = 2000;
+const quick = useNodeTestEnvironment(['--webhook-allow-private']);
+const slow = useNodeTestEnvironment(['--sandbox-delay-ms', String(SLOW_MS)]);
 
 const GENERATION = { model: 'p-image', prompt: 'A harbour at dawn', aspectRatio: '1:1', outputFormat: 'png', responseFormat: 'url' };
 const GENERATIONS_PATH = '/v1/images/generations';
+const CANCEL = /^\/v1\/generations\/[^/]+\/cancel$/;
 
-function run(nodes: WorkflowNode[], seed?: SeedItem[], extra: Partial<RunOptions> = {}) {
-	return runWorkflow({ credentials: { apiKey: jobs.apiKey, baseUrl: jobs.baseUrl }, nodes, seed, ...extra });
+function run(env: NodeTestEnvironment, nodes: WorkflowNode[], seed?: SeedItem[], extra: Partial<RunOptions> = {}) {
+	return runWorkflow({ credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl }, nodes, seed, ...extra });
 }
 
 function generate(options: Record<string, unknown> = {}, parameters: Record<string, unknown> = {}, extra: Partial<WorkflowNode> = {}): WorkflowNode {
 	return { name: 'ImageGen', type: IMAGE_GEN, parameters: { ...GENERATION, ...parameters, options }, ...extra };
 }
 
+/**
+ * A p-image-edit generation from the image at `url`: a job that fails when the URL answers 404.
+ * With a ratio of its own, the sandbox fetches the image after its delay, not before the run.
+ */
+function edit(url: string, options: Record<string, unknown> = {}, extra: Partial<WorkflowNode> = {}): WorkflowNode {
+	return generate(options, { model: 'p-image-edit', prompt: 'Make it blue', aspectRatio: '1:1', images: { image: [{ source: 'url', url }] } }, extra);
+}
+
 function getGeneration(generationId: string, options: Record<string, unknown> = {}): WorkflowNode {
 	return { name: 'ImageGen', type: IMAGE_GEN, parameters: { operation: 'getGeneration', generationId, options } };
 }
 
-const submits = () => jobs.requests.filter((request) => request.method === 'POST' && request.path === GENERATIONS_PATH);
-const polls = () => jobs.requests.filter((request) => request.method === 'GET' && request.path.startsWith('/v1/generations/'));
-const cancels = () => jobs.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/cancel'));
+const submits = (env: NodeTestEnvironment) => env.proxy.requests.filter((request) => request.method === 'POST' && request.path === GENERATIONS_PATH);
+const polls = (env: NodeTestEnvironment) => env.proxy.requests.filter((request) => request.method === 'GET' && request.path.startsWith('/v1/generations/'));
+const cancels = (env: NodeTestEnvironment) => env.proxy.requests.filter((request) => request.method === 'POST' && CANCEL.test(request.path));
 const gaps = (times: number[]) => times.slice(1).map((time, index) => time - times[index]!);
 
-/** An item as it compares between runs: its JSON without the URL (a new job hosts a new file) and its bytes. */
-async function comparable(item: INodeExecutionData | undefined) {
-	const { url, fileName, ...json } = item!.json;
-	return { json, hosted: typeof url === 'string', fileName: typeof fileName === 'string', bytes: item!.binary ? (await binaryBytes(item!)).toString('base64') : undefined, pairedItem: item!.pairedItem };
+/** The path of the job the node submitted, from the service's Location (once it has answered). */
+async function submittedJob(env: NodeTestEnvironment): Promise<string> {
+	expect(await eventually(() => submits(env)[0]?.response !== undefined)).toBe(true);
+	const location = submits(env)[0]!.response!.headers.location;
+	expect(location).toMatch(/^\/v1\/generations\/gen_[0-9a-f]+$/);
+	return String(location);
 }
+
+/** A job as the service keeps it now, asked directly (not through the proxy). */
+async function jobOnService(env: NodeTestEnvironment, id: string): Promise<Record<string, any>> {
+	const answer = await call(env.server, `/v1/generations/${id}`);
+	expect(answer.status).toBe(200);
+	return answer.body;
+}
+
+/** A job submitted directly, then waited for until its status is one of `until` (none: as answered). */
+async function submitDirectly(env: NodeTestEnvironment, body: Record<string, unknown>, until: string[] = []): Promise<Record<string, any>> {
+	const accepted = await postJson(env.server, GENERATIONS_PATH, body, { headers: { prefer: 'respond-async' } });
+	expect(accepted.status).toBe(202);
+	let job = accepted.body as Record<string, any>;
+	if (until.length > 0) {
+		expect(await eventually(async () => until.includes((job = await jobOnService(env, job.id)).status), 15_000)).toBe(true);
+	}
+	return job;
+}
+
+async function served(url: unknown): Promise<Buffer> {
+	const response = await fetch(String(url));
+	expect(response.status).toBe(200);
+	return Buffer.from(await response.arrayBuffer());
+}
+
+let picture: Buffer;
+beforeAll(async () => {
+	picture = await makeImage('png', 64, 48);
+});
 
 describe('Wait for Result "wait" (the default)', () => {
 	test('the job is submitted with Prefer: respond-async and polled until it succeeds; the item is the synchronous one', async () => {
-		jobs.plan({ states: ['queued', 'running', 'running', 'succeeded'], retryAfterSeconds: 0 });
-		const result = await run([generate()]);
+		const result = await run(slow, [generate()]);
 		expect(result.error()).toBeUndefined();
 
-		const [submit] = submits();
-		expect(submit!.headers.prefer).toBe('respond-async');
-		expect(submit!.headers['idempotency-key']).toMatch(/^[0-9a-f]{64}$/);
-		expect(JSON.parse(submit!.body)).toEqual({ model: 'p-image', prompt: 'A harbour at dawn', aspect_ratio: '1:1', output_format: 'png', response_format: 'url' });
-		expect(polls().map((request) => request.path)).toEqual(Array(4).fill('/v1/generations/gen_000001'));
-		// Retry-After: 0 from the service sets the pause, not the node's own 1 s.
-		expect(Math.max(...gaps([submit!.at, ...polls().map((request) => request.at)]))).toBeLessThan(900);
+		const [submit] = submits(slow);
+		expect(submit!.prefer).toBe('respond-async');
+		expect(submit!.idempotencyKey).toMatch(/^[0-9a-f]{64}$/);
+		expect(JSON.parse(submit!.json!)).toEqual({ model: 'p-image', prompt: 'A harbour at dawn', aspect_ratio: '1:1', output_format: 'png', response_format: 'url' });
+		expect(submit!.response!.status).toBe(202);
+		const location = String(submit!.response!.headers.location);
+		// The node stops at the first final state: a second poll means the first saw the job running.
+		expect(polls(slow).length).toBeGreaterThanOrEqual(2);
+		expect(new Set(polls(slow).map((poll) => poll.path))).toEqual(new Set([location]));
 
+		const job = await jobOnService(slow, location.split('/').pop()!);
+		expect(job.status).toBe('succeeded');
+		const [image] = job.result.data;
 		const items = result.output('ImageGen');
 		expect(items).toHaveLength(1);
-		expect(items[0]!.json).toEqual({
+		expect(items[0]!.json).toMatchObject({
 			model: 'p-image',
 			prompt: 'A harbour at dawn',
-			url: `${jobs.origin}/files/gen_000001.png`,
-			expiresAt: '2030-01-01T00:00:00.000Z',
+			url: image.url,
+			expiresAt: image.expires_at,
 			outputFormat: 'png',
 			mimeType: 'image/png',
-			sizeBytes: expect.any(Number),
-			fileName: 'p-image-2025-11-24T16-00-00-000Z.png',
-			seed: 42,
-			costUsd: 0.005,
-			created: '2025-11-24T16:00:00.000Z',
+			seed: image.seed,
+			costUsd: MODELS['p-image'].priceUsd,
 		});
-		const served = Buffer.from(await (await fetch(String(items[0]!.json.url))).arrayBuffer());
-		expect((await binaryBytes(items[0]!)).equals(served)).toBe(true);
-		expect(items[0]!.json.sizeBytes).toBe(served.length);
+		expect(items[0]!.json.fileName).toMatch(/^p-image-.+\.png$/);
+		const bytes = await served(image.url);
+		expect((await binaryBytes(items[0]!)).equals(bytes)).toBe(true);
+		expect(items[0]!.json.sizeBytes).toBe(bytes.length);
 		expect(items[0]!.pairedItem).toEqual({ item: 0 });
 	});
 
-	test('without a Retry-After the pauses start at 1 s and grow', async () => {
-		jobs.plan({ states: ['running', 'succeeded'] });
-		const result = await run([generate({}, { responseFormat: 'b64_json' })]);
+	test('the service sends no Retry-After: the pauses start at 1 s and grow', async () => {
+		const result = await run(slow, [generate({}, { responseFormat: 'b64_json' })]);
 		expect(result.error()).toBeUndefined();
-		const [first, second] = gaps([submits()[0]!.at, ...polls().map((request) => request.at)]);
+		expect(submits(slow)[0]!.response!.headers['retry-after']).toBeUndefined();
+		const [first, second] = gaps([submits(slow)[0]!.at, ...polls(slow).map((request) => request.at)]);
 		expect(first).toBeGreaterThanOrEqual(950);
 		expect(second).toBeGreaterThanOrEqual(1450);
-		expect(second).toBeGreaterThan(first!);
 		expect(result.output('ImageGen')[0]!.binary?.data?.mimeType).toBe('image/png');
 	});
 
+	test('a Retry-After on the answers (a gateway in front of the service) sets the pause instead', async () => {
+		slow.proxy.addAnswerHeaders({ 'retry-after': '0' });
+		const result = await run(slow, [generate()]);
+		expect(result.error()).toBeUndefined();
+		const times = [submits(slow)[0]!.at, ...polls(slow).map((request) => request.at)];
+		// Retry-After: 0 polls at the node's shortest pause (250 ms), not after its own 1 s.
+		expect(polls(slow).length).toBeGreaterThanOrEqual(4);
+		expect(Math.max(...gaps(times))).toBeLessThan(900);
+	});
+
 	test("a job that fails: the item fails with the API's message, pointing at the parameter behind its field", async () => {
-		jobs.plan({ states: ['running', 'failed'], retryAfterSeconds: 0 });
-		const result = await run([generate()]);
+		const missing = `${quick.media.origin}/missing.png`;
+		const result = await run(quick, [edit(missing)]);
+		const location = await submittedJob(quick);
+		const job = await jobOnService(quick, location.split('/').pop()!);
+		expect(job).toMatchObject({ status: 'failed', result: null, error: { param: 'images[0]', code: 'fetch_failed' } });
 		const error = result.error('ImageGen');
-		expect(error?.message).toBe('The model host refused the prompt');
-		expect(error?.description).toBe("Check the parameter 'prompt' (generation gen_000001 failed, code content_policy_violation, field 'prompt').");
+		expect(error?.message).toBe(job.error.message);
+		expect(error?.message).toContain('HTTP 404');
+		expect(error?.description).toBe(`Check the parameter 'images' (generation ${job.id} failed, code fetch_failed, field 'images[0]').`);
 		expect(result.output('ImageGen')).toEqual([]);
 	});
 
 	test('continue on fail: a failed job becomes an error item in place, the other items go on', async () => {
-		jobs.plan((request) => (request.prompt === 'refused' ? { states: ['failed'], retryAfterSeconds: 0 } : { states: ['succeeded'], retryAfterSeconds: 0 }));
-		const seed = [{ json: { prompt: 'a boat' } }, { json: { prompt: 'refused' } }, { json: { prompt: 'a gull' } }];
-		const result = await run([generate({}, { prompt: '={{ $json.prompt }}' }, { onError: 'continueRegularOutput' })], seed);
+		const found = quick.media.put('/found.png', picture, { 'content-type': 'image/png' });
+		const seed = [{ json: { url: found } }, { json: { url: `${quick.media.origin}/missing.png` } }, { json: { url: found } }];
+		const result = await run(quick, [edit('={{ $json.url }}', {}, { onError: 'continueRegularOutput' })], seed);
 		expect(result.error()).toBeUndefined();
 		const items = result.output('ImageGen');
-		expect(items.map((item) => item.json.prompt ?? item.json.error)).toEqual(['a boat', 'The model host refused the prompt', 'a gull']);
-		expect(items[1]!.json.description).toMatch(/Check the parameter 'prompt'/);
+		expect(items.map((item) => (item.json.error ? 'error' : item.json.mimeType))).toEqual(['image/png', 'error', 'image/png']);
+		expect(items[1]!.json.error).toContain('HTTP 404');
+		expect(items[1]!.json.description).toMatch(/Check the parameter 'images'/);
 		expect(items.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
 	});
 
 	test('a job canceled through the API while the node waits fails the item saying so', async () => {
-		jobs.plan({ states: ['running', 'canceled'], retryAfterSeconds: 0 });
-		const result = await run([generate()]);
-		expect(result.error('ImageGen')?.message).toBe('Generation gen_000001 ended canceled without an image');
+		const running = run(slow, [generate()]);
+		const location = await submittedJob(slow);
+		const canceled = await call(slow.server, `${location}/cancel`, { method: 'POST' });
+		expect(canceled.body.status).toBe('canceled');
+		const result = await running;
+		expect(result.error('ImageGen')?.message).toBe(`Generation ${canceled.body.id} ended canceled without an image`);
 	});
 
-	test('Max Wait reached: the item fails naming Max Wait, and the job is canceled', async () => {
-		jobs.plan({ states: ['running'], retryAfterSeconds: 0 });
+	test('Max Wait reached: the item fails naming Max Wait, and the job is canceled on the service', async () => {
 		const started = Date.now();
-		const result = await run([generate({ maxWaitSeconds: 1 })]);
+		const result = await run(slow, [generate({ maxWaitSeconds: 1 })]);
 		const elapsed = Date.now() - started;
+		const location = await submittedJob(slow);
+		const id = location.split('/').pop()!;
 		const error = result.error('ImageGen');
-		expect(error?.message).toBe('Max Wait (Seconds) reached: generation gen_000001 was still running after 1 s; it was canceled');
+		expect(error?.message).toBe(`Max Wait (Seconds) reached: generation ${id} was still running after 1 s; it was canceled`);
 		expect(error?.description).toMatch(/'Max Wait \(Seconds\)' \(maxWaitSeconds\)/);
-		expect(cancels().map((request) => request.path)).toEqual(['/v1/generations/gen_000001/cancel']);
-		expect(jobs.job('gen_000001')?.status).toBe('canceled');
+		expect(cancels(slow).map((request) => [request.path, request.response?.status])).toEqual([[`${location}/cancel`, 200]]);
 		expect(elapsed).toBeGreaterThanOrEqual(1000);
-		expect(elapsed).toBeLessThan(4000);
+		expect(elapsed).toBeLessThan(SLOW_MS);
+		expect(await jobOnService(slow, id)).toMatchObject({ status: 'canceled', result: null });
+		// Still canceled once the sandbox would have drawn it.
+		await new Promise((resolve) => setTimeout(resolve, SLOW_MS - elapsed + 300));
+		expect((await jobOnService(slow, id)).status).toBe('canceled');
 	});
 
 	test('a job that ends while Max Wait runs out is taken from the answer to the cancel', async () => {
-		// Each GET sees `running`; the cancel finds the job finished, as a host that ended meanwhile.
-		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'succeeded' });
-		const result = await run([generate({ maxWaitSeconds: 1 })]);
+		// The cancel is held back on its way until the job has succeeded, as over a slow network.
+		const hold = slow.proxy.holdNext(CANCEL);
+		const running = run(slow, [generate({ maxWaitSeconds: 1 })]);
+		await hold.arrived;
+		const id = (await submittedJob(slow)).split('/').pop()!;
+		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'succeeded', 15_000)).toBe(true);
+		hold.release();
+		const result = await running;
 		expect(result.error()).toBeUndefined();
-		expect(cancels()).toHaveLength(1);
-		expect(result.output('ImageGen')[0]!.json).toMatchObject({ model: 'p-image', url: `${jobs.origin}/files/gen_000001.png` });
+		expect(cancels(slow)).toHaveLength(1);
+		const job = await jobOnService(slow, id);
+		expect(result.output('ImageGen')[0]!.json).toMatchObject({ model: 'p-image', url: job.result.data[0].url });
 	});
 
 	test("a job that failed while Max Wait runs out fails the item with the API's message", async () => {
-		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'failed' });
-		const result = await run([generate({ maxWaitSeconds: 1 })]);
-		expect(result.error('ImageGen')?.message).toBe('The model host refused the prompt');
+		const hold = slow.proxy.holdNext(CANCEL);
+		const running = run(slow, [edit(`${slow.media.origin}/missing.png`, { maxWaitSeconds: 1 })]);
+		await hold.arrived;
+		const id = (await submittedJob(slow)).split('/').pop()!;
+		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'failed', 15_000)).toBe(true);
+		hold.release();
+		const result = await running;
+		expect(result.error('ImageGen')?.message).toBe((await jobOnService(slow, id)).error.message);
 	});
 
 	test('Max Wait reached and the cancel refused: the item fails saying the cancel was not confirmed', async () => {
-		jobs.plan({ states: ['running'], retryAfterSeconds: 0, onCancel: 'refused' });
-		const result = await run([generate({ maxWaitSeconds: 1 })]);
-		expect(result.error('ImageGen')?.message).toBe('Max Wait (Seconds) reached: generation gen_000001 was still running after 1 s; a cancel was asked for but not confirmed');
-		// Best effort: one cancel, not retried.
-		expect(cancels()).toHaveLength(1);
+		slow.proxy.failNext({ status: 500, body: { error: { message: 'The cancel failed', type: 'server_error', param: null, code: 'internal_error' } } }, 1, CANCEL);
+		const result = await run(slow, [generate({ maxWaitSeconds: 1 })]);
+		const id = (await submittedJob(slow)).split('/').pop()!;
+		expect(result.error('ImageGen')?.message).toBe(`Max Wait (Seconds) reached: generation ${id} was still running after 1 s; a cancel was asked for but not confirmed`);
+		// Best effort: one cancel, not retried; the job goes on to its image.
+		expect(cancels(slow)).toHaveLength(1);
+		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'succeeded', 15_000)).toBe(true);
 	});
 });
 
-describe('a service from before jobs', () => {
+describe('a service from before jobs (it ignores Prefer: respond-async)', () => {
+	beforeEach(() => quick.proxy.dropRequestHeader('prefer'));
+
 	test.each(['wait', 'submit'])('Wait for Result "%s": the 200 answer to the async request is the image; nothing is polled', async (waitForResult) => {
-		jobs.knowsJobs(false);
-		const result = await run([generate({ waitForResult })]);
+		const result = await run(quick, [generate({ waitForResult })]);
 		expect(result.error()).toBeUndefined();
-		expect(submits()[0]!.headers.prefer).toBe('respond-async');
-		expect(polls()).toEqual([]);
+		const [submit] = submits(quick);
+		expect(submit!.prefer).toBe('respond-async');
+		expect(submit!.response!.status).toBe(200);
+		expect(polls(quick)).toEqual([]);
 		const [item] = result.output('ImageGen');
-		expect(item!.json).toMatchObject({ model: 'p-image', prompt: 'A harbour at dawn', outputFormat: 'png', mimeType: 'image/png', seed: 42 });
+		expect(item!.json).toMatchObject({ model: 'p-image', prompt: 'A harbour at dawn', outputFormat: 'png', mimeType: 'image/png', seed: expect.any(Number) });
 		expect(item!.binary?.data?.mimeType).toBe('image/png');
 	});
 
 	test('a saved workflow of today (no operation, no new options) gives the same items from a service with jobs as from one without', async () => {
 		const saved = (JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', 'imagegen-generate-and-edit.json'), 'utf8')) as { nodes: Array<{ name: string; type: string; parameters: Record<string, unknown> }> }).nodes;
-		const outputs = [];
+		/** An item as it compares between runs: what a new generation changes (its file, its times, its random seed) aside. */
+		const comparable = (item: INodeExecutionData) => {
+			const { url, expiresAt, fileName, created, sizeBytes, seed, ...json } = item.json;
+			return { json, hosted: [typeof url, typeof expiresAt, typeof fileName, typeof seed], binary: item.binary?.data?.mimeType, pairedItem: item.pairedItem };
+		};
 		for (const name of ['Generate', 'Poster']) {
 			const node = saved.find((candidate) => candidate.name === name)!;
 			expect(node.parameters).not.toHaveProperty('operation');
 			expect(node.parameters.options).toEqual({});
 			const nodes = [{ name, type: node.type, parameters: structuredClone(node.parameters) }];
 			const seed = [{ json: { prompt: 'A lighthouse' } }, { json: { prompt: 'A bicycle' } }];
+			const outputs = [];
 			for (const knowsJobs of [true, false]) {
-				jobs.reset();
-				jobs.knowsJobs(knowsJobs);
-				jobs.plan({ states: ['running', 'succeeded'], retryAfterSeconds: 0 });
-				const result = await run(nodes, seed);
+				quick.proxy.reset();
+				if (!knowsJobs) quick.proxy.dropRequestHeader('prefer');
+				const result = await run(quick, nodes, seed);
 				expect(result.error()).toBeUndefined();
-				expect(polls().length > 0).toBe(knowsJobs);
-				outputs.push(await Promise.all(result.output(name).map(comparable)));
+				expect(submits(quick).map((submit) => submit.response?.status)).toEqual(knowsJobs ? [202, 202] : [200, 200]);
+				expect(polls(quick).length > 0).toBe(knowsJobs);
+				outputs.push(result.output(name).map(comparable));
 			}
+			const [withJobs, without] = outputs;
+			expect(withJobs).toHaveLength(2);
+			expect(withJobs).toEqual(without);
 		}
-		const [generateWithJobs, generateWithout, posterWithJobs, posterWithout] = outputs;
-		expect(generateWithJobs).toHaveLength(2);
-		expect(generateWithJobs).toEqual(generateWithout);
-		expect(posterWithJobs).toHaveLength(2);
-		expect(posterWithJobs).toEqual(posterWithout);
 	});
 });
 
 describe('Wait for Result "submit"', () => {
 	test('the item is the generation object itself, at once: nothing is polled', async () => {
-		jobs.plan({ states: ['running', 'succeeded'] });
-		const result = await run([generate({ waitForResult: 'submit' })]);
+		const result = await run(quick, [generate({ waitForResult: 'submit' })]);
 		expect(result.error()).toBeUndefined();
 		const [item] = result.output('ImageGen');
-		expect(item!.json).toEqual({ object: 'generation', id: 'gen_000001', status: 'queued', model: 'p-image', created: 1_764_000_000, finished_at: null, result: null, error: null });
+		expect(item!.json).toEqual({ object: 'generation', id: expect.stringMatching(/^gen_/), status: 'running', model: 'p-image', created: expect.any(Number), finished_at: null, result: null, error: null });
 		expect(item!.binary).toBeUndefined();
 		expect(item!.pairedItem).toEqual({ item: 0 });
-		expect(jobs.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`POST ${GENERATIONS_PATH}`]);
+		expect(quick.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`POST ${GENERATIONS_PATH}`]);
+		expect((await submitDirectly(quick, { model: 'p-image', prompt: 'x' })).id).not.toBe(item!.json.id);
+		expect(await eventually(async () => (await jobOnService(quick, String(item!.json.id))).status === 'succeeded')).toBe(true);
 	});
 
-	test("Webhook URL is sent as webhook_url; {{ $execution.resumeUrl }} resolves to the execution's resume URL", async () => {
-		const executionId = 'execution-17';
-		const result = await run([generate({ waitForResult: 'submit', webhookUrl: '={{ $execution.resumeUrl }}' })], undefined, { executionId });
-		expect(result.error()).toBeUndefined();
-		expect(JSON.parse(submits()[0]!.body)).toMatchObject({ model: 'p-image', webhook_url: `http://127.0.0.1/webhook-waiting/${executionId}` });
-	});
+	describe('Webhook URL', () => {
+		let receiver: Receiver;
+		beforeEach(async () => (receiver = await startReceiver()));
+		afterEach(() => receiver.close());
 
-	test('an empty Webhook URL sends no webhook_url', async () => {
-		const result = await run([generate({ waitForResult: 'submit', webhookUrl: '  ' })]);
-		expect(result.error()).toBeUndefined();
-		expect(JSON.parse(submits()[0]!.body)).not.toHaveProperty('webhook_url');
+		test("is sent as webhook_url; {{ $execution.resumeUrl }} (with n8n's signature) receives the service's signed webhook", async () => {
+			const waiting = `${new URL(receiver.url).origin}/webhook-waiting`;
+			const result = await run(quick, [generate({ waitForResult: 'submit', webhookUrl: '={{ $execution.resumeUrl }}' })], undefined, {
+				executionId: 'execution-17',
+				webhookWaitingBaseUrl: waiting,
+				resumeToken: 'token-17',
+			});
+			expect(result.error()).toBeUndefined();
+			const resumeUrl = `${waiting}/execution-17?signature=token-17`;
+			expect(JSON.parse(submits(quick)[0]!.json!)).toMatchObject({ model: 'p-image', webhook_url: resumeUrl });
+
+			const [submitted] = result.output('ImageGen');
+			expect(await eventually(() => receiver.received.length > 0, 15_000)).toBe(true);
+			const [delivery] = receiver.received;
+			expect(delivery!.path).toBe('/webhook-waiting/execution-17?signature=token-17');
+			const secret = (await call<{ secret: string }>(quick.server, '/v1/webhooks/secret')).body.secret;
+			verifyStandardWebhook(secret, delivery!.headers, delivery!.body, Math.floor(Date.now() / 1000));
+			expect(JSON.parse(delivery!.body)).toMatchObject({ type: 'generation.succeeded', data: { object: 'generation', id: submitted!.json.id, status: 'succeeded' } });
+		});
+
+		test('an empty one sends no webhook_url', async () => {
+			const result = await run(quick, [generate({ waitForResult: 'submit', webhookUrl: '  ' })]);
+			expect(result.error()).toBeUndefined();
+			expect(JSON.parse(submits(quick)[0]!.json!)).not.toHaveProperty('webhook_url');
+		});
 	});
 });
 
@@ -228,9 +335,9 @@ describe('options the service would refuse are refused before anything is sent',
 		['a Max Wait under 1 s', { maxWaitSeconds: 0 }, "Parameter 'maxWaitSeconds' of item 0: 0 is not a number of seconds of at least 1"],
 		['an unknown Wait for Result', { waitForResult: 'later' }, "Parameter 'waitForResult' of item 0: \"later\" is not one of wait, submit"],
 	])('%s', async (_case, options, message) => {
-		const result = await run([generate(options)]);
+		const result = await run(quick, [generate(options)]);
 		expect(result.error('ImageGen')?.message).toBe(message);
-		expect(jobs.requests).toEqual([]);
+		expect(quick.proxy.requests).toEqual([]);
 	});
 });
 
@@ -238,63 +345,61 @@ describe('Get Generation', () => {
 	const request = { model: 'p-image', prompt: 'A harbour at dawn', output_format: 'webp', response_format: 'url' };
 
 	test('a generation that succeeded: the image items a synchronous run gives, downloaded as binary', async () => {
-		const job = jobs.addJob(request, 'succeeded');
-		const result = await run([getGeneration(job.id)]);
+		const job = await submitDirectly(quick, request, ['succeeded']);
+		const result = await run(quick, [getGeneration(job.id)]);
 		expect(result.error()).toBeUndefined();
-		expect(polls().map((poll) => poll.path)).toEqual([`/v1/generations/${job.id}`]);
+		expect(polls(quick).map((poll) => poll.path)).toEqual([`/v1/generations/${job.id}`]);
+		const [image] = job.result.data;
 		const [item] = result.output('ImageGen');
-		expect(item!.json).toEqual({
-			model: 'p-image',
-			url: `${jobs.origin}/files/${job.id}.webp`,
-			expiresAt: '2030-01-01T00:00:00.000Z',
-			outputFormat: 'webp',
-			mimeType: 'image/webp',
-			sizeBytes: expect.any(Number),
-			fileName: 'p-image-2025-11-24T16-00-00-000Z.webp',
-			seed: 42,
-			costUsd: 0.005,
-			created: '2025-11-24T16:00:00.000Z',
-		});
+		expect(item!.json).toMatchObject({ model: 'p-image', url: image.url, expiresAt: image.expires_at, outputFormat: 'webp', mimeType: 'image/webp', seed: image.seed, costUsd: MODELS['p-image'].priceUsd });
+		expect(item!.json).not.toHaveProperty('prompt');
+		expect(item!.json.fileName).toMatch(/^p-image-.+\.webp$/);
 		expect(item!.binary?.data?.mimeType).toBe('image/webp');
-		const served = Buffer.from(await (await fetch(String(item!.json.url))).arrayBuffer());
-		expect((await binaryBytes(item!)).equals(served)).toBe(true);
+		expect((await binaryBytes(item!)).equals(await served(image.url))).toBe(true);
 	});
 
 	test('the output options apply: Download Image off keeps only the URL; an inline image lands in the named field', async () => {
-		const hosted = jobs.addJob(request, 'succeeded');
-		const inline = jobs.addJob({ ...request, response_format: 'b64_json' }, 'succeeded');
-		const withoutDownload = await run([getGeneration(hosted.id, { download: false })]);
+		const [hosted, inline] = await Promise.all([submitDirectly(quick, request, ['succeeded']), submitDirectly(quick, { ...request, response_format: 'b64_json' }, ['succeeded'])]);
+		const withoutDownload = await run(quick, [getGeneration(hosted.id, { download: false })]);
 		expect(withoutDownload.output('ImageGen')[0]!.binary).toBeUndefined();
-		const intoPicture = await run([getGeneration(inline.id, { binaryPropertyName: 'picture' })]);
+		expect(withoutDownload.output('ImageGen')[0]!.json.url).toBe(hosted.result.data[0].url);
+		const intoPicture = await run(quick, [getGeneration(inline.id, { binaryPropertyName: 'picture' })]);
 		const [item] = intoPicture.output('ImageGen');
 		expect(Object.keys(item!.binary!)).toEqual(['picture']);
 		expect(item!.json.url).toBeUndefined();
 		expect(item!.json.mimeType).toBe('image/webp');
 	});
 
-	test.each(['queued', 'running', 'failed', 'canceled'] as const)('a generation that is %s: the generation object, as it is', async (status) => {
-		const job = jobs.addJob(request, status);
-		const result = await run([getGeneration(job.id)]);
+	test.each([
+		['running', () => submitDirectly(slow, request)],
+		['failed', () => submitDirectly(slow, { ...request, model: 'p-image-edit', images: [`${slow.media.origin}/missing.png`] }, ['failed'])],
+		['canceled', async () => (await call(slow.server, `/v1/generations/${(await submitDirectly(slow, request)).id}/cancel`, { method: 'POST' })).body],
+	] as const)('a generation that is %s: the generation object, as the service answers it', async (status, make) => {
+		const job = await make();
+		expect(job.status).toBe(status);
+		const result = await run(slow, [getGeneration(job.id)]);
 		expect(result.error()).toBeUndefined();
 		const [item] = result.output('ImageGen');
-		expect(item!.json).toEqual(jobs.job(job.id));
+		expect(item!.json).toEqual(await jobOnService(slow, job.id));
 		expect(item!.json.status).toBe(status);
 		expect(item!.binary).toBeUndefined();
 		expect(item!.pairedItem).toEqual({ item: 0 });
 	});
 
 	test('an unknown id: 404, an error naming Generation ID', async () => {
-		const result = await run([getGeneration('gen_unknown')]);
-		const error = result.error('ImageGen');
-		expect(error?.message).toBe("No generation 'gen_unknown'");
-		expect(error?.description).toBe("Check the parameter 'generationId' (HTTP 404, code generation_not_found).");
-		expect(error?.httpCode).toBe('404');
+		for (const id of ['gen_unknown', `gen_${'0'.repeat(32)}`]) {
+			const result = await run(quick, [getGeneration(id)]);
+			const error = result.error('ImageGen');
+			expect(error?.message).toBe(`No generation '${id}' of this API key`);
+			expect(error?.description).toBe("Check the parameter 'generationId' (HTTP 404, code generation_not_found, field 'id').");
+			expect(error?.httpCode).toBe('404');
+		}
 	});
 
 	test('an empty Generation ID fails naming it; nothing is sent', async () => {
-		const result = await run([getGeneration('  ')]);
+		const result = await run(quick, [getGeneration('  ')]);
 		expect(result.error('ImageGen')?.message).toBe("Parameter 'generationId' of item 0: 'generationId' is empty");
-		expect(jobs.requests).toEqual([]);
+		expect(quick.proxy.requests).toEqual([]);
 	});
 });
 
@@ -308,31 +413,50 @@ describe('the jobs examples', () => {
 	};
 
 	test('imagegen-jobs-wait.json: the image after the job was polled', async () => {
-		jobs.plan({ states: ['running', 'succeeded'], retryAfterSeconds: 0 });
-		const result = await run([saved(example('imagegen-jobs-wait.json'), 'Generate and wait')]);
+		const result = await run(slow, [saved(example('imagegen-jobs-wait.json'), 'Generate and wait')]);
 		expect(result.error()).toBeUndefined();
-		expect(polls()).toHaveLength(2);
+		expect(polls(slow).length).toBeGreaterThanOrEqual(2);
 		expect(result.output('Generate and wait')[0]!.binary?.data?.mimeType).toBe('image/png');
 	});
 
-	test('imagegen-jobs-submit-webhook.json: Submit hands on the job with the resume URL; Get the image fetches it by the submitted id', async () => {
-		const workflow = example('imagegen-jobs-submit-webhook.json');
-		expect(workflow.nodes.find((node) => node.name === 'Wait for the webhook')).toMatchObject({ type: 'n8n-nodes-base.wait', parameters: { resume: 'webhook', httpMethod: 'POST' } });
-		// The Wait node is n8n's own; here its place is taken by Get the image right after Submit.
-		const result = await run([saved(workflow, 'Submit'), saved(workflow, 'Get the image')], undefined, { executionId: 'execution-5' });
-		expect(result.error()).toBeUndefined();
-		expect(JSON.parse(submits()[0]!.body).webhook_url).toBe('http://127.0.0.1/webhook-waiting/execution-5');
-		const [submitted] = result.output('Submit');
-		const [fetched] = result.output('Get the image');
-		expect(submitted!.json).toMatchObject({ object: 'generation', status: 'queued' });
-		expect(fetched!.json.url).toBe(`${jobs.origin}/files/${String(submitted!.json.id)}.png`);
-		expect(fetched!.binary?.data?.mimeType).toBe('image/png');
+	test('imagegen-jobs-submit-webhook.json: Submit hands on the job with the resume URL, the webhook resumes the execution, Get the image fetches it', async () => {
+		const receiver = await startReceiver();
+		try {
+			const workflow = example('imagegen-jobs-submit-webhook.json');
+			expect(workflow.nodes.find((node) => node.name === 'Wait for the webhook')).toMatchObject({ type: 'n8n-nodes-base.wait', parameters: { resume: 'webhook', httpMethod: 'POST' } });
+			// n8n's Wait node "On Webhook Call", in process: the execution goes on once the webhook reached the resume URL.
+			const waitNode: INodeType = {
+				description: { displayName: 'Wait', name: 'wait', group: ['transform'], version: 1, description: 'Waits for the webhook', defaults: { name: 'Wait' }, inputs: ['main'], outputs: ['main'], properties: [] },
+				async execute(this: IExecuteFunctions) {
+					expect(await eventually(() => receiver.received.length > 0, 15_000)).toBe(true);
+					const [delivery] = receiver.received;
+					return [[{ json: { headers: delivery!.headers, body: JSON.parse(delivery!.body) } as never }]];
+				},
+			};
+			const result = await run(quick, [saved(workflow, 'Submit'), { name: 'Wait for the webhook', type: 'test.wait' }, saved(workflow, 'Get the image')], undefined, {
+				executionId: 'execution-5',
+				webhookWaitingBaseUrl: `${new URL(receiver.url).origin}/webhook-waiting`,
+				nodeTypes: { 'test.wait': waitNode },
+			});
+			expect(result.error()).toBeUndefined();
+			expect(JSON.parse(submits(quick)[0]!.json!).webhook_url).toBe(`${new URL(receiver.url).origin}/webhook-waiting/execution-5`);
+			const [submitted] = result.output('Submit');
+			const [webhook] = result.output('Wait for the webhook');
+			const [fetched] = result.output('Get the image');
+			expect(submitted!.json).toMatchObject({ object: 'generation', status: 'running' });
+			expect(webhook!.json.body).toMatchObject({ type: 'generation.succeeded', data: { id: submitted!.json.id } });
+			const job = await jobOnService(quick, String(submitted!.json.id));
+			expect(fetched!.json.url).toBe(job.result.data[0].url);
+			expect(fetched!.binary?.data?.mimeType).toBe('image/png');
+		} finally {
+			await receiver.close();
+		}
 	});
 
 	test('imagegen-jobs-get-generation.json: the generation named by the Set node, as an image', async () => {
 		const workflow = example('imagegen-jobs-get-generation.json');
-		const job = jobs.addJob({ model: 'p-image', prompt: 'x', output_format: 'png', response_format: 'url' }, 'succeeded');
-		const result = await run([saved(workflow, 'Get generation')], [{ json: { generationId: job.id } }]);
+		const job = await submitDirectly(quick, { model: 'p-image', prompt: 'x', output_format: 'png', response_format: 'url' }, ['succeeded']);
+		const result = await run(quick, [saved(workflow, 'Get generation')], [{ json: { generationId: job.id } }]);
 		expect(result.error()).toBeUndefined();
 		expect(result.output('Get generation')[0]!.binary?.data?.mimeType).toBe('image/png');
 	});

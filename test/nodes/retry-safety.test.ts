@@ -39,6 +39,7 @@ test('n8n’s Retry On Fail runs the node again in the same execution: the same 
 	const result = await run([generate(P_IMAGE, { retry: { maxTries: 2 } })], undefined, { executionId: 'execution-retry' });
 	expect(result.error()).toBeUndefined();
 	const requests = generations();
+	// Accepted as a job (the node submits with Prefer: respond-async and waits for it).
 	expect(requests.map((request) => request.response?.status)).toEqual([400, 202]);
 	expect(new Set(keysOf(requests)).size).toBe(1);
 });

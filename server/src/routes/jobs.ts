@@ -49,7 +49,23 @@ function notFound(id: string): ImageGenError {
 	return new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
 }
 
+/**
+ * A cancel carries no body, but many clients (n8n's HTTP Request node among them) send an empty one
+ * labelled `application/json`, which Fastify's JSON parser refuses (FST_ERR_CTP_EMPTY_JSON_BODY).
+ * In this plugin's scope only, an empty JSON body is no body; any other goes to Fastify's own parser
+ * with its defaults (a `__proto__` or `constructor` key refused).
+ */
+function acceptEmptyJsonBodies(scope: FastifyInstance): void {
+	const parseJson = scope.getDefaultJsonParser('error', 'error');
+	scope.removeContentTypeParser('application/json');
+	scope.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
+		if (body === '') done(null, undefined);
+		else parseJson(request, body, done);
+	});
+}
+
 export default async function jobRoutes(scope: FastifyInstance): Promise<void> {
+	acceptEmptyJsonBodies(scope);
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	const send = (reply: FastifyReply, job: Job) => v1.idempotency.reply(reply, { ...generationAnswer(job), replayed: false });
 

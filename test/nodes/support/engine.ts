@@ -208,6 +208,10 @@ export interface RunOptions {
 	binaryMode?: 'filesystem' | 'default';
 	/** The execution's id, as n8n gives every run one (default: a new one per run). */
 	executionId?: string;
+	/** Where `$execution.resumeUrl` points, before the execution's id (default http://127.0.0.1/webhook-waiting). */
+	webhookWaitingBaseUrl?: string;
+	/** n8n's resume token of a waiting execution, which it appends to `$execution.resumeUrl` as `?signature=`. */
+	resumeToken?: string;
 	/** Node classes to run instead of the ones built from source, by node type (e.g. a built copy). */
 	nodeTypes?: Record<string, INodeType>;
 }
@@ -271,7 +275,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		restApiUrl: 'http://127.0.0.1/rest',
 		instanceBaseUrl: 'http://127.0.0.1/',
 		webhookBaseUrl: 'http://127.0.0.1/webhook',
-		webhookWaitingBaseUrl: 'http://127.0.0.1/webhook-waiting',
+		webhookWaitingBaseUrl: options.webhookWaitingBaseUrl ?? 'http://127.0.0.1/webhook-waiting',
 		webhookTestBaseUrl: 'http://127.0.0.1/webhook-test',
 		formBaseUrl: 'http://127.0.0.1/form',
 		formWaitingBaseUrl: 'http://127.0.0.1/form-waiting',
@@ -282,6 +286,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	} as unknown as IWorkflowExecuteAdditionalData;
 
 	const runExecutionData: IRunExecutionData = {
+		...(options.resumeToken ? { resumeToken: options.resumeToken } : {}),
 		resultData: { runData: {} },
 		executionData: {
 			contextData: {},

@@ -1,7 +1,7 @@
 /**
  * What the node suites run against: the real server (URL inputs allowed to reach loopback, where
- * the test media host lives), a recording proxy in front of it, and a host for input media.
- * Registers its own jest hooks; the proxy's record is cleared before each test.
+ * the test media host lives; `serverArgs` adds flags), a recording proxy in front of it, and a host
+ * for input media. Registers its own jest hooks; the proxy's record is cleared before each test.
  */
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../../server/support/app';
@@ -14,10 +14,10 @@ export interface NodeTestEnvironment {
 	media: MediaHost;
 }
 
-export function useNodeTestEnvironment(): NodeTestEnvironment {
+export function useNodeTestEnvironment(serverArgs: string[] = []): NodeTestEnvironment {
 	const environment = {} as NodeTestEnvironment;
 	beforeAll(async () => {
-		environment.server = await startInProcessServer({ args: ['--allow-private-urls'] });
+		environment.server = await startInProcessServer({ args: ['--allow-private-urls', ...serverArgs] });
 		environment.proxy = await startRecordingProxy(environment.server.origin);
 		environment.media = await startMediaHost();
 	});

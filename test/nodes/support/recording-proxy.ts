@@ -1,7 +1,9 @@
 /**
  * A loopback pass-through in front of the real server: it records every request the nodes send
  * (to prove that invalid parameters send nothing), measures how many run at once, and can answer
- * the next requests itself with a chosen fault (a 503, a 429) before passing traffic on again.
+ * the next requests itself with a chosen fault (a 503, a 429) before passing traffic on again. As
+ * a gateway between a client and the service can, it may also hold a request back a while, drop a
+ * request header the service would act on, or add headers to the answers.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +15,10 @@ export interface RecordedRequest {
 	/** Bytes of the body, counted while streaming it through. */
 	bodyBytes: number;
 	idempotencyKey?: string;
+	/** The `Prefer` header as the node sent it (before any drop). */
+	prefer?: string;
+	/** When it arrived (Date.now()). */
+	at: number;
 	/** A JSON body as text (the first 64 KB); multipart bodies are only counted. */
 	json?: string;
 	/** The answer as it went back to the node, once it has. */
@@ -28,13 +34,26 @@ export interface Fault {
 	headers?: Record<string, string>;
 }
 
+/** A request held back until released, then passed on. */
+export interface Hold {
+	/** Settles when the held request has arrived. */
+	arrived: Promise<void>;
+	release(): void;
+}
+
 export interface RecordingProxy {
 	/** The proxy's base URL: origin + /v1, like the server's. */
 	baseUrl: string;
 	requests: RecordedRequest[];
 	maxInFlight(): number;
-	/** The next `count` requests are answered with `fault` and never reach the server. */
-	failNext(fault: Fault, count?: number): void;
+	/** The next `count` requests (whose path matches `path`, when given) are answered with `fault` and never reach the server. */
+	failNext(fault: Fault, count?: number, path?: RegExp): void;
+	/** The next request whose path matches is held back until released. */
+	holdNext(path: RegExp): Hold;
+	/** Requests reach the server without this header (as through a gateway that drops it). */
+	dropRequestHeader(name: string): void;
+	/** Answers passed on get these headers too. */
+	addAnswerHeaders(headers: Record<string, string>): void;
 	/** The next `count` requests reach the server, but its answer is lost: the node gets a 503 instead. */
 	loseNextAnswers(count?: number): void;
 	reset(): void;
@@ -44,7 +63,10 @@ export interface RecordingProxy {
 export async function startRecordingProxy(targetOrigin: string): Promise<RecordingProxy> {
 	const target = new URL(targetOrigin);
 	const requests: RecordedRequest[] = [];
-	const faults: Fault[] = [];
+	const faults: Array<{ fault: Fault; path?: RegExp }> = [];
+	const holds: Array<{ path: RegExp; arrive: () => void; released: Promise<void> }> = [];
+	const droppedHeaders = new Set<string>();
+	let answerHeaders: Record<string, string> = {};
 	let answersToLose = 0;
 	let inFlight = 0;
 	let maxInFlight = 0;
@@ -56,6 +78,8 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			contentType: String(request.headers['content-type'] ?? ''),
 			bodyBytes: 0,
 			...(request.headers['idempotency-key'] ? { idempotencyKey: String(request.headers['idempotency-key']) } : {}),
+			...(request.headers.prefer ? { prefer: String(request.headers.prefer) } : {}),
+			at: Date.now(),
 		};
 		requests.push(record);
 		inFlight++;
@@ -67,7 +91,8 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			if (isJson && (record.json?.length ?? 0) < JSON_CAPTURE_BYTES) record.json = (record.json ?? '') + chunk.toString('utf8');
 		});
 
-		const fault = faults.shift();
+		const faultAt = faults.findIndex((entry) => !entry.path || entry.path.test(record.path));
+		const fault = faultAt >= 0 ? faults.splice(faultAt, 1)[0]!.fault : undefined;
 		if (fault) {
 			request.resume();
 			request.on('end', () => {
@@ -76,10 +101,24 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			});
 			return;
 		}
+		const holdAt = holds.findIndex((entry) => entry.path.test(record.path));
+		if (holdAt >= 0) {
+			const hold = holds.splice(holdAt, 1)[0]!;
+			// Paused before any data flows; the pipe below resumes it.
+			request.pause();
+			hold.arrive();
+			void hold.released.then(() => passOn(request, response, record));
+			return;
+		}
+		passOn(request, response, record);
+	});
+
+	function passOn(request: http.IncomingMessage, response: http.ServerResponse, record: RecordedRequest): void {
 		const loseAnswer = answersToLose > 0;
 		if (loseAnswer) answersToLose--;
+		const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !droppedHeaders.has(name)));
 		const upstream = http.request(
-			{ hostname: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
+			{ hostname: target.hostname, port: target.port, method: request.method, path: request.url, headers },
 			(answer) => {
 				record.response = { status: answer.statusCode ?? 502, headers: answer.headers };
 				if (loseAnswer) {
@@ -87,21 +126,35 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 					answer.on('end', () => response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(LOST_ANSWER)));
 					return;
 				}
-				response.writeHead(answer.statusCode ?? 502, answer.headers);
+				response.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...answerHeaders });
 				answer.pipe(response);
 			},
 		);
 		upstream.on('error', (error) => response.destroy(error));
 		request.pipe(upstream);
-	});
+	}
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 	return {
 		baseUrl: `${origin}/v1`,
 		requests,
 		maxInFlight: () => maxInFlight,
-		failNext(fault, count = 1) {
-			for (let i = 0; i < count; i++) faults.push(fault);
+		failNext(fault, count = 1, path) {
+			for (let i = 0; i < count; i++) faults.push({ fault, ...(path ? { path } : {}) });
+		},
+		holdNext(path) {
+			let arrive = () => undefined as void;
+			let release = () => undefined as void;
+			const arrived = new Promise<void>((resolve) => (arrive = resolve));
+			const released = new Promise<void>((resolve) => (release = resolve));
+			holds.push({ path, arrive, released });
+			return { arrived, release };
+		},
+		dropRequestHeader(name) {
+			droppedHeaders.add(name.toLowerCase());
+		},
+		addAnswerHeaders(headers) {
+			answerHeaders = { ...answerHeaders, ...headers };
 		},
 		loseNextAnswers(count = 1) {
 			answersToLose += count;
@@ -109,6 +162,9 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 		reset() {
 			requests.length = 0;
 			faults.length = 0;
+			holds.length = 0;
+			droppedHeaders.clear();
+			answerHeaders = {};
 			answersToLose = 0;
 			maxInFlight = 0;
 		},

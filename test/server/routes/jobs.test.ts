@@ -124,6 +124,25 @@ describe('POST /v1/generations/<id>/cancel', () => {
 		expect(canceled.status).toBe(200);
 		expect(canceled.body).toEqual(job);
 	});
+
+	it('takes an empty body sent as application/json (as n8n’s HTTP Request node and many clients send it)', async () => {
+		const { body } = await generate({}, { prefer: 'respond-async' });
+		const job = await ended(body.id);
+		const emptyJson: Array<Record<string, string>> = [{ 'content-type': 'application/json' }, { 'content-type': 'application/json; charset=utf-8', 'content-length': '0' }];
+		for (const headers of emptyJson) {
+			const canceled = await request(`/v1/generations/${body.id}/cancel`, { method: 'POST', headers });
+			expect(canceled.status).toBe(200);
+			expect(canceled.body).toEqual(job);
+		}
+	});
+
+	it('still refuses a body that is not JSON with a 400 invalid_json, and takes a JSON one', async () => {
+		const { body } = await generate({}, { prefer: 'respond-async' });
+		const answer = await inject(server.app, `/v1/generations/${body.id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${OWNER}`, 'content-type': 'application/json' }, body: '{"reason":' });
+		expect(answer.status).toBe(400);
+		expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+		expect((await request(`/v1/generations/${body.id}/cancel`, { method: 'POST', body: {} })).status).toBe(200);
+	});
 });
 
 describe('GET /v1/generations', () => {

@@ -9,6 +9,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+	/** The path and query string it was POSTed to. */
+	path: string;
 	headers: IncomingHttpHeaders;
 	body: string;
 }
@@ -28,7 +30,7 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
 		const chunks: Buffer[] = [];
 		request.on('data', (chunk: Buffer) => chunks.push(chunk));
 		request.on('end', () => {
-			received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+			received.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
 			if (status === 'hang') return;
 			response.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
 		});
