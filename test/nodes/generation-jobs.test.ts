@@ -15,7 +15,7 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workf
 import { MODELS } from '../../core/models';
 import { call, eventually, postJson } from '../server/support/http';
 import { makeImage } from '../server/support/media';
-import { startReceiver, verifyStandardWebhook, type Receiver } from '../server/webhooks/support/receiver';
+import { startReceiver, verifyStandardWebhook, type Receiver } from '../server/support/webhook-receiver';
 import { binaryBytes, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment, type NodeTestEnvironment } from './support/environment';
 

@@ -13,7 +13,7 @@ import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-st
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { eventually } from '../support/http';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
-import { startReceiver, type Receiver } from './support/receiver';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 

@@ -15,7 +15,7 @@ import { TEST_API_KEY } from '../../helpers/server';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 import { useFakeClock } from '../support/clock';
 import { call, eventually } from '../support/http';
-import { startReceiver, verifyStandardWebhook, type Receiver } from './support/receiver';
+import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/webhook-receiver';
 
 const OTHER_KEY = 'other-test-key-0001';
 let dataDir: string;

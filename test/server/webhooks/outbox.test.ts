@@ -10,7 +10,7 @@ import { RETRY_PAUSES_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOption
 import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
 import { useFakeClock } from '../support/clock';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
-import { startReceiver, verifyStandardWebhook, type Receiver } from './support/receiver';
+import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/webhook-receiver';
 
 const dataDir = useSqliteDataDir('imagegen-outbox-loop-');
 let receiver: Receiver;

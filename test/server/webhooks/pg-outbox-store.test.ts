@@ -7,7 +7,7 @@ import { WebhookOutbox } from '../../../server/src/webhooks/outbox';
 import { eventually } from '../support/http';
 import { describeOutboxStoreContract } from '../support/outbox-store-contract';
 import { useDatabasePerTest } from '../support/postgres';
-import { startReceiver } from './support/receiver';
+import { startReceiver } from '../support/webhook-receiver';
 
 const database = useDatabasePerTest();
 
