@@ -51,7 +51,7 @@ export interface GenerationRequest {
 	seed?: number;
 	/** Where the service POSTs the generation's end, signed (Standard Webhooks); http(s) only. */
 	webhook_url?: string;
-	/** How many images, 1 to 10 (1 when absent): image i is drawn with seed + i, each charged. */
+	/** How many images, 1 to 10 (one when absent): image i is drawn with seed + i, each charged. */
 	n?: number;
 }
 
@@ -151,9 +151,9 @@ function refuseField(ctx: z.RefinementCtx, field: string, message: string, code 
 	return z.NEVER as never;
 }
 
-/** `n`: a whole number from 1 to 10 (null, as OpenAI takes it, is the default 1). */
-const imageCountField = z.unknown().transform((value, ctx): number => {
-	if (value === undefined || value === null) return 1;
+/** `n`: a whole number from 1 to 10; absent (or null, as OpenAI takes it) is left out: one image. */
+const imageCountField = z.unknown().transform((value, ctx): number | undefined => {
+	if (value === undefined || value === null) return undefined;
 	if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_IMAGES_PER_REQUEST) return value;
 	const got = typeof value === 'number' ? String(value) : describeType(value);
 	return refuseField(ctx, 'n', `must be a whole number from 1 to ${MAX_IMAGES_PER_REQUEST}; got ${got}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
@@ -244,6 +244,7 @@ export function parseGenerationRequest(body: unknown): GenerationRequest {
 	const { size, ...parsed } = result.data;
 	const request: Record<string, unknown> = parsed;
 	for (const field of IGNORED_OPENAI_FIELDS) delete request[field];
+	if (request.n === undefined) delete request.n;
 	if (size !== undefined && object.aspect_ratio !== undefined && object.aspect_ratio !== null) {
 		throw invalidField('size', "'size' and 'aspect_ratio' both say the image's shape: send only one of them", 'conflicting_fields');
 	}

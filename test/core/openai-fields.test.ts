@@ -18,9 +18,9 @@ function rejection(body: unknown): ImageGenError {
 }
 
 describe('n', () => {
-	it('is 1 when absent or null, and takes 1 to 10', () => {
-		expect(parseGenerationRequest(CAT).n).toBe(1);
-		expect(parseGenerationRequest({ ...CAT, n: null }).n).toBe(1);
+	it('is left out when absent or null (one image), and takes 1 to 10', () => {
+		expect(parseGenerationRequest(CAT)).not.toHaveProperty('n');
+		expect(parseGenerationRequest({ ...CAT, n: null })).not.toHaveProperty('n');
 		expect(parseGenerationRequest({ ...CAT, n: 3 }).n).toBe(3);
 		expect(parseGenerationRequest({ ...CAT, n: 10 }).n).toBe(10);
 	});
