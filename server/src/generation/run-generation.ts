@@ -65,7 +65,7 @@ export interface GenerationCaller {
 	 */
 	keepsInlineImages?: boolean;
 	/**
-	 * Told once the budget admitted the generation (what it charged: the price, or 0 for a key
+	 * Told once the budget admitted the generation (what it charged: the price of its n images, or 0 for a key
 	 * without a budget), with the request as the provider will get it (its seed drawn), before the
 	 * provider is called: a job is written here (jobs/job-runner.ts). A failure ends the generation
 	 * uncharged.
