@@ -61,6 +61,16 @@ export const COMMON_FIELDS = [
 	'seed',
 ] as const;
 export type CommonField = (typeof COMMON_FIELDS)[number];
+
+/**
+ * OpenAI's images fields every model takes, so an OpenAI images client works unchanged: `n` images
+ * (each its own provider call, seed + i) and `size` (a `WxH` read as the catalog ratio nearest to it).
+ */
+export const OPENAI_FIELDS = ['n', 'size'] as const;
+/** OpenAI's fields that mean nothing to our hosts: accepted (their types checked) and ignored. */
+export const IGNORED_OPENAI_FIELDS = ['quality', 'style', 'user', 'background', 'moderation', 'output_compression'] as const;
+/** `n` at most: OpenAI's own limit for dall-e-2 and gpt-image-1. */
+export const MAX_IMAGES_PER_REQUEST = 10;
 export type GenerationField = CommonField | ModelSpecificField;
 
 export interface ModelSpec {
@@ -210,7 +220,8 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, s
 				object: 'model' as const,
 				display_name: spec.displayName,
 				description: spec.description,
-				fields: [...COMMON_FIELDS, ...spec.fields],
+				fields: [...COMMON_FIELDS, ...OPENAI_FIELDS, ...spec.fields],
+				ignored_fields: [...IGNORED_OPENAI_FIELDS],
 				required: ['model', ...spec.required],
 				aspect_ratios: [...aspectRatioChoices(spec)],
 				output_formats: [...spec.outputFormats],
@@ -226,6 +237,7 @@ export function describeCatalog(prices: Partial<Record<ModelId, number>> = {}, s
 						: {}),
 					...(spec.maxInputImages > 0 ? { max_input_images: spec.maxInputImages } : {}),
 					seed_max: SEED_MAX,
+					n_max: MAX_IMAGES_PER_REQUEST,
 				},
 				defaults: {
 					aspect_ratio: spec.defaultAspectRatio,

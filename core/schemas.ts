@@ -9,11 +9,14 @@ import { isUploadOptionField } from './upload-options';
 import {
 	COMMON_FIELDS,
 	DEFAULTS,
+	IGNORED_OPENAI_FIELDS,
 	MAGIC_PROMPT_OPTIONS,
+	MAX_IMAGES_PER_REQUEST,
 	MATCH_INPUT_IMAGE,
 	MODEL_IDS,
 	MODEL_SPECIFIC_FIELDS,
 	MODELS,
+	OPENAI_FIELDS,
 	PROMPT_MAX_LENGTH,
 	RESPONSE_FORMATS,
 	SEED_MAX,
@@ -21,6 +24,7 @@ import {
 	isModelId,
 	modelsAccepting,
 	aspectRatioChoices,
+	nearestAspectRatio,
 	type AspectRatioChoice,
 	type ImageOutputFormat,
 	type MagicPromptOption,
@@ -47,6 +51,8 @@ export interface GenerationRequest {
 	seed?: number;
 	/** Where the service POSTs the generation's end, signed (Standard Webhooks); http(s) only. */
 	webhook_url?: string;
+	/** How many images, 1 to 10 (one when absent): image i is drawn with seed + i, each charged. */
+	n?: number;
 }
 
 /** Every model takes it; it says where the answer goes, not what is drawn. */
@@ -54,7 +60,7 @@ const WEBHOOK_URL = 'webhook_url';
 /** As long as a URL gets in practice (browsers and proxies cut longer ones). */
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 
-const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...MODEL_SPECIFIC_FIELDS, WEBHOOK_URL]);
+const KNOWN_FIELDS = new Set<string>([...COMMON_FIELDS, ...OPENAI_FIELDS, ...IGNORED_OPENAI_FIELDS, ...MODEL_SPECIFIC_FIELDS, WEBHOOK_URL]);
 
 function enumOf<T extends string>(values: readonly T[]) {
 	return z.enum(values as unknown as [T, ...T[]]);
@@ -139,6 +145,57 @@ const webhookUrlField = z.unknown().transform((value, ctx): string | undefined =
 	return value;
 });
 
+/** A preformatted refusal of one OpenAI field, in the wording of the others. */
+function refuseField(ctx: z.RefinementCtx, field: string, message: string, code = 'invalid_value'): never {
+	ctx.addIssue({ code: z.ZodIssueCode.custom, message: `'${field}' ${message}`, params: { preformatted: true, code } });
+	return z.NEVER as never;
+}
+
+/** `n`: a whole number from 1 to 10; absent (or null, as OpenAI takes it) is left out: one image. */
+const imageCountField = z.unknown().transform((value, ctx): number | undefined => {
+	if (value === undefined || value === null) return undefined;
+	if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_IMAGES_PER_REQUEST) return value;
+	const got = typeof value === 'number' ? String(value) : describeType(value);
+	return refuseField(ctx, 'n', `must be a whole number from 1 to ${MAX_IMAGES_PER_REQUEST}; got ${got}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
+});
+
+export type RequestedSize = { width: number; height: number } | 'auto';
+
+/** `size`: `<width>x<height>` in positive whole pixels, or `auto` (the model's default shape). */
+const sizeField = z.unknown().transform((value, ctx): RequestedSize | undefined => {
+	if (value === undefined || value === null) return undefined;
+	if (typeof value !== 'string') return refuseField(ctx, 'size', `must be a string: <width>x<height> (e.g. 1024x1024) or auto; got ${describeType(value)}`, 'invalid_type');
+	if (value === 'auto') return 'auto';
+	const match = /^([1-9]\d{0,5})x([1-9]\d{0,5})$/.exec(value);
+	if (!match) return refuseField(ctx, 'size', `must be <width>x<height> in whole pixels (e.g. 1024x1024) or auto; got ${describeValue(value)}`);
+	return { width: Number(match[1]), height: Number(match[2]) };
+});
+
+/** An OpenAI field our hosts have no use for: its type is checked as OpenAI documents it, its value dropped. */
+function ignoredText(field: string) {
+	return z.unknown().superRefine((value, ctx) => {
+		if (value !== undefined && value !== null && typeof value !== 'string') refuseField(ctx, field, `must be a string; got ${describeType(value)}`, 'invalid_type');
+	});
+}
+
+/** OpenAI's `output_compression`: a whole percentage, 0 to 100. */
+const ignoredCompression = z.unknown().superRefine((value, ctx) => {
+	if (value === undefined || value === null) return;
+	if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 100) return;
+	refuseField(ctx, 'output_compression', `must be a whole number from 0 to 100; got ${typeof value === 'number' ? String(value) : describeType(value)}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
+});
+
+const OPENAI_SHAPE = {
+	n: imageCountField,
+	size: sizeField,
+	quality: ignoredText('quality'),
+	style: ignoredText('style'),
+	user: ignoredText('user'),
+	background: ignoredText('background'),
+	moderation: ignoredText('moderation'),
+	output_compression: ignoredCompression,
+};
+
 function schemaFor(spec: ModelSpec) {
 	const accepts = (field: ModelSpecificField) => spec.fields.includes(field);
 	return z
@@ -150,6 +207,7 @@ function schemaFor(spec: ModelSpec) {
 			output_format: enumOf(spec.outputFormats).default(DEFAULTS.output_format),
 			seed: seedField,
 			webhook_url: webhookUrlField,
+			...OPENAI_SHAPE,
 			...(accepts('images') ? { images: imageInputs } : {}),
 			...(accepts('negative_prompt') ? { negative_prompt: textField(PROMPT_MAX_LENGTH, false).optional() } : {}),
 			...(accepts('style_type') ? { style_type: enumOf(STYLE_TYPES).default(DEFAULTS.style_type) } : {}),
@@ -183,7 +241,16 @@ export function parseGenerationRequest(body: unknown): GenerationRequest {
 	rejectForeignFields(object, MODELS[model]);
 	const result = GENERATION_SCHEMAS[model].safeParse(object);
 	if (!result.success) throw issueToError(result.error.issues[0]!, object, model);
-	return result.data as GenerationRequest;
+	const { size, ...parsed } = result.data;
+	const request: Record<string, unknown> = parsed;
+	for (const field of IGNORED_OPENAI_FIELDS) delete request[field];
+	if (request.n === undefined) delete request.n;
+	if (size !== undefined && object.aspect_ratio !== undefined && object.aspect_ratio !== null) {
+		throw invalidField('size', "'size' and 'aspect_ratio' both say the image's shape: send only one of them", 'conflicting_fields');
+	}
+	// `auto` keeps the model's default (p-image-edit's match_input_image too).
+	if (size !== undefined && size !== 'auto') request.aspect_ratio = nearestAspectRatio(size.width, size.height, MODELS[model].aspectRatios);
+	return request as unknown as GenerationRequest;
 }
 
 function rejectForeignFields(object: Record<string, unknown>, spec: ModelSpec): void {

@@ -172,7 +172,7 @@ describe('parseGenerationRequest', () => {
 	});
 
 	it('refuses unknown fields', () => {
-		expect(rejection({ model: 'p-image', prompt: 'x', n: 2 })).toMatchObject({ param: 'n', code: 'unknown_field' });
+		expect(rejection({ model: 'p-image', prompt: 'x', strength: 2 })).toMatchObject({ param: 'strength', code: 'unknown_field' });
 	});
 
 	it('refuses a body that is not an object', () => {

@@ -3,10 +3,10 @@
  * variables; rows are read in this order, so a row may depend on an earlier one (`onlyWith`).
  */
 import { resolve } from 'node:path';
-import type { ModelId } from '../../../core/models';
+import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import { option, to } from './option-row';
 import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
-import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type PriceOverrides } from './service-config';
+import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type ModelAliases, type PriceOverrides } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 import { isHttpUrl, listOf, mustBe, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber } from './value-types';
 
@@ -93,6 +93,15 @@ export const OPTIONS = [
 		defaultText: '(catalog prices)',
 		help: 'Price per image overrides in USD, e.g. textimage-v2=0.08',
 		into: (overrides, given) => ({ prices: given, priceOverrides: overrides }),
+	}),
+	option({
+		flag: 'model-aliases',
+		placeholder: '<spec>',
+		type: parsedBy(parseModelAliases),
+		default: {} as ModelAliases,
+		defaultText: '(none)',
+		help: "Other clients' model names for ours, e.g. dall-e-3=p-image,gpt-image-1=p-image (listed by /v1/models; a gpt-image… alias answers b64_json unless response_format says otherwise)",
+		into: to('modelAliases'),
 	}),
 	option({ flag: 'log-level', placeholder: '<level>', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
 	option({ flag: 'storage', placeholder: '<driver>', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
@@ -216,6 +225,21 @@ function parseApiKeys(text: string): string[] {
 		throw new Error('every key must be at least 8 printable characters without spaces or quotes');
 	}
 	return keys;
+}
+
+/** `--model-aliases dall-e-3=p-image`: an alias is any name that is not one of our models, each given once. */
+export function parseModelAliases(text: string): ModelAliases {
+	const aliases: ModelAliases = {};
+	for (const entry of listOf(text)) {
+		const match = /^([A-Za-z0-9][A-Za-z0-9._:-]*)\s*=\s*(\S+)$/.exec(entry);
+		if (!match) throw new Error(`'${entry}' is not of the form <alias>=<model>`);
+		const [, alias, model] = match as unknown as [string, string, string];
+		if (!isModelId(model)) throw new Error(`unknown model '${model}' (known: ${MODEL_IDS.join(', ')})`);
+		if (isModelId(alias)) throw new Error(`'${alias}' is one of the models already, not an alias`);
+		if (Object.hasOwn(aliases, alias)) throw new Error(`${alias} is listed twice`);
+		aliases[alias] = model;
+	}
+	return aliases;
 }
 
 /** `--prices p-image=0.004,textimage-v2=0.08`: an operator who pays a provider a different rate states it. */

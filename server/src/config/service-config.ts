@@ -31,6 +31,8 @@ export interface ServiceConfig {
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
 	prices?: string;
 	priceOverrides: PriceOverrides;
+	/** `--model-aliases`: other clients' model names (dall-e-3, gpt-image-1) and the model each means. */
+	modelAliases: ModelAliases;
 	logLevel: LogLevel;
 	/** Time limit for fetching one URL input. */
 	fetchTimeoutMs: number;
@@ -54,6 +56,9 @@ export interface ServiceConfig {
 	trustProxy: TrustProxy;
 	provenance: ProvenanceConfig;
 }
+
+/** An alias → the catalog model it stands for. */
+export type ModelAliases = Record<string, ModelId>;
 
 /** Price per image in USD, by model, where the operator's differs from the catalog's (`--prices`). */
 export type PriceOverrides = Partial<Record<ModelId, number>>;

@@ -9,14 +9,23 @@ import { chainMembers } from './provider-chain';
 import { specsInForce } from './provider-limits';
 import type { ProviderTable } from './providers';
 
-export type CatalogInForce = ReturnType<typeof catalogInForce>;
+type DescribedModel = ReturnType<typeof describeCatalog>['data'][number];
 
-export function catalogInForce(prices: PriceOverrides, providers: ProviderTable) {
+/** An entry of the catalog; an alias's (generation/model-aliases.ts) carries the model it stands for. */
+export type CatalogEntry = Omit<DescribedModel, 'id' | 'defaults'> & {
+	id: string;
+	alias_of?: ModelId;
+	defaults: Omit<DescribedModel['defaults'], 'response_format'> & { response_format: 'url' | 'b64_json' };
+	providers: string[];
+};
+export type CatalogInForce = { object: 'list'; data: CatalogEntry[] };
+
+export function catalogInForce(prices: PriceOverrides, providers: ProviderTable): CatalogInForce {
 	const described = describeCatalog(prices, specsInForce(providers));
 	return { ...described, data: described.data.map((model) => ({ ...model, providers: chainMembers(providers[model.id]) })) };
 }
 
-/** What a key limited to some models sees: only those (`null` or absent: every model). */
+/** What a key limited to some models sees: only those (and their aliases) (`null` or absent: every model). */
 export function catalogFor(catalog: CatalogInForce, allowed: readonly ModelId[] | null | undefined): CatalogInForce {
-	return allowed ? { ...catalog, data: catalog.data.filter((model) => allowed.includes(model.id as ModelId)) } : catalog;
+	return allowed ? { ...catalog, data: catalog.data.filter((model) => allowed.includes(model.alias_of ?? (model.id as ModelId))) } : catalog;
 }

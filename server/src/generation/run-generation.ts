@@ -65,7 +65,7 @@ export interface GenerationCaller {
 	 */
 	keepsInlineImages?: boolean;
 	/**
-	 * Told once the budget admitted the generation (what it charged: the price, or 0 for a key
+	 * Told once the budget admitted the generation (what it charged: the price of its n images, or 0 for a key
 	 * without a budget), with the request as the provider will get it (its seed drawn), before the
 	 * provider is called: a job is written here (jobs/job-runner.ts). A failure ends the generation
 	 * uncharged.
@@ -95,8 +95,12 @@ export interface GenerationAnswer extends Omit<GenerationResponse, 'data'> {
 
 export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationAnswer>;
 
-/** The API has no `n`: each request asks for one image, and the budget admits the price of one. */
-const IMAGES_PER_REQUEST = 1;
+/**
+ * Image i of a request for n is drawn with seed + i, wrapped into the seed range so every host takes it.
+ */
+function seedOf(seed: number, index: number): number {
+	return (seed + index) % (SEED_MAX + 1);
+}
 
 /** How long an answer waits for its usage line to be durable when the ledger is failing. */
 const USAGE_WAIT_MS = 2_000;
@@ -129,17 +133,21 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		const provider = providers[generation.model];
 		checkProviderLimits(generation, provider);
 		const price = prices[generation.model] ?? MODELS[generation.model].priceUsd;
-		const hold = caller.resume ? caller.resume.hold : await budgets.admit(caller.apiKey, price);
+		// `n` images: one provider call each; the budget admits all of them or none.
+		const count = generation.n ?? 1;
+		const hold = caller.resume ? caller.resume.hold : await budgets.admit(caller.apiKey, roundUsd(price * count));
 		if (caller.admitted) {
 			try {
-				await caller.admitted({ generation, chargedUsd: hold ? price : 0 });
+				await caller.admitted({ generation, chargedUsd: hold ? roundUsd(price * count) : 0 });
 			} catch (error) {
 				await releaseHold(hold, services.log);
 				throw error;
 			}
 		}
 		const data: GenerationAnswer['data'] = [];
-		let servedBy: string;
+		// Files of the images made so far: removed again if a later one fails (all or nothing).
+		const storedIds: string[] = [];
+		let servedBy = '';
 		// Cleared when the generation ends, with its tie to the client (media/limited-signal.ts).
 		const limit = limitedSignal(caller.clientGone, timeoutMs, () => new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
 		const deadline = Date.now() + timeoutMs;
@@ -148,13 +156,20 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		try {
 			seen.provider = chainMembers(provider)[0]!;
 			const { settled, loadInputImage } = await settleAspectRatio(generation, specInForce(generation.model, provider), inputImageLoader(generation, inputs, signal));
-			const ran = await runProvider(provider, settled, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen, caller });
-			servedBy = ran.servedBy;
-			// A host may hand out more than it was asked for; the client asked for (and the budget
-			// reserved) one image per request: the rest are neither fetched, hosted nor charged.
-			for (const output of ran.outputs.slice(0, IMAGES_PER_REQUEST)) {
-				const bytes = await providerBytes(output, servedBy, inputs, signal, stopped, metrics);
-				const image = await normalizeOutput(bytes, settled, servedBy, imageWork, signal);
+			// A job of several images is not followed again after a restart (it ends refunded): the
+			// host's job named is only one of its images.
+			const hostCaller = count === 1 ? caller : { ...caller, hostJobStarted: undefined };
+			for (let index = 0; index < count; index++) {
+				const imageSeed = seedOf(seed, index);
+				const one: SettledRequest = { ...settled, seed: imageSeed };
+				delete one.n;
+				const ran = await runProvider(provider, one, { loadInputImage, imageWork, signal, deadline, stopped, metrics, seen, caller: hostCaller });
+				servedBy ||= ran.servedBy;
+				// A host may hand out more than it was asked for; the client asked for (and the budget
+				// reserved) one image per call: the rest are neither fetched, hosted nor charged.
+				const output = ran.outputs[0]!;
+				const bytes = await providerBytes(output, ran.servedBy, inputs, signal, stopped, metrics);
+				const image = await normalizeOutput(bytes, settled, ran.servedBy, imageWork, signal);
 				const marked = await provenance.markGenerated({
 					...image,
 					model: generation.model,
@@ -167,24 +182,26 @@ export function createGenerationRunner(services: GenerationServices): Generation
 				const ours = marked.bytes !== bytes;
 				if (generation.response_format === 'b64_json' && !caller.keepsInlineImages) {
 					// Nobody will replay this answer: the marked image goes out from memory, in pieces.
-					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed, provenance: marked.provenance });
+					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed: imageSeed, provenance: marked.provenance });
 					continue;
 				}
 				// An inline image is stored too (its job keeps it, and a replay sends it from storage in pieces):
 				// neither the answer nor its records hold it whole. Not synced on its own: the usage line
 				// below is made durable before the answer, and its sync of the same database covers this row.
 				const stored = await hostedFiles.putBuffer(marked.bytes, image.media, caller.apiKeyId, marked.provenance, { durable: false });
+				storedIds.push(stored.id);
 				if (generation.response_format === 'b64_json') {
 					// The first answer goes out from the bytes at hand (no read back), replays and the job's from the file.
-					data.push({ b64_json: new InlineFile(stored.id, new InlineBytes(marked.bytes, { releaseWhenSent: ours })), seed, provenance: marked.provenance });
+					data.push({ b64_json: new InlineFile(stored.id, new InlineBytes(marked.bytes, { releaseWhenSent: ours })), seed: imageSeed, provenance: marked.provenance });
 				} else {
 					if (ours) releaseBytes(marked.bytes);
-					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance: marked.provenance });
+					data.push({ url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed: imageSeed, provenance: marked.provenance });
 				}
 			}
 			if (caller.stillWanted && !(await caller.stillWanted())) throw cancelled();
 		} catch (error) {
 			await releaseHold(hold, services.log);
+			await removeImages(hostedFiles, storedIds, caller.apiKeyId, services.log);
 			// The limit or the client can stop any step after the host answered (a wait for the image
 			// queue, a re-encode, the write): that is a time-out or a cancellation, never a 500.
 			if (!(error instanceof ImageGenError) && signal.aborted) throw stopped();
@@ -212,6 +229,11 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		};
 	};
 	return observed;
+}
+
+/** A generation that failed at image k hands out none: the k − 1 made before are not left behind. */
+async function removeImages(hostedFiles: HostedFiles, ids: readonly string[], apiKeyId: string, log: GenerationServices['log']): Promise<void> {
+	for (const id of ids) await hostedFiles.remove(id, apiKeyId).catch((error: unknown) => log.error({ err: error, id }, 'removing an image of a failed generation failed'));
 }
 
 /** A failed generation costs nothing; a release that fails only lets the reservation run out its lease. */

@@ -4,14 +4,16 @@
  * says which models accept it and, where they differ, which values each model takes, so a model
  * choosing arguments sees the catalog's rules. The server still validates with core's parser.
  */
-import { DEFAULTS, MODEL_IDS, MODELS, type ModelId } from '../../../core/models';
+import { DEFAULTS, IGNORED_OPENAI_FIELDS, MODEL_IDS, MODELS, OPENAI_FIELDS, type ModelId } from '../../../core/models';
 import { generationJsonSchema, uploadOptionsJsonSchema, type JsonSchema } from '../schema-docs/json-schema';
 
 /**
  * Tools always answer hosted URLs: base64 image data would flood a model's context. A tool call
- * waits for its image, so a webhook would only tell the caller what it already has.
+ * waits for its image, so a webhook would only tell the caller what it already has. The tool draws
+ * one image; OpenAI's fields are for OpenAI's clients.
  */
-const HIDDEN_GENERATION_FIELDS = new Set(['response_format', 'webhook_url']);
+export const OPENAI_ONLY = new Set<string>([...OPENAI_FIELDS, ...IGNORED_OPENAI_FIELDS]);
+const HIDDEN_GENERATION_FIELDS = new Set<string>(['response_format', 'webhook_url', ...OPENAI_ONLY]);
 
 export function generateImageInputSchema(prices: Partial<Record<ModelId, number>>, models: readonly ModelId[] = MODEL_IDS): JsonSchema {
 	const perModel = models.map((id) => ({ id, properties: generationJsonSchema(id).properties as Record<string, JsonSchema> }));

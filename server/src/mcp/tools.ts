@@ -20,6 +20,7 @@ import {
 	FILE_ID_INPUT_SCHEMA,
 	GENERATION_DEFAULTS_TEXT,
 	GENERATION_ID_INPUT_SCHEMA,
+	OPENAI_ONLY,
 	generateImageInputSchema,
 	uploadFileInputSchema,
 } from './tool-schemas';
@@ -66,6 +67,8 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 				if ('response_format' in args) {
 					throw invalidField('response_format', "'response_format' is not an argument of this tool: it always answers the image's URL", 'unknown_field');
 				}
+				const foreign = Object.keys(args).find((name) => OPENAI_ONLY.has(name));
+				if (foreign) throw invalidField(foreign, `'${foreign}' is not an argument of this tool: it draws one image`, 'unknown_field');
 				const generation = parseGenerationRequest({ ...args, response_format: 'url' });
 				// A job like every generation: it can be fetched or canceled with the tools below.
 				const answer = await (await service.jobs.start(generation, caller)).answer;

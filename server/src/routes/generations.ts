@@ -14,6 +14,7 @@ import { keyPolicyOf } from '../keys/authenticate';
 import { fingerprintJson } from '../idempotency/idempotency';
 import { clientGoneSignal } from '../http/client-gone';
 import { generationAnswer } from '../jobs/generation-object';
+import { resolveModelAlias } from '../generation/model-aliases';
 
 const ROUTE = '/v1/images/generations';
 
@@ -61,7 +62,7 @@ export default async function generationRoutes(scope: FastifyInstance): Promise<
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	v1.post('/images/generations', { schema }, async (request, reply) => {
 		const key = v1.idempotency.keyOf(request);
-		const generation = parseGenerationRequest(request.body);
+		const generation = parseGenerationRequest(resolveModelAlias(request.body, v1.config.modelAliases));
 		const apiKey = keyPolicyOf(request);
 		const clientGone = clientGoneSignal(reply);
 		const caller = { apiKeyId: request.apiKeyId, apiKey };

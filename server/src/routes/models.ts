@@ -1,20 +1,23 @@
 /**
- * GET /v1/models: the catalog in force (generation/catalog-in-force.ts); a key limited to some
- * models sees only those.
+ * GET /v1/models: the catalog in force (generation/catalog-in-force.ts) and the aliases
+ * (generation/model-aliases.ts); a key limited to some models sees only those and their aliases.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod/v3';
 import { MODEL_IDS } from '../../../core/models';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
+import { withAliases } from '../generation/model-aliases';
 import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type ZodTypeProvider } from '../schema-docs/route-schemas';
 
 const names = z.array(z.string());
 const modelSchema = z.object({
-	id: z.enum(MODEL_IDS),
+	id: z.string().describe('A model, or an alias of one (--model-aliases)'),
+	alias_of: z.enum(MODEL_IDS).optional().describe("An alias's model: the one that draws its images"),
 	object: z.literal('model'),
 	display_name: z.string(),
 	description: z.string(),
 	fields: names,
+	ignored_fields: names.describe("OpenAI's fields the model accepts and ignores"),
 	required: names,
 	aspect_ratios: names,
 	output_formats: names,
@@ -37,6 +40,6 @@ const schema = {
 
 export default async function modelRoutes(scope: FastifyInstance): Promise<void> {
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
-	const catalog = catalogInForce(v1.config.priceOverrides, v1.providers);
+	const catalog = withAliases(catalogInForce(v1.config.priceOverrides, v1.providers), v1.config.modelAliases);
 	v1.get('/models', { schema }, async (request) => catalogFor(catalog, request.apiKey?.models));
 }

@@ -6,7 +6,7 @@
  */
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import type { ZodTypeAny } from 'zod/v3';
-import { MODELS, SEED_MAX, type ModelId } from '../../../core/models';
+import { IGNORED_OPENAI_FIELDS, MAX_IMAGES_PER_REQUEST, MODELS, SEED_MAX, type ModelId } from '../../../core/models';
 import { GENERATION_SCHEMAS, UPLOAD_OUTPUT_FORMATS, WEBHOOK_URL_MAX_LENGTH } from '../../../core/schemas';
 import { UPLOAD_OPTION_BOUNDS } from '../../../core/upload-options';
 
@@ -25,6 +25,14 @@ export const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
 	response_format: "'url' hosts the image and answers its URL; 'b64_json' answers the bytes inline.",
 	output_format: 'Image file format.',
 	seed: 'Same seed and request, same image. Omit for a random one; the answer says which seed was used.',
+	n: 'How many images (OpenAI): each its own call with seed + i, each charged; all or nothing.',
+	size: "OpenAI's <width>x<height> (e.g. 1792x1024), read as the listed aspect ratio nearest to it, or auto (the model's default). Not with aspect_ratio.",
+	quality: "OpenAI's; accepted and ignored.",
+	style: "OpenAI's; accepted and ignored.",
+	user: "OpenAI's; accepted and ignored.",
+	background: "OpenAI's; accepted and ignored.",
+	moderation: "OpenAI's; accepted and ignored.",
+	output_compression: "OpenAI's (0-100); accepted and ignored.",
 	webhook_url:
 		"An http(s) URL the service POSTs the generation's end to, signed per Standard Webhooks (the key's secret: GET /v1/webhooks/secret). Private and loopback hosts are refused unless the operator allows them.",
 };
@@ -43,6 +51,10 @@ export function generationJsonSchema(id: ModelId): JsonSchema {
 	properties.prompt = { ...properties.prompt, minLength: 1 };
 	properties.seed = { type: 'integer', minimum: 0, maximum: SEED_MAX };
 	properties.webhook_url = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: WEBHOOK_URL_MAX_LENGTH };
+	properties.n = { type: 'integer', minimum: 1, maximum: MAX_IMAGES_PER_REQUEST };
+	properties.size = { type: 'string', pattern: '^(auto|[1-9][0-9]*x[1-9][0-9]*)$' };
+	for (const field of IGNORED_OPENAI_FIELDS) properties[field] = { type: 'string' };
+	properties.output_compression = { type: 'integer', minimum: 0, maximum: 100 };
 	if (properties.images) {
 		const url = { type: 'string', minLength: 1 };
 		properties.images = { oneOf: [url, { type: 'array', items: url, minItems: 1, maxItems: spec.maxInputImages }] };

@@ -51,6 +51,7 @@ const SAMPLES: Record<string, string> = {
 	'api-keys': 'key-0123456789',
 	providers: 'p-image=replicate',
 	prices: 'p-image=0.01',
+	'model-aliases': 'dall-e-3=p-image',
 	'comfyui-workflow': 'p-image=./flux.json',
 	's3-bucket': 'other-bucket',
 	's3-endpoint': 'http://127.0.0.1:9000',

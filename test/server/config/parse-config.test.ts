@@ -44,6 +44,13 @@ describe('parseConfig', () => {
 		});
 	});
 
+	it('reads --model-aliases and IMAGEGEN_MODEL_ALIASES as alias → model', () => {
+		const config = parseConfig(['--model-aliases', 'dall-e-3=p-image, gpt-image-1=p-image'], {});
+		expect(config).toMatchObject({ modelAliases: { 'dall-e-3': 'p-image', 'gpt-image-1': 'p-image' } });
+		expect(parseConfig([], { IMAGEGEN_MODEL_ALIASES: 'dall-e-2=textimage-v2' })).toMatchObject({ modelAliases: { 'dall-e-2': 'textimage-v2' } });
+		expect(parseConfig([], {})).toMatchObject({ modelAliases: {} });
+	});
+
 	it.each([
 		[['--port', 'eighty'], /--port must be a whole number/],
 		[['--port', '70000'], /--port/],
@@ -54,6 +61,10 @@ describe('parseConfig', () => {
 		[['--api-keys', 'short'], /--api-keys/],
 		[['--prices', 'p-image=cheap'], /--prices: the price of 'p-image'/],
 		[['--prices', 'dall-e=1'], /--prices: unknown model 'dall-e'/],
+		[['--model-aliases', 'dall-e-3'], /--model-aliases: 'dall-e-3' is not of the form <alias>=<model>/],
+		[['--model-aliases', 'dall-e-3=dall-e'], /--model-aliases: unknown model 'dall-e' \(known: p-image, p-image-edit, textimage-v2\)/],
+		[['--model-aliases', 'p-image=textimage-v2'], /--model-aliases: 'p-image' is one of the models already, not an alias/],
+		[['--model-aliases', 'dall-e-3=p-image,dall-e-3=textimage-v2'], /--model-aliases: dall-e-3 is listed twice/],
 		[['--log-level', 'loud'], /--log-level/],
 		[['--sandbox-delay-ms', '600001'], /--sandbox-delay-ms must be a whole number/],
 		[['--sandbox-delay-ms', '-1'], /--sandbox-delay-ms/],

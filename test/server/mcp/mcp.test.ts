@@ -60,6 +60,7 @@ describe('MCP endpoint', () => {
 		expect(properties.model.enum).toEqual(['p-image', 'p-image-edit', 'textimage-v2']);
 		expect(generate.inputSchema.required).toEqual(['model', 'prompt']);
 		expect(properties.response_format).toBeUndefined();
+		for (const field of ['n', 'size', 'quality', 'style', 'user', 'background', 'moderation', 'output_compression']) expect(properties[field]).toBeUndefined();
 		expect(properties.prompt.maxLength).toBe(10_000);
 		expect(properties.aspect_ratio.enum).toContain('16:10');
 		expect(properties.aspect_ratio.description).toMatch(/p-image: 1:1, 16:9.*textimage-v2: .*3:1/);
@@ -144,6 +145,8 @@ describe('MCP endpoint', () => {
 		['generate_image', { model: 'p-image-edit', prompt: 'x' }, 'images'],
 		['generate_image', { model: 'p-image', prompt: 'x', seed: 1.5 }, 'seed'],
 		['generate_image', { model: 'p-image', prompt: 'x', response_format: 'b64_json' }, 'response_format'],
+		['generate_image', { model: 'p-image', prompt: 'x', n: 2 }, 'n'],
+		['generate_image', { model: 'p-image', prompt: 'x', size: '1024x1024' }, 'size'],
 		['upload_file', {}, 'file'],
 		['upload_file', { file: 'bm90IGFuIGltYWdl' }, 'file'],
 		['upload_file', { file: 'https://127.0.0.1:1/x.png', max_side: 3 }, 'max_side'],
