@@ -53,7 +53,7 @@ describe('migrations', () => {
 		const before = await appliedVersions(database);
 		expect(before.map((row) => row.version)).toEqual(ALL_VERSIONS);
 		const { rows: tables } = await database.pool.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
-		expect(tables.map((row) => row.tablename)).toEqual(['api_keys', 'budget_alerts', 'files', 'idempotency_keys', 'key_spend_days', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox']);
+		expect(tables.map((row) => row.tablename)).toEqual(['api_keys', 'budget_alerts', 'files', 'generation_jobs', 'idempotency_keys', 'key_spend_days', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox']);
 
 		const second = recordingLog();
 		const again = await open(url, second);
