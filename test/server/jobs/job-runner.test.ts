@@ -260,7 +260,7 @@ describe("an inline job's end", () => {
 
 	it('reads no stored image back for listeners that do not want the bytes (the outbox)', async () => {
 		await start();
-		const opened = jest.spyOn(server!.app.hostedFiles, 'open');
+		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
 		await inlineCall();
 		await eventually(() => ends.length === 1);
 		expect(ends[0]!.result!.data[0]).toMatchObject({ b64_json: '' });
@@ -270,7 +270,7 @@ describe("an inline job's end", () => {
 	it('reads it once for a listener that wants the bytes', async () => {
 		const withImages: GenerationObject[] = [];
 		await start([listener, { wantsInlineImages: true, jobEnded: async ({ generation }) => void withImages.push(generation) }]);
-		const opened = jest.spyOn(server!.app.hostedFiles, 'open');
+		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
 		const base64 = await inlineCall();
 		await eventually(() => withImages.length === 1);
 		expect(withImages[0]!.result!.data[0]).toMatchObject({ b64_json: base64 });
