@@ -21,7 +21,7 @@ import type { ProviderTable } from '../generation/providers';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
-import type { Job, JobEnd, JobEndListener, JobError, JobStore } from './job-store';
+import type { GenerationObject, Job, JobEnd, JobEndListener, JobError, JobStore } from './job-store';
 
 /** How long a job stays this process's without a renewal; renewed every third of it. */
 export const JOB_LEASE_MS = 60_000;
@@ -103,8 +103,13 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 
 	const ended = async (job: Job) => {
 		if (listeners.length === 0) return;
-		const generation = await generationObject(job, options.inlineBase64 && ((fileId) => options.inlineBase64!(fileId, job.apiKeyId)));
+		// Read back and encoded only for a listener that wants the bytes: the outbox never sends them,
+		// and reading each inline image back cost every job a file open and read.
+		const inlineBase64 = options.inlineBase64 && ((fileId: string) => options.inlineBase64!(fileId, job.apiKeyId));
+		const made = new Map<boolean, Promise<GenerationObject>>();
+		const objectOf = (withImages: boolean) => made.get(withImages) ?? made.set(withImages, generationObject(job, withImages ? inlineBase64 : undefined)).get(withImages)!;
 		for (const listener of listeners) {
+			const generation = await objectOf(listener.wantsInlineImages === true && inlineBase64 !== undefined);
 			await listener
 				.jobEnded({ apiKeyId: job.apiKeyId, ...(job.webhookUrl ? { webhookUrl: job.webhookUrl } : {}), generation })
 				.catch((error: unknown) => log.error({ err: error, job: job.id }, 'telling of a job that ended failed'));

@@ -36,6 +36,11 @@ export interface GenerationObject {
 
 /** Told once when a job reaches succeeded / failed / canceled, after that state is durable. */
 export interface JobEndListener {
+	/**
+	 * Whether its generation objects carry inline images' base64, read back from storage for it
+	 * (a whole image read and encoded per job); without it their `b64_json` is empty.
+	 */
+	readonly wantsInlineImages?: boolean;
 	jobEnded(ended: { apiKeyId: string; webhookUrl?: string; generation: GenerationObject }): Promise<void>;
 }
 

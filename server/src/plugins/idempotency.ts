@@ -55,11 +55,20 @@ const LEASE_MARGIN_MS = 60_000;
 /** A replay whose inline file went between the check and the read runs again; this many in a row is a bug. */
 const MAX_REPLAY_ATTEMPTS = 3;
 
-/** An answer's inline files are gone: a replay runs again, a fresh answer is a 500. */
+/** An answer's inline files are gone: a replay runs again (a stored answer read as it is, a job's, is `resultGone`). */
 class InlineFilesGone extends Error {
 	constructor(readonly fileIds: readonly string[]) {
 		super(`the inline files ${fileIds.join(', ')} of an answer are gone`);
 	}
+}
+
+/**
+ * A job's inline image is gone: expired with the retention, or lost to a power cut (it is stored
+ * without a disk sync of its own, storage/disk-object-storage.ts). A first answer never gets here:
+ * it is sent from the image in memory.
+ */
+function resultGone(): ImageGenError {
+	return new ImageGenError(404, "The generation's inline image is no longer stored (expired or lost); generate it again", { code: 'result_gone' });
 }
 
 function stillRunning(): ImageGenError {
@@ -113,7 +122,7 @@ export default fp(
 			let body: string | NodeJS.ReadableStream = sent.body;
 			if (sent.inlineFiles?.length || sent.inlineBytes?.length) {
 				const opened = await openInlineAnswer(fastify.hostedFiles, sent, target.request.apiKeyId);
-				if ('gone' in opened) throw new InlineFilesGone(opened.gone);
+				if ('gone' in opened) throw sent.replayed ? new InlineFilesGone(opened.gone) : resultGone();
 				target.header('content-length', String(opened.length));
 				body = opened.stream;
 			}

@@ -29,7 +29,7 @@ export default fp<JobsPluginOptions>(
 			listeners: [fastify.webhooks.jobListener, ...(options.listeners ?? [])],
 			inlineBase64: async (fileId, apiKeyId) => {
 				const file = await hostedFiles.info(fileId, apiKeyId);
-				const bytes = file && (await hostedFiles.open(file));
+				const bytes = file && (await hostedFiles.openWhole(file));
 				if (!bytes) throw new Error(`the stored image ${fileId} of a job is gone`);
 				return (await buffer(bytes)).toString('base64');
 			},

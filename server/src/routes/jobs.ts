@@ -21,7 +21,7 @@ const listQuery = z
 	})
 	.strict();
 
-const NOT_FOUND: [number, string] = [404, 'No generation of this key has this id'];
+const NOT_FOUND: [number, string] = [404, 'No generation of this key has this id; code result_gone: it succeeded, but its inline image is no longer stored (expired, or lost in a power cut)'];
 
 /** GET and cancel: a job by its id, answered as the generation object. */
 const oneJobSchema = (operationId: string, summary: string) => ({

@@ -4,7 +4,9 @@
  * sees half an object and a crash leaves only a temp file, which `removeIncomplete` (or the
  * start-up cleanup) deletes. The temp file is synced before the rename and the directory after it,
  * and only then does the write resolve: the row that publishes an object is synced too, and after
- * a power cut it must not point at a name the disk never got, or at an empty file.
+ * a power cut it must not point at a name the disk never got, or at an empty file. A write with
+ * `synced: false` skips both syncs (2 opens, 2 fsyncs, 2 closes on the thread pool); a read that
+ * names the size it expects finds such an object cut short by a power cut missing, never short.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
@@ -48,9 +50,9 @@ export class DiskObjectStorage implements ObjectStorage {
 		const temp = this.tempPath(key);
 		try {
 			const size = Buffer.isBuffer(source) ? await this.writeBuffer(temp, source, options.signal) : await this.writeStream(temp, source, options.signal);
-			await syncToDisk(temp);
+			if (options.synced !== false) await syncToDisk(temp);
 			await rename(temp, this.path(key));
-			await syncToDisk(this.directory);
+			if (options.synced !== false) await syncToDisk(this.directory);
 			return size;
 		} catch (error) {
 			await removeQuietly(temp);
@@ -70,10 +72,14 @@ export class DiskObjectStorage implements ObjectStorage {
 		return counter.bytes;
 	}
 
-	async read(key: string, range?: ByteRange): Promise<Readable | null> {
+	async read(key: string, range?: ByteRange, expect?: { size: number }): Promise<Readable | null> {
 		// The handle is opened first: a sweep that unlinks the file during a download cannot cut it short.
 		const handle = await open(this.path(key), 'r').catch(() => null);
 		if (!handle) return null;
+		if (expect && (await handle.stat()).size !== expect.size) {
+			await handle.close();
+			return null;
+		}
 		return handle.createReadStream({ start: range?.start, end: range?.end, autoClose: true });
 	}
 

@@ -145,9 +145,9 @@ export class HostedFiles {
 		}
 	}
 
-	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+	async stageBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, options: { synced?: boolean } = {}): Promise<StagedFile> {
 		try {
-			return { ...(await this.writeStaged(bytes, media, ownerKeyId)), mayCarryC2pa: mayCarryC2pa(bytes) };
+			return { ...(await this.writeStaged(bytes, media, ownerKeyId, options)), mayCarryC2pa: mayCarryC2pa(bytes) };
 		} catch (error) {
 			throw storageError(error);
 		}
@@ -277,10 +277,10 @@ export class HostedFiles {
 
 	/**
 	 * `provenance`: what the bytes carry when the caller knows better than a scan (a manifest it
-	 * signed). `durable: false`: see PublishOptions.
+	 * signed). `durable: false`: see PublishOptions; `synced: false`: see ObjectWriteOptions.
 	 */
-	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance, options: { durable?: boolean } = {}): Promise<FileRecord> {
-		const staged = await this.stageBuffer(bytes, media, ownerKeyId);
+	async putBuffer(bytes: Buffer, media: SniffedMedia, ownerKeyId: string, provenance?: Provenance, options: { durable?: boolean; synced?: boolean } = {}): Promise<FileRecord> {
+		const staged = await this.stageBuffer(bytes, media, ownerKeyId, options.synced === false ? { synced: false } : {});
 		return this.publish(provenance ? { ...staged, provenance } : staged, options);
 	}
 
@@ -305,6 +305,11 @@ export class HostedFiles {
 	/** The bytes (or a range); null when they are gone (swept or deleted meanwhile). */
 	async open(file: FileRecord, range?: ByteRange): Promise<Readable | null> {
 		return this.storage.read(file.storageKey, range);
+	}
+
+	/** All of the file's bytes, or null when they are gone or not the size recorded (stored `synced: false`, then a power cut). */
+	async openWhole(file: FileRecord): Promise<Readable | null> {
+		return this.storage.read(file.storageKey, undefined, { size: file.size });
 	}
 
 	/** A direct link for redirect delivery that stops working no later than the file expires. */
@@ -384,7 +389,7 @@ export class HostedFiles {
 		return input;
 	}
 
-	private async writeStaged(source: Readable | Buffer, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+	private async writeStaged(source: Readable | Buffer, media: SniffedMedia, ownerKeyId: string, options: { synced?: boolean } = {}): Promise<StagedFile> {
 		const id = randomBytes(ID_BYTES).toString('base64url');
 		const storageKey = `${id}.${media.extension}`;
 		// The full retention whatever the file's own lifetime: a slow write must never be swept
@@ -397,7 +402,7 @@ export class HostedFiles {
 			lifetimeMs: this.options.now ? undefined : this.retentionMs,
 		});
 		try {
-			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType });
+			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType, ...options });
 			return { id, storageKey, media, size, ownerKeyId };
 		} catch (error) {
 			await this.storage.removeIncomplete(storageKey).catch(() => undefined);

@@ -92,7 +92,7 @@ export async function openInlineAnswer(files: HostedFiles, answer: InlineAnswer,
 	try {
 		for (const part of parts) {
 			const file = await files.info(part.fileId, ownerKeyId);
-			const bytes = file && (await files.open(file));
+			const bytes = file && (await files.openWhole(file));
 			if (file && bytes) opened.push({ file, bytes });
 			else gone.push(part.fileId);
 		}

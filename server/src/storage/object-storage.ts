@@ -13,6 +13,12 @@ export interface ObjectWriteOptions {
 	contentType: string;
 	/** Aborts the write; whatever was sent so far is removed (temp file, multipart upload). */
 	signal?: AbortSignal;
+	/**
+	 * false: the bytes need not outlive a power cut, so no disk sync of their own (the disk driver;
+	 * S3 is durable anyway): after one the object may be missing or short, and a reader that must
+	 * not send a short object asks `read` for its size.
+	 */
+	synced?: boolean;
 }
 
 export interface ByteRange {
@@ -45,7 +51,7 @@ export interface ObjectStorage {
 	 */
 	write(key: string, source: Readable | Buffer, options: ObjectWriteOptions): Promise<number>;
 	/** The bytes (or a range of them), or null when there is no such object. */
-	read(key: string, range?: ByteRange): Promise<Readable | null>;
+	read(key: string, range?: ByteRange, expect?: { size: number }): Promise<Readable | null>;
 	/** Deletes objects; keys that do not exist are not an error. */
 	delete(keys: readonly string[]): Promise<void>;
 	/**

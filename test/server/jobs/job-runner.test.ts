@@ -98,8 +98,8 @@ afterEach(async () => {
 
 const providers = (): ProviderTable => Object.fromEntries(MODEL_IDS.map((id) => [id, host])) as unknown as ProviderTable;
 
-async function start(): Promise<InProcessServer> {
-	server = await startInProcessServer({ dataDir, args: ['--log-level', 'silent'], parts: { providers: providers(), jobEndListeners: [listener] } });
+async function start(listeners: JobEndListener[] = [listener]): Promise<InProcessServer> {
+	server = await startInProcessServer({ dataDir, args: ['--log-level', 'silent'], parts: { providers: providers(), jobEndListeners: listeners } });
 	return server;
 }
 
@@ -249,6 +249,34 @@ it('a synchronous call whose host names its job writes the name before the provi
 	expect(listed).toMatchObject({ status: 'succeeded', result: answer.body });
 	expect((await server!.app.jobStore.get(listed.id, KEY_ID))!.hostJob).toEqual({ provider: 'stand-in', id: 'host-1' });
 	expect(ends.map((end) => end.status)).toEqual(['succeeded']);
+});
+
+describe("an inline job's end", () => {
+	const inlineCall = async () => {
+		const answer = await call('/v1/images/generations', { method: 'POST', body: JSON.stringify({ model: 'p-image', prompt: 'a heron', response_format: 'b64_json' }) });
+		expect(answer.status).toBe(200);
+		return answer.body.data[0].b64_json as string;
+	};
+
+	it('reads no stored image back for listeners that do not want the bytes (the outbox)', async () => {
+		await start();
+		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
+		await inlineCall();
+		await eventually(() => ends.length === 1);
+		expect(ends[0]!.result!.data[0]).toMatchObject({ b64_json: '' });
+		expect(opened).not.toHaveBeenCalled();
+	});
+
+	it('reads it once for a listener that wants the bytes', async () => {
+		const withImages: GenerationObject[] = [];
+		await start([listener, { wantsInlineImages: true, jobEnded: async ({ generation }) => void withImages.push(generation) }]);
+		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
+		const base64 = await inlineCall();
+		await eventually(() => withImages.length === 1);
+		expect(withImages[0]!.result!.data[0]).toMatchObject({ b64_json: base64 });
+		expect(ends[0]!.result!.data[0]).toMatchObject({ b64_json: '' });
+		expect(opened).toHaveBeenCalledTimes(1);
+	});
 });
 
 describe('a synchronous call whose client goes away', () => {

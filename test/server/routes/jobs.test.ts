@@ -3,6 +3,9 @@
  * 202 with the job at its Location; every generation, synchronous ones too, can be fetched and
  * listed by the key that made it and by no other; cancel, listing filters and their refusals.
  */
+import { truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
 import { buildTestApp, inject, startInProcessServer, type InProcessApp, type InProcessServer } from '../support/app';
 import { eventually } from '../support/http';
 
@@ -176,5 +179,20 @@ describe('a fresh service', () => {
 		service = await buildTestApp();
 		const answer = await service.request('/v1/generations', { headers: service.auth });
 		expect(await answer.json()).toEqual({ object: 'list', data: [] });
+	});
+});
+
+describe('a job whose inline image is lost (a power cut: it is stored without a disk sync of its own)', () => {
+	it('answers 404 result_gone instead of a 500 or a cut answer, while the first answer was whole', async () => {
+		const sync = await generate({ response_format: 'b64_json', seed: 5 });
+		expect(sync.status).toBe(200);
+		expect(Buffer.from(sync.body.data[0].b64_json, 'base64').length).toBeGreaterThan(0);
+		const [listed] = (await request('/v1/generations?limit=1')).body.data;
+		const job = await server.app.jobStore.get(listed.id, apiKeyIdOf(OWNER));
+		const file = await server.app.hostedFiles.info(job!.result!.inlineFiles![0]!.fileId, apiKeyIdOf(OWNER));
+		truncateSync(join(server.dataDir, 'files', file!.storageKey), 0);
+		const fetched = await request(`/v1/generations/${listed.id}`);
+		expect(fetched.status).toBe(404);
+		expect(fetched.body.error).toMatchObject({ code: 'result_gone' });
 	});
 });
