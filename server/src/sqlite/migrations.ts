@@ -273,6 +273,8 @@ const RECEIVER_ORIGINS = `
 	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '?', '?') - 1);
 	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '#', '#') - 1);
 	UPDATE webhook_outbox SET origin = lower(substr(url, 1, instr(url, '://') + 2) || origin);
+	DROP INDEX webhook_outbox_due;
+	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at, origin, signing_key_id, created_at, id) WHERE state = 'pending';
 	CREATE INDEX generation_jobs_by_age ON generation_jobs (created_at, id);
 `;
 

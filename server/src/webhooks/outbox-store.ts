@@ -131,6 +131,8 @@ export function capParameters(caps: ReceiverCaps | undefined, limit: number): { 
  * room from another key, nor a full origin a key's.
  */
 export function eligibleDeliveries(parameters: string, busy: string): string {
+	// Deliveries of a full origin or key are passed over before ranking, so the sort covers only
+	// what may go (a receiver that hangs at its cap with thousands due costs a scan of the index).
 	return `WITH parameters AS (${parameters}),
 		busy AS (${busy}),
 		due AS (
@@ -139,15 +141,17 @@ export function eligibleDeliveries(parameters: string, busy: string): string {
 				(SELECT count(*) FROM busy WHERE busy.key IS NOT DISTINCT FROM delivery.signing_key_id) AS key_busy
 			FROM webhook_outbox AS delivery, parameters
 			WHERE delivery.state = 'pending' AND delivery.next_attempt_at <= parameters.due_at
+				AND delivery.origin NOT IN (SELECT origin FROM busy GROUP BY origin HAVING count(*) >= parameters.per_origin)
+				AND NOT EXISTS (SELECT 1 FROM busy WHERE busy.key IS NOT DISTINCT FROM delivery.signing_key_id GROUP BY busy.key HAVING count(*) >= parameters.per_key)
 		),
 		ranked AS (
 			SELECT due.*,
-				count(*) FILTER (WHERE key_busy < per_key) OVER (PARTITION BY origin ORDER BY next_attempt_at, created_at, id ROWS UNBOUNDED PRECEDING) AS origin_nth,
-				count(*) FILTER (WHERE origin_busy < per_origin) OVER (PARTITION BY signing_key_id ORDER BY next_attempt_at, created_at, id ROWS UNBOUNDED PRECEDING) AS key_nth
-			FROM due, parameters
+				row_number() OVER (PARTITION BY origin ORDER BY next_attempt_at, created_at, id) AS origin_nth,
+				row_number() OVER (PARTITION BY signing_key_id ORDER BY next_attempt_at, created_at, id) AS key_nth
+			FROM due
 		)
 		SELECT ranked.id FROM ranked, parameters
-		WHERE key_busy < per_key AND origin_busy < per_origin AND origin_busy + origin_nth <= per_origin AND key_busy + key_nth <= per_key
+		WHERE origin_busy + origin_nth <= per_origin AND key_busy + key_nth <= per_key
 		ORDER BY next_attempt_at, created_at, id LIMIT (SELECT claim_limit FROM parameters)`;
 }
 

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { HostResolver } from '../net/safe-fetch';
 import { sendDelivery } from './send-delivery';
 import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders } from './signing';
-import { shortError, type AttemptTarget, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
+import { originOf, shortError, type AttemptTarget, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
 
 /**
  * Pauses after the 1st, 2nd, … failed attempt: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h —
@@ -73,6 +73,8 @@ export interface OutgoingEvent {
 export class WebhookOutbox {
 	private readonly now: () => number;
 	private readonly concurrency: number;
+	private readonly perOrigin: number;
+	private readonly perKey: number;
 	/** Each attempt under way, with whom it is busy. */
 	private readonly inFlight = new Map<Promise<void>, AttemptTarget>();
 	private readonly stopping = new AbortController();
@@ -88,20 +90,23 @@ export class WebhookOutbox {
 	) {
 		this.now = options.now ?? Date.now;
 		this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+		this.perOrigin = options.perOrigin ?? PER_ORIGIN;
+		this.perKey = options.perKey ?? PER_KEY;
 	}
 
 	/** One durable write; the loop is woken so a delivery goes out at once, not at the next poll. */
 	async enqueue(event: OutgoingEvent): Promise<string> {
 		const delivery = newDelivery(event);
 		await this.store.enqueue(delivery, this.now());
-		this.wake();
+		this.wakeFor(delivery);
 		return delivery.id;
 	}
 
 	/** Enqueues an alert unless this key, period and kind had one; answers whether it did. */
 	async enqueueAlert(mark: BudgetAlertMark, event: OutgoingEvent): Promise<boolean> {
-		const enqueued = await this.store.enqueueAlert(mark, newDelivery(event), this.now());
-		if (enqueued) this.wake();
+		const delivery = newDelivery(event);
+		const enqueued = await this.store.enqueueAlert(mark, delivery, this.now());
+		if (enqueued) this.wakeFor(delivery);
 		return enqueued;
 	}
 
@@ -162,12 +167,29 @@ export class WebhookOutbox {
 		void this.poll();
 	}
 
+	/**
+	 * Wakes the loop for a delivery only if it may go now: one to a receiver at its cap waits for a
+	 * slot's end or the next tick, so a burst to a receiver that hangs costs no claim per enqueue.
+	 */
+	private wakeFor(delivery: NewDelivery): void {
+		if (this.inFlight.size >= this.concurrency) return;
+		const origin = originOf(delivery.url);
+		let sameOrigin = 0;
+		let sameKey = 0;
+		for (const target of this.inFlight.values()) {
+			if (target.origin === origin) sameOrigin += 1;
+			if (target.signingKeyId === delivery.signingKeyId) sameKey += 1;
+		}
+		if (sameOrigin >= this.perOrigin || sameKey >= this.perKey) return;
+		this.wake();
+	}
+
 	private async claimAndSend(): Promise<void> {
 		try {
 			const now = this.now();
 			await this.sweepNowAndThen(now);
 			const free = this.concurrency - this.inFlight.size;
-			const caps = { perOrigin: this.options.perOrigin ?? PER_ORIGIN, perKey: this.options.perKey ?? PER_KEY, busy: [...this.inFlight.values()] };
+			const caps = { perOrigin: this.perOrigin, perKey: this.perKey, busy: [...this.inFlight.values()] };
 			const claimed = await this.store.claimDue(now, free, LEASE_MS, caps);
 			for (const delivery of claimed) {
 				const attempt = this.attempt(delivery).finally(() => {
