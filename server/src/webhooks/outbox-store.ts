@@ -133,16 +133,18 @@ export function capParameters(caps: ReceiverCaps | undefined, limit: number): { 
 export function eligibleDeliveries(parameters: string, busy: string): string {
 	// Deliveries of a full origin or key are passed over before ranking, so the sort covers only
 	// what may go (a receiver that hangs at its cap with thousands due costs a scan of the index).
-	return `WITH parameters AS (${parameters}),
-		busy AS (${busy}),
+	return `WITH parameters AS MATERIALIZED (${parameters}),
+		busy AS MATERIALIZED (${busy}),
+		origin_busy AS MATERIALIZED (SELECT origin, count(*) AS open FROM busy GROUP BY origin),
+		key_busy AS MATERIALIZED (SELECT key, count(*) AS open FROM busy GROUP BY key),
 		due AS (
 			SELECT delivery.id, delivery.origin, delivery.signing_key_id, delivery.next_attempt_at, delivery.created_at,
-				(SELECT count(*) FROM busy WHERE busy.origin = delivery.origin) AS origin_busy,
-				(SELECT count(*) FROM busy WHERE busy.key IS NOT DISTINCT FROM delivery.signing_key_id) AS key_busy
-			FROM webhook_outbox AS delivery, parameters
-			WHERE delivery.state = 'pending' AND delivery.next_attempt_at <= parameters.due_at
-				AND delivery.origin NOT IN (SELECT origin FROM busy GROUP BY origin HAVING count(*) >= parameters.per_origin)
-				AND NOT EXISTS (SELECT 1 FROM busy WHERE busy.key IS NOT DISTINCT FROM delivery.signing_key_id GROUP BY busy.key HAVING count(*) >= parameters.per_key)
+				coalesce(origin_busy.open, 0) AS origin_busy, coalesce(key_busy.open, 0) AS key_busy
+			FROM parameters
+				JOIN webhook_outbox AS delivery ON delivery.state = 'pending' AND delivery.next_attempt_at <= parameters.due_at
+				LEFT JOIN origin_busy ON origin_busy.origin = delivery.origin
+				LEFT JOIN key_busy ON key_busy.key IS NOT DISTINCT FROM delivery.signing_key_id
+			WHERE coalesce(origin_busy.open, 0) < parameters.per_origin AND coalesce(key_busy.open, 0) < parameters.per_key
 		),
 		ranked AS (
 			SELECT due.*,
