@@ -307,4 +307,20 @@ export const MIGRATIONS: readonly Migration[] = [
 			);
 		`,
 	},
+	{
+		version: 11,
+		name: 'webhook receivers by origin; jobs by age',
+		sql: `
+			-- Each delivery's receiver host (new URL(url).origin, written at enqueue), which a claim
+			-- caps the attempts by; rows from before are filled from their URL, lower-cased.
+			ALTER TABLE webhook_outbox ADD COLUMN origin text;
+			UPDATE webhook_outbox SET origin = lower(coalesce(substring(url FROM '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*'), url));
+			ALTER TABLE webhook_outbox ALTER COLUMN origin SET NOT NULL;
+			-- A claim passes over the due deliveries of a full receiver by reading the index alone.
+			DROP INDEX webhook_outbox_due;
+			CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at, origin, signing_key_id, created_at, id) WHERE state = 'pending';
+			-- The operator's list of every key's newest jobs reads them by age instead of sorting the table.
+			CREATE INDEX generation_jobs_by_age ON generation_jobs (created_at, id);
+		`,
+	},
 ];

@@ -261,6 +261,23 @@ const WEBHOOKS = `
 	) STRICT, WITHOUT ROWID;
 `;
 
+/**
+ * Each delivery's receiver host (`new URL(url).origin`, written at enqueue), which a claim caps the
+ * attempts by; rows from before are filled from their URL, scheme and host lower-cased. The
+ * operator's list of every key's newest jobs reads the jobs by age instead of sorting the table.
+ */
+const RECEIVER_ORIGINS = `
+	ALTER TABLE webhook_outbox ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+	UPDATE webhook_outbox SET origin = substr(url, instr(url, '://') + 3);
+	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '/', '/') - 1);
+	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '?', '?') - 1);
+	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '#', '#') - 1);
+	UPDATE webhook_outbox SET origin = lower(substr(url, 1, instr(url, '://') + 2) || origin);
+	DROP INDEX webhook_outbox_due;
+	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at, origin, signing_key_id, created_at, id) WHERE state = 'pending';
+	CREATE INDEX generation_jobs_by_age ON generation_jobs (created_at, id);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
 	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
@@ -272,4 +289,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 	{ version: 8, name: 'rate limit buckets as on PostgreSQL', sql: SHARED_BUCKETS },
 	{ version: 9, name: 'generations as jobs', sql: JOBS },
 	{ version: 10, name: 'webhooks: the service secret, the outbox and budget alerts sent', sql: WEBHOOKS },
+	{ version: 11, name: 'webhook receivers by origin; jobs by age', sql: RECEIVER_ORIGINS },
 ];

@@ -23,11 +23,29 @@ export interface NewDelivery {
 }
 
 export interface ClaimedDelivery extends NewDelivery {
+	/** The receiver's host as `new URL(url).origin` gives it, stored at enqueue. */
+	origin: string;
 	/** Attempts made before this one. */
 	attempts: number;
 	createdAt: number;
 	/** Proves the claim is still this process's when the attempt ends. */
 	claimToken: string;
+}
+
+/** Whom an attempt is busy with: the receiving host and the key whose receivers it serves. */
+export interface AttemptTarget {
+	origin: string;
+	signingKeyId: string | null;
+}
+
+/**
+ * How many attempts one origin, and one key's receivers together, may have open at once, and the
+ * attempts this process has open now: a claim takes no delivery that would pass either cap.
+ */
+export interface ReceiverCaps {
+	perOrigin: number;
+	perKey: number;
+	busy: readonly AttemptTarget[];
 }
 
 export interface BudgetAlertMark {
@@ -44,8 +62,13 @@ export interface OutboxStore {
 	 * any process); answers whether it was enqueued now.
 	 */
 	enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean>;
-	/** Up to `limit` pending deliveries due at `now`, each claimed until `now + leaseMs`. */
-	claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+	/**
+	 * Up to `limit` pending deliveries due at `now`, each claimed until `now + leaseMs`, the longest
+	 * due first; with `caps`, only those its origin and key have room for. A claim may take fewer
+	 * than there is room for when one key's deliveries wait for a full origin (they rank ahead of
+	 * its others); the next claim, which counts the full origin as busy, takes them.
+	 */
+	claimDue(now: number, limit: number, leaseMs: number, caps?: ReceiverCaps): Promise<ClaimedDelivery[]>;
 	/** Received: the row goes. False when the claim was no longer this one's. */
 	delivered(claim: ClaimedDelivery): Promise<boolean>;
 	/** Failed this time: tried again at `at` (the attempt counted). */
@@ -63,6 +86,7 @@ export interface OutboxStore {
 export interface DeliveryRow {
 	id: string;
 	url: string;
+	origin: string;
 	signing_key_id: string | null;
 	body: string;
 	event_type: string;
@@ -74,6 +98,7 @@ export function claimedDelivery(row: DeliveryRow, claimToken: string): ClaimedDe
 	return {
 		id: row.id,
 		url: row.url,
+		origin: row.origin,
 		signingKeyId: row.signing_key_id,
 		body: row.body,
 		eventType: row.event_type,
@@ -81,6 +106,55 @@ export function claimedDelivery(row: DeliveryRow, claimToken: string): ClaimedDe
 		attempts: row.attempts,
 		claimToken,
 	};
+}
+
+/** The columns a claim answers, as both engines name them. */
+export const CLAIMED_COLUMNS = 'id, url, origin, signing_key_id, body, event_type, created_at, attempts, claim_token';
+
+/** A receiver's host, what the per-origin cap counts by (`https://hooks.example:8443`). */
+export function originOf(url: string): string {
+	return new URL(url).origin;
+}
+
+/** The claim's parameters for the SQL: the caps (unbounded without them) and the busy targets as JSON. */
+export function capParameters(caps: ReceiverCaps | undefined, limit: number): { perOrigin: number; perKey: number; busy: string } {
+	const busy = (caps?.busy ?? []).map((target) => ({ origin: target.origin, key: target.signingKeyId }));
+	return { perOrigin: caps?.perOrigin ?? limit, perKey: caps?.perKey ?? limit, busy: JSON.stringify(busy) };
+}
+
+/**
+ * The ids a claim takes, the longest due first, as one query both engines run; `parameters` is a
+ * one-row select of `due_at`, `per_origin`, `per_key` and `claim_limit`, `busy` one of the
+ * process's open attempts as (`origin`, `key`). A delivery goes only where its origin and its key
+ * both have room: it is ranked within its origin among the deliveries whose key has room, and
+ * within its key among those whose origin has room, so a key that is full never takes an origin's
+ * room from another key, nor a full origin a key's.
+ */
+export function eligibleDeliveries(parameters: string, busy: string): string {
+	// Deliveries of a full origin or key are passed over before ranking, so the sort covers only
+	// what may go (a receiver that hangs at its cap with thousands due costs a scan of the index).
+	return `WITH parameters AS MATERIALIZED (${parameters}),
+		busy AS MATERIALIZED (${busy}),
+		origin_busy AS MATERIALIZED (SELECT origin, count(*) AS open FROM busy GROUP BY origin),
+		key_busy AS MATERIALIZED (SELECT key, count(*) AS open FROM busy GROUP BY key),
+		due AS (
+			SELECT delivery.id, delivery.origin, delivery.signing_key_id, delivery.next_attempt_at, delivery.created_at,
+				coalesce(origin_busy.open, 0) AS origin_busy, coalesce(key_busy.open, 0) AS key_busy
+			FROM parameters
+				JOIN webhook_outbox AS delivery ON delivery.state = 'pending' AND delivery.next_attempt_at <= parameters.due_at
+				LEFT JOIN origin_busy ON origin_busy.origin = delivery.origin
+				LEFT JOIN key_busy ON key_busy.key IS NOT DISTINCT FROM delivery.signing_key_id
+			WHERE coalesce(origin_busy.open, 0) < parameters.per_origin AND coalesce(key_busy.open, 0) < parameters.per_key
+		),
+		ranked AS (
+			SELECT due.*,
+				row_number() OVER (PARTITION BY origin ORDER BY next_attempt_at, created_at, id) AS origin_nth,
+				row_number() OVER (PARTITION BY signing_key_id ORDER BY next_attempt_at, created_at, id) AS key_nth
+			FROM due
+		)
+		SELECT ranked.id FROM ranked, parameters
+		WHERE origin_busy + origin_nth <= per_origin AND key_busy + key_nth <= per_key
+		ORDER BY next_attempt_at, created_at, id LIMIT (SELECT claim_limit FROM parameters)`;
 }
 
 /** An error text short enough for a row and a log line. */

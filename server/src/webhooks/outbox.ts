@@ -1,8 +1,9 @@
 /**
  * The webhook outbox: what the rest of the service hands an event to, and the loop that delivers
  * it. Enqueueing is one durable write and all a request or a job ever waits for; the loop runs on
- * its own timer with at most `concurrency` attempts at once, each with its own time limit, so a
- * receiver that hangs or answers 500 for ever costs a few sockets, never a generation's time.
+ * its own timer with at most `concurrency` attempts at once, each with its own time limit, and at
+ * most a few of them for one receiver, so a receiver that hangs or answers 500 for ever costs a few
+ * sockets, never a generation's time nor another receiver's deliveries.
  *
  * At least once: a delivery is retried (same `webhook-id`, same body, a fresh timestamp and
  * signature) after each time-out or non-2xx with growing pauses, the first within 60 s, for about
@@ -14,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { HostResolver } from '../net/safe-fetch';
 import { sendDelivery } from './send-delivery';
 import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders } from './signing';
-import { shortError, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
+import { originOf, shortError, type AttemptTarget, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
 
 /**
  * Pauses after the 1st, 2nd, … failed attempt: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h —
@@ -28,6 +29,14 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 const LEASE_MS = 60_000;
 const POLL_EVERY_MS = 1_000;
 const DEFAULT_CONCURRENCY = 8;
+/**
+ * Attempts open at once to one origin, and to one key's receivers together: a host that hangs
+ * holds 2 of the 8, a key whose every receiver hangs 4 (its other receivers still get 2), so the
+ * rest always serve everyone else. Per origin, since one slow host may serve many keys; per key,
+ * since one caller may name many slow hosts.
+ */
+const PER_ORIGIN = 2;
+const PER_KEY = 4;
 /** Given-up deliveries are looked for at most this often per process. */
 const SWEEP_EVERY_MS = 60_000;
 
@@ -48,6 +57,8 @@ export interface OutboxOptions {
 	resolve?: HostResolver;
 	now?: () => number;
 	concurrency?: number;
+	perOrigin?: number;
+	perKey?: number;
 	attemptTimeoutMs?: number;
 }
 
@@ -62,7 +73,10 @@ export interface OutgoingEvent {
 export class WebhookOutbox {
 	private readonly now: () => number;
 	private readonly concurrency: number;
-	private readonly inFlight = new Set<Promise<void>>();
+	private readonly perOrigin: number;
+	private readonly perKey: number;
+	/** Each attempt under way, with whom it is busy. */
+	private readonly inFlight = new Map<Promise<void>, AttemptTarget>();
 	private readonly stopping = new AbortController();
 	private timer: NodeJS.Timeout | null = null;
 	private polling: Promise<void> | null = null;
@@ -76,20 +90,23 @@ export class WebhookOutbox {
 	) {
 		this.now = options.now ?? Date.now;
 		this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+		this.perOrigin = options.perOrigin ?? PER_ORIGIN;
+		this.perKey = options.perKey ?? PER_KEY;
 	}
 
 	/** One durable write; the loop is woken so a delivery goes out at once, not at the next poll. */
 	async enqueue(event: OutgoingEvent): Promise<string> {
 		const delivery = newDelivery(event);
 		await this.store.enqueue(delivery, this.now());
-		this.wake();
+		this.wakeFor(delivery);
 		return delivery.id;
 	}
 
 	/** Enqueues an alert unless this key, period and kind had one; answers whether it did. */
 	async enqueueAlert(mark: BudgetAlertMark, event: OutgoingEvent): Promise<boolean> {
-		const enqueued = await this.store.enqueueAlert(mark, newDelivery(event), this.now());
-		if (enqueued) this.wake();
+		const delivery = newDelivery(event);
+		const enqueued = await this.store.enqueueAlert(mark, delivery, this.now());
+		if (enqueued) this.wakeFor(delivery);
 		return enqueued;
 	}
 
@@ -112,7 +129,7 @@ export class WebhookOutbox {
 		this.timer = null;
 		this.stopping.abort();
 		await this.polling;
-		await Promise.allSettled([...this.inFlight]);
+		await Promise.allSettled([...this.inFlight.keys()]);
 	}
 
 	/**
@@ -140,7 +157,7 @@ export class WebhookOutbox {
 	async settled(): Promise<void> {
 		while (this.polling || this.inFlight.size > 0) {
 			await this.polling;
-			await Promise.allSettled([...this.inFlight]);
+			await Promise.allSettled([...this.inFlight.keys()]);
 		}
 	}
 
@@ -150,19 +167,40 @@ export class WebhookOutbox {
 		void this.poll();
 	}
 
+	/**
+	 * Wakes the loop for a delivery only if it may go now: one to a receiver at its cap waits for a
+	 * slot's end or the next tick, so a burst to a receiver that hangs costs no claim per enqueue.
+	 */
+	private wakeFor(delivery: NewDelivery): void {
+		if (this.inFlight.size >= this.concurrency) return;
+		const origin = originOf(delivery.url);
+		let sameOrigin = 0;
+		let sameKey = 0;
+		for (const target of this.inFlight.values()) {
+			if (target.origin === origin) sameOrigin += 1;
+			if (target.signingKeyId === delivery.signingKeyId) sameKey += 1;
+		}
+		if (sameOrigin >= this.perOrigin || sameKey >= this.perKey) return;
+		this.wake();
+	}
+
 	private async claimAndSend(): Promise<void> {
 		try {
 			const now = this.now();
 			await this.sweepNowAndThen(now);
-			const claimed = await this.store.claimDue(now, this.concurrency - this.inFlight.size, LEASE_MS);
+			const free = this.concurrency - this.inFlight.size;
+			const caps = { perOrigin: this.perOrigin, perKey: this.perKey, busy: [...this.inFlight.values()] };
+			const claimed = await this.store.claimDue(now, free, LEASE_MS, caps);
 			for (const delivery of claimed) {
 				const attempt = this.attempt(delivery).finally(() => {
 					this.inFlight.delete(attempt);
 					// A slot is free: what waits for one goes now, not at the next tick.
 					this.wake();
 				});
-				this.inFlight.add(attempt);
+				this.inFlight.set(attempt, { origin: delivery.origin, signingKeyId: delivery.signingKeyId });
 			}
+			// A claim may leave room a full origin held back (outbox-store.ts): the next one, counting it busy, takes it.
+			if (claimed.length > 0 && claimed.length < free) this.pollAgain = true;
 		} catch (error) {
 			this.options.log.error({ err: error }, 'claiming webhook deliveries failed');
 		}

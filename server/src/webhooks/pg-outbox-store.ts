@@ -1,34 +1,44 @@
 /**
- * The webhook outbox in PostgreSQL, shared by every replica. A claim is one statement that locks
- * the due rows it takes (`FOR UPDATE SKIP LOCKED`), so replicas claiming at once split the due
- * deliveries between them instead of sending one twice.
+ * The webhook outbox in PostgreSQL, shared by every replica. A claim ranks the due deliveries its
+ * receivers have room for, then takes them in one statement that locks them (`FOR UPDATE SKIP
+ * LOCKED`) and checks each is still due, so a delivery another replica took meanwhile is passed
+ * by, never sent twice; the claim then ranks again for what it lost, so replicas claiming at once
+ * split the due deliveries between them.
  */
 import type { Pool } from 'pg';
-import { claimedDelivery, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore } from './outbox-store';
+import { CLAIMED_COLUMNS, capParameters, claimedDelivery, eligibleDeliveries, originOf, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
-const INSERT = 'INSERT INTO webhook_outbox (id, url, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $6)';
+const INSERT = 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $7, $3, $4, $5, $6, $6)';
 
 /** The alert's mark and its delivery in one statement: the delivery is inserted only if the mark was. */
 const ENQUEUE_ALERT = `
 	WITH marked AS (
 		INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($7, $8, $9, $6) ON CONFLICT DO NOTHING RETURNING 1
 	)
-	INSERT INTO webhook_outbox (id, url, signing_key_id, body, event_type, created_at, next_attempt_at)
-	SELECT $1, $2, $3, $4, $5, $6, $6 FROM marked`;
+	INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at)
+	SELECT $1, $2, $10, $3, $4, $5, $6, $6 FROM marked`;
+
+const ELIGIBLE = eligibleDeliveries(
+	'SELECT $1::bigint AS due_at, $2::integer AS per_origin, $3::integer AS per_key, $4::integer AS claim_limit',
+	'SELECT busy.origin, busy.key FROM jsonb_to_recordset($5::jsonb) AS busy (origin text, key text)',
+);
 
 const CLAIM = `
 	UPDATE webhook_outbox AS delivery SET next_attempt_at = $3, claim_token = gen_random_uuid()::text
 	FROM (
-		SELECT id FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+		SELECT id FROM webhook_outbox WHERE id = ANY($2::text[]) AND state = 'pending' AND next_attempt_at <= $1 FOR UPDATE SKIP LOCKED
 	) AS due
 	WHERE delivery.id = due.id
-	RETURNING delivery.id, delivery.url, delivery.signing_key_id, delivery.body, delivery.event_type, delivery.created_at, delivery.attempts, delivery.claim_token`;
+	RETURNING ${CLAIMED_COLUMNS.split(', ').map((column) => `delivery.${column}`).join(', ')}`;
+
+/** Rankings a claim makes at most: each one lost deliveries only because another replica claimed them. */
+const CLAIM_ROUNDS = 3;
 
 export class PgOutboxStore implements OutboxStore {
 	constructor(private readonly pool: Pool) {}
 
 	async enqueue(delivery: NewDelivery, now: number): Promise<void> {
-		await this.pool.query(INSERT, [delivery.id, delivery.url, delivery.signingKeyId, delivery.body, delivery.eventType, now]);
+		await this.pool.query(INSERT, [delivery.id, delivery.url, delivery.signingKeyId, delivery.body, delivery.eventType, now, originOf(delivery.url)]);
 	}
 
 	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {
@@ -42,16 +52,24 @@ export class PgOutboxStore implements OutboxStore {
 			mark.keyId,
 			mark.period,
 			mark.kind,
+			originOf(delivery.url),
 		]);
 		return rowCount === 1;
 	}
 
-	async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-		if (limit <= 0) return [];
-		const { rows } = await this.pool.query<DeliveryRow & { claim_token: string }>(CLAIM, [now, limit, now + leaseMs]);
-		return rows
-			.map((row) => claimedDelivery(row, row.claim_token))
-			.sort((a, b) => a.createdAt - b.createdAt);
+	async claimDue(now: number, limit: number, leaseMs: number, caps?: ReceiverCaps): Promise<ClaimedDelivery[]> {
+		const claimed: ClaimedDelivery[] = [];
+		for (let round = 0; round < CLAIM_ROUNDS && claimed.length < limit; round++) {
+			const room = limit - claimed.length;
+			const { perOrigin, perKey, busy } = capParameters(caps && { ...caps, busy: [...caps.busy, ...claimed] }, room);
+			const eligible = await this.pool.query<{ id: string }>(ELIGIBLE, [now, perOrigin, perKey, room, busy]);
+			if (eligible.rows.length === 0) break;
+			const { rows } = await this.pool.query<DeliveryRow & { claim_token: string }>(CLAIM, [now, eligible.rows.map((row) => row.id), now + leaseMs]);
+			claimed.push(...rows.map((row) => claimedDelivery(row, row.claim_token)));
+			// Every delivery it ranked is its own: nothing was lost to another replica.
+			if (rows.length === eligible.rows.length) break;
+		}
+		return claimed.sort((a, b) => a.createdAt - b.createdAt);
 	}
 
 	async delivered(claim: ClaimedDelivery): Promise<boolean> {

@@ -8,15 +8,17 @@
  */
 import type { SqliteDatabase } from '../sqlite/database';
 import { groupCommitOf, type SqliteGroupCommit, type WriteStatement } from '../sqlite/group-commit';
-import { claimedDelivery, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore } from './outbox-store';
+import { CLAIMED_COLUMNS, capParameters, claimedDelivery, eligibleDeliveries, originOf, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
-const INSERT = 'INSERT INTO webhook_outbox (id, url, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+const INSERT = 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const MARK_ALERT = 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
-const ANY_DUE = "SELECT 1 AS due FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1";
-/** Stamps the due rows with a lease and a claim token of their own, and answers them: one statement, one transaction. */
+/**
+ * Stamps the due rows its receivers have room for with a lease and a claim token of their own, and
+ * answers them: one statement, one transaction, so the ranking sees every other process's claims.
+ */
+const ELIGIBLE = eligibleDeliveries('SELECT ? AS due_at, ? AS per_origin, ? AS per_key, ? AS claim_limit', "SELECT value ->> '$.origin' AS origin, value ->> '$.key' AS key FROM json_each(?)");
 const CLAIM = `UPDATE webhook_outbox SET next_attempt_at = ?, claim_token = lower(hex(randomblob(16)))
-	WHERE id IN (SELECT id FROM webhook_outbox WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?)
-	RETURNING id, url, signing_key_id, body, event_type, created_at, attempts, claim_token`;
+	WHERE id IN (${ELIGIBLE}) RETURNING ${CLAIMED_COLUMNS}`;
 const REMOVE = "DELETE FROM webhook_outbox WHERE id = ? AND claim_token = ? AND state = 'pending'";
 const RETRY = "UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
 const GIVE_UP = "UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
@@ -33,7 +35,7 @@ export class SqliteOutboxStore implements OutboxStore {
 	constructor(database: SqliteDatabase) {
 		this.commits = groupCommitOf(database);
 		this.statements = {
-			anyDue: database.prepare<[number], { due: 1 }>(ANY_DUE),
+			eligible: database.prepare<unknown[], { id: string }>(ELIGIBLE),
 			readSecret: database.prepare<[string], { secret: Buffer }>(READ_SECRET),
 		};
 	}
@@ -48,12 +50,14 @@ export class SqliteOutboxStore implements OutboxStore {
 		return changes === 1;
 	}
 
-	async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-		// Polled every second: a read finds nothing due without taking the write lock.
-		if (limit <= 0 || !this.statements.anyDue.get(now)) return [];
+	async claimDue(now: number, limit: number, leaseMs: number, caps?: ReceiverCaps): Promise<ClaimedDelivery[]> {
+		if (limit <= 0) return [];
+		// Polled every second and at each enqueue: a read finds nothing that may go without taking the write lock.
+		const [, ...eligibleValues] = claimValues(now, 1, leaseMs, caps);
+		if (!this.statements.eligible.get(...eligibleValues)) return [];
 		// A claim lost to a power cut only makes the delivery claimable again (at least once): no sync of its own.
-		const rows = await this.commits.write<Array<DeliveryRow & { claim_token: string }>>([{ sql: CLAIM, values: [now + leaseMs, now, limit], rows: true }], { durable: false });
-		return rows.map((row) => claimedDelivery(row, row.claim_token));
+		const rows = await this.commits.write<Array<DeliveryRow & { claim_token: string }>>([{ sql: CLAIM, values: claimValues(now, limit, leaseMs, caps), rows: true }], { durable: false });
+		return rows.map((row) => claimedDelivery(row, row.claim_token)).sort((a, b) => a.createdAt - b.createdAt);
 	}
 
 	async delivered(claim: ClaimedDelivery): Promise<boolean> {
@@ -86,6 +90,11 @@ export class SqliteOutboxStore implements OutboxStore {
 	}
 }
 
+function claimValues(now: number, limit: number, leaseMs: number, caps: ReceiverCaps | undefined): unknown[] {
+	const { perOrigin, perKey, busy } = capParameters(caps, limit);
+	return [now + leaseMs, now, perOrigin, perKey, limit, busy];
+}
+
 function insert(delivery: NewDelivery, now: number): WriteStatement {
-	return { sql: INSERT, values: [delivery.id, delivery.url, delivery.signingKeyId, delivery.body, delivery.eventType, now, now] };
+	return { sql: INSERT, values: [delivery.id, delivery.url, originOf(delivery.url), delivery.signingKeyId, delivery.body, delivery.eventType, now, now] };
 }

@@ -88,6 +88,41 @@ export function describeOutboxStoreContract(name: string, harness: () => OutboxS
 			expect(new Set(ids).size).toBe(40);
 		});
 
+		it('with caps, takes no more for one origin or one key than they have room for, counting the attempts open', async () => {
+			const store = await current.open();
+			const at = (origin: string, key: string | null, count: number, from: number) =>
+				Array.from({ length: count }, (_, index) => ({ id: `msg_${origin}_${index}`, url: `https://${origin}.example/hook/${index}`, signingKeyId: key, time: T0 + from + index }));
+			const rows = [...at('x', 'key-a', 5, 0), ...at('y', 'key-a', 5, 10), ...at('z', 'key-b', 3, 20), ...at('w', null, 1, 30)];
+			for (const row of rows) await store.enqueue(delivery(row.id, { url: row.url, signingKeyId: row.signingKeyId }), row.time);
+			const caps = { perOrigin: 2, perKey: 3 };
+			const first = await store.claimDue(T0 + 100, 8, LEASE, { ...caps, busy: [] });
+			// key-a's first three are x's; x takes two, so y waits for the next claim, which counts x as full.
+			expect(first.map((claim) => claim.id)).toEqual(['msg_x_0', 'msg_x_1', 'msg_z_0', 'msg_z_1', 'msg_w_0']);
+			expect(first[0]).toMatchObject({ origin: 'https://x.example', signingKeyId: 'key-a' });
+			const second = await store.claimDue(T0 + 100, 8, LEASE, { ...caps, busy: first });
+			expect(second.map((claim) => claim.id)).toEqual(['msg_y_0']);
+			expect(await store.claimDue(T0 + 100, 8, LEASE, { ...caps, busy: [...first, ...second] })).toEqual([]);
+			// An attempt ended (x's first, delivered): its origin and key have room for one more again.
+			expect(await store.delivered(first[0]!)).toBe(true);
+			const third = await store.claimDue(T0 + 100, 8, LEASE, { ...caps, busy: [...first.slice(1), ...second] });
+			expect(third.map((claim) => claim.id)).toEqual(['msg_x_2']);
+			// The limit still holds, and without caps every due delivery may go.
+			expect(await store.claimDue(T0 + 100, 1, LEASE)).toHaveLength(1);
+			expect(await store.claimDue(T0 + 100, 20, LEASE)).toHaveLength(rows.length - first.length - second.length - third.length - 1);
+		});
+
+		it('an origin is the URL’s scheme, host and port, whatever the path, query or letter case', async () => {
+			const store = await current.open();
+			await store.enqueue(delivery('msg_1', { url: 'HTTPS://Hooks.Example:8443/a?b=1' }), T0);
+			await store.enqueue(delivery('msg_2', { url: 'https://hooks.example:8443/c#d' }), T0 + 1);
+			await store.enqueue(delivery('msg_3', { url: 'https://hooks.example/a' }), T0 + 2);
+			const claims = await store.claimDue(T0 + 10, 10, LEASE, { perOrigin: 1, perKey: 10, busy: [] });
+			expect(claims.map((claim) => [claim.id, claim.origin])).toEqual([
+				['msg_1', 'https://hooks.example:8443'],
+				['msg_3', 'https://hooks.example'],
+			]);
+		});
+
 		it('an alert is enqueued once per key, period and kind, whichever process asks', async () => {
 			const [one, two] = [await current.open(), await current.open()];
 			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold' } as const;

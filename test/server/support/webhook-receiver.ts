@@ -18,6 +18,8 @@ export interface Received {
 export interface Receiver {
 	url: string;
 	received: Received[];
+	/** The most requests it held open at one time. */
+	mostAtOnce(): number;
 	/** What the next deliveries are answered with (a status, or `hang`: never answered). */
 	answer(next: number | 'hang'): void;
 	close(): Promise<void>;
@@ -26,7 +28,12 @@ export interface Receiver {
 export async function startReceiver(path = '/hook'): Promise<Receiver> {
 	const received: Received[] = [];
 	let status: number | 'hang' = 200;
+	let open = 0;
+	let most = 0;
 	const server: Server = createServer((request, response) => {
+		open += 1;
+		most = Math.max(most, open);
+		response.on('close', () => (open -= 1));
 		const chunks: Buffer[] = [];
 		request.on('data', (chunk: Buffer) => chunks.push(chunk));
 		request.on('end', () => {
@@ -40,6 +47,7 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
 	return {
 		url: `http://127.0.0.1:${port}${path}`,
 		received,
+		mostAtOnce: () => most,
 		answer: (next) => {
 			status = next;
 		},

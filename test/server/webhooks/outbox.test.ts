@@ -9,6 +9,7 @@ import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
 import { RETRY_PAUSES_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOptions } from '../../../server/src/webhooks/outbox';
 import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
 import { useFakeClock } from '../support/clock';
+import { eventually } from '../support/http';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../support/webhook-receiver';
 
@@ -160,6 +161,70 @@ it('receivers that hang cost their own timers: enqueueing stays quick and each a
 	expect(outcomes).toEqual(Array(10).fill('retried'));
 	expect(performance.now() - started).toBeGreaterThanOrEqual(5 * 300);
 	expect(logged[0]!.details).toMatchObject({ error: 'no answer within 0.3 s' });
+});
+
+describe('one receiver that hangs holds no more than its share of the attempts', () => {
+	let others: Receiver[];
+	beforeEach(() => {
+		others = [];
+	});
+	afterEach(async () => {
+		for (const other of others) await other.close();
+	});
+	async function anotherReceiver(): Promise<Receiver> {
+		const other = await startReceiver();
+		others.push(other);
+		return other;
+	}
+
+	it('another key’s receiver gets its delivery at once while 20 deliveries to the hanging one wait', async () => {
+		const outbox = startOutbox({ attemptTimeoutMs: 5_000 });
+		receiver.answer('hang');
+		for (let index = 0; index < 20; index++) await outbox.enqueue(event(receiver.url, 'key-a'));
+		expect(await eventually(() => receiver.received.length >= 2, 2_000, 10)).toBe(true);
+		jest.advanceTimersByTime(1);
+		const healthy = await anotherReceiver();
+		const enqueued = performance.now();
+		await outbox.enqueue(event(healthy.url, 'key-b'));
+		// Within one poll and its own answer time, not after the hanging attempts' 5 s.
+		expect(await eventually(() => healthy.received.length === 1, 1_000, 10)).toBe(true);
+		expect(performance.now() - enqueued).toBeLessThan(1_000);
+		// While the hanging receiver's attempts were still open: it held two, the rest of its deliveries wait for those.
+		expect(outcomes).not.toContain('retried');
+		expect(receiver.received).toHaveLength(2);
+		expect(await eventually(() => outcomes.includes('delivered'), 1_000, 10)).toBe(true);
+		// Stopped rather than settled: the hanging receiver's 18 others would take 2 at a time, 5 s each.
+		await outbox.stop();
+	});
+
+	it('the hanging receiver’s deliveries still all go out, two at a time, and keep their retries', async () => {
+		const outbox = startOutbox({ attemptTimeoutMs: 200 });
+		receiver.answer('hang');
+		for (let index = 0; index < 10; index++) await outbox.enqueue(event());
+		await outbox.settled();
+		expect(receiver.received).toHaveLength(10);
+		expect(receiver.mostAtOnce()).toBe(2);
+		expect(outcomes).toEqual(Array(10).fill('retried'));
+		receiver.answer(200);
+		await advance(outbox, RETRY_PAUSES_MS[0]);
+		expect(receiver.received).toHaveLength(20);
+		expect(new Set(receiver.received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(10);
+		expect(outcomes.filter((outcome) => outcome === 'delivered')).toHaveLength(10);
+	});
+
+	it('one key with hanging receivers on many hosts holds at most 4 attempts: another key is still served', async () => {
+		const outbox = startOutbox({ attemptTimeoutMs: 5_000 });
+		const hanging = [receiver, await anotherReceiver(), await anotherReceiver(), await anotherReceiver()];
+		for (const one of hanging) one.answer('hang');
+		for (let index = 0; index < 16; index++) await outbox.enqueue(event(hanging[index % 4]!.url, 'key-a'));
+		expect(await eventually(() => hanging.reduce((sum, one) => sum + one.received.length, 0) >= 4, 2_000, 10)).toBe(true);
+		jest.advanceTimersByTime(1);
+		const healthy = await anotherReceiver();
+		await outbox.enqueue(event(healthy.url, 'key-b'));
+		expect(await eventually(() => healthy.received.length === 1, 1_000, 10)).toBe(true);
+		expect(hanging.reduce((sum, one) => sum + one.received.length, 0)).toBe(4);
+		await outbox.stop();
+	});
 });
 
 it('an alert is sent unsigned: the id and timestamp only', async () => {
