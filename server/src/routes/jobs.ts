@@ -86,7 +86,14 @@ export default async function jobRoutes(scope: FastifyInstance): Promise<void> {
 	v1.get('/generations', { schema: listSchema }, async (request, reply) => {
 		const { status, limit } = request.query;
 		const jobs = await v1.jobStore.list(request.apiKeyId, { ...(status ? { status } : {}), limit });
-		const answers = jobs.map(generationAnswer);
+		// A job outlives its inline image by up to a sweep (the image expires from its own creation,
+		// the job from its end): such a job is listed with `result: null`, not a list that fails.
+		const kept = async (job: Job) => {
+			const files = job.result?.inlineFiles ?? [];
+			const stored = await Promise.all(files.map(async (file) => (await v1.hostedFiles.info(file.fileId, request.apiKeyId)) !== null));
+			return stored.every(Boolean) ? job : { ...job, result: null };
+		};
+		const answers = (await Promise.all(jobs.map(kept))).map(generationAnswer);
 		// Each object's text as sent alone, joined: inline images stay stored files, spliced when sent.
 		let body = '{"object":"list","data":[';
 		const inlineFiles = [];

@@ -196,3 +196,16 @@ describe('a job whose inline image is lost (a power cut: it is stored without a 
 		expect(fetched.body.error).toMatchObject({ code: 'result_gone' });
 	});
 });
+
+describe('a job whose inline image expired before the job was swept', () => {
+	it('is listed with result null, not a list that fails', async () => {
+		const sync = await generate({ response_format: 'b64_json', seed: 6 });
+		expect(sync.status).toBe(200);
+		const [listed] = (await request('/v1/generations?limit=1')).body.data;
+		const job = await server.app.jobStore.get(listed.id, apiKeyIdOf(OWNER));
+		expect(await server.app.hostedFiles.remove(job!.result!.inlineFiles![0]!.fileId, apiKeyIdOf(OWNER))).toBe(true);
+		const list = await request('/v1/generations?limit=1');
+		expect(list.status).toBe(200);
+		expect(list.body.data).toEqual([expect.objectContaining({ id: listed.id, status: 'succeeded', result: null })]);
+	});
+});
