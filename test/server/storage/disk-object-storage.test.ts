@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { SERVER_CLI } from '../../helpers/server';
 
 const DRIVER = join(SERVER_CLI, '..', 'storage', 'disk-object-storage.js');
@@ -104,7 +105,6 @@ function parseTrace(trace: string): Event[] {
 });
 
 it('a read that names the size it expects finds an object of another size (cut short by a power cut) missing', async () => {
-	const { DiskObjectStorage } = require(DRIVER) as typeof import('../../../server/src/storage/disk-object-storage');
 	const storage = new DiskObjectStorage({ directory });
 	await storage.init();
 	await storage.write('whole.png', Buffer.alloc(4096, 1), { contentType: 'image/png', synced: false });
