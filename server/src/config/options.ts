@@ -59,6 +59,13 @@ export const OPTIONS = [
 	option({ flag: 'max-json-mb', type: positiveNumber, default: 100, help: 'Largest JSON request body, in MiB (base64 inputs travel in it)', into: (mib) => ({ maxJsonBytes: mebibytes(mib) }) }),
 	option({ flag: 'rate-limit-per-minute', type: wholeNumber(0), default: 600, help: 'Requests per minute per API key on /v1 (0 = unlimited)', into: to('rateLimitPerMinute') }),
 	option({ flag: 'generation-timeout-seconds', type: positiveNumber, default: 120, help: 'Time limit for one generation request', into: (seconds) => ({ generationTimeoutMs: milliseconds(seconds) }) }),
+	option({
+		flag: 'job-lease-seconds',
+		type: wholeNumber(3, 3_600),
+		default: 60,
+		help: 'How long a running job stays with the process that runs it without word from it: after a crash, a restart or another replica takes it over once this has passed (3 to 3600)',
+		into: (seconds) => ({ jobLeaseMs: milliseconds(seconds) }),
+	}),
 	option({ flag: 'fetch-timeout-seconds', type: positiveNumber, default: 30, help: 'Time limit for fetching one URL input', into: (seconds) => ({ fetchTimeoutMs: milliseconds(seconds) }) }),
 	option({
 		flag: 'providers',

@@ -26,6 +26,8 @@ export interface ServiceConfig {
 	providerSelection: ProviderSelection;
 	/** How long the sandbox provider waits before it draws (`--sandbox-delay-ms`). */
 	sandboxDelayMs: number;
+	/** `--job-lease-seconds`: how long a running job's owner may be silent before another process takes it over. */
+	jobLeaseMs: number;
 	/** `--comfyui-workflow`: each model's ComfyUI workflow file, resolved against the working directory. */
 	comfyuiWorkflows: Partial<Record<ModelId, string>>;
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */

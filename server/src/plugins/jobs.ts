@@ -5,7 +5,7 @@
  */
 import { buffer } from 'node:stream/consumers';
 import fp from 'fastify-plugin';
-import { createJobRunner, JOB_LEASE_MS, type JobRunner } from '../jobs/job-runner';
+import { createJobRunner, type JobRunner } from '../jobs/job-runner';
 import type { JobEndListener } from '../jobs/job-store';
 
 declare module 'fastify' {
@@ -34,6 +34,7 @@ export default fp<JobsPluginOptions>(
 				return (await buffer(bytes)).toString('base64');
 			},
 			log: fastify.log,
+			leaseMs: fastify.config.jobLeaseMs,
 		});
 		fastify.decorate('jobs', jobs);
 
@@ -42,7 +43,7 @@ export default fp<JobsPluginOptions>(
 			jobs.recover().catch((error: unknown) => fastify.log.error({ err: error }, 'taking over the jobs of a stopped process failed'));
 		fastify.addHook('onReady', async () => {
 			void recover();
-			recovering = setInterval(recover, JOB_LEASE_MS);
+			recovering = setInterval(recover, fastify.config.jobLeaseMs);
 			recovering.unref();
 		});
 		fastify.addHook('onClose', async () => {
