@@ -5,13 +5,11 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { HostJobRef } from '../generation/provider';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../sqlite/database';
 import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
 import { CANCELED_ERROR, countsOf, finishValues, insertValues, JOB_SQL, toJob, type JobRow } from './job-rows';
 import type { GenerationStatus, Job, JobEnd, JobListing, JobStore, NewJob } from './job-store';
-
-type Statement = ReturnType<SqliteDatabase['prepare']>;
 
 /** Rows deleted per transaction by a sweep: the write lock is never held for long. */
 const SWEEP_BATCH = 500;
@@ -35,9 +33,10 @@ const ORPHANED = "AND api_key_id = $2 AND status IN ('queued', 'running') AND (l
 
 export class SqliteJobStore implements JobStore {
 	private readonly commits: SqliteGroupCommit;
-	private readonly prepared = new Map<string, Statement>();
+	private readonly statement: (text: string) => SqliteStatement;
 
 	constructor(private readonly database: SqliteDatabase) {
+		this.statement = statementCache(database);
 		this.commits = groupCommitOf(database);
 	}
 
@@ -122,14 +121,5 @@ export class SqliteJobStore implements JobStore {
 		}
 		if (removed > 0) await releaseFreePages(this.database);
 		return removed;
-	}
-
-	private statement(text: string): Statement {
-		let statement = this.prepared.get(text);
-		if (!statement) {
-			statement = this.database.prepare(text);
-			this.prepared.set(text, statement);
-		}
-		return statement;
 	}
 }

@@ -7,14 +7,12 @@
  * price only if it fits: two processes admitting at once are applied one after another.
  */
 import { fromMicros, toMicros } from '../../../core/units';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../sqlite/database';
 import { whenUnlocked } from '../sqlite/busy';
 import { HeldCharges, utcDay, type SpendChange } from './held-charges';
 import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
 import { KEY_SQL, keyValues, patchStatement, rotateValues, toManagedKey, type KeyRow } from './key-rows';
 import type { ManagedKey } from './managed-key';
-
-type Statement = ReturnType<SqliteDatabase['prepare']>;
 
 const CHARGE = `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
 	ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`;
@@ -23,9 +21,10 @@ export class SqliteKeyStore implements KeyStore {
 	private readonly admit;
 	private readonly charges = new HeldCharges();
 	/** Patches set different columns: one prepared UPDATE per text, made on first use. */
-	private readonly prepared = new Map<string, Statement>();
+	private readonly statement: (text: string) => SqliteStatement;
 
 	constructor(private readonly database: SqliteDatabase) {
+		this.statement = statementCache(database);
 		this.admit = database.transaction((reservation: Reservation, day: string): Admission => {
 			const spent = this.row<{ micros: number }>(KEY_SQL.spent, [reservation.keyId, utcDay(reservation.since)])!.micros;
 			const amount = toMicros(reservation.amountUsd);
@@ -98,14 +97,5 @@ export class SqliteKeyStore implements KeyStore {
 
 	private key(row: KeyRow | undefined): ManagedKey | null {
 		return row ? toManagedKey(row) : null;
-	}
-
-	private statement(text: string): Statement {
-		let statement = this.prepared.get(text);
-		if (!statement) {
-			statement = this.database.prepare(text);
-			this.prepared.set(text, statement);
-		}
-		return statement;
 	}
 }

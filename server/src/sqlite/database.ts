@@ -12,6 +12,23 @@ import { isDamage, quickCheckProblems } from './condition';
 import { migrateSqlite, type SqliteMigrationLog } from './migrate';
 
 export type SqliteDatabase = Database.Database;
+export type SqliteStatement = ReturnType<SqliteDatabase['prepare']>;
+
+/**
+ * One prepared statement per SQL text, made on first use: for stores that run texts shared with
+ * PostgreSQL (and a PATCH's UPDATE, whose text depends on the columns it sets).
+ */
+export function statementCache(database: SqliteDatabase): (text: string) => SqliteStatement {
+	const prepared = new Map<string, SqliteStatement>();
+	return (text) => {
+		let statement = prepared.get(text);
+		if (!statement) {
+			statement = database.prepare(text);
+			prepared.set(text, statement);
+		}
+		return statement;
+	};
+}
 
 export const DATABASE_FILE = 'imagegen.db';
 
