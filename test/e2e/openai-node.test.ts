@@ -2,7 +2,7 @@
  * n8n's own OpenAI node ("Generate an Image", @n8n/n8n-nodes-langchain.openAi) in a real n8n, with
  * an OpenAI credential whose base URL is the service's /v1 and the service's model aliases: the node
  * as n8n ships it gets its images from us: dall-e-3 as URLs, gpt-image-1 as binary data, dall-e-2
- * two at a time.
+ * two at a time, and version 2.2 with the model typed in by ID.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,13 +16,14 @@ let session: Session;
 let run: ExecutionRun;
 let raw: string;
 
-function openAiImageNode(name: string, model: string, options: Record<string, unknown>, position: [number, number]) {
+/** The model picked from the node's list (the newest version), or typed in by ID on an older version. */
+function openAiImageNode(name: string, model: string, options: Record<string, unknown>, position: [number, number], picked: { mode: 'list' | 'id'; typeVersion: number } = { mode: 'list', typeVersion: 2.3 }) {
 	return demo.node(
 		name,
 		'@n8n/n8n-nodes-langchain.openAi',
-		{ resource: 'image', operation: 'generate', modelId: { __rl: true, mode: 'list', value: model }, prompt: 'A red bicycle against a white wall', options },
+		{ resource: 'image', operation: 'generate', modelId: { __rl: true, mode: picked.mode, value: model }, prompt: 'A red bicycle against a white wall', options },
 		position,
-		{ typeVersion: 2.3, credentials: { openAiApi: CREDENTIAL } },
+		{ typeVersion: picked.typeVersion, credentials: { openAiApi: CREDENTIAL } },
 	);
 }
 
@@ -41,11 +42,13 @@ beforeAll(async () => {
 				openAiImageNode('gpt-image-1', 'gpt-image-1', { size: '1024x1536', quality: 'high' }, [240, 200]),
 				// The node offers "Number of Images" for dall-e-2 only.
 				openAiImageNode('dall-e-2', 'dall-e-2', { n: 2, size: '512x512', returnImageUrls: true }, [240, 400]),
+				openAiImageNode('by ID, v2.2', 'gpt-image-1', {}, [240, 600], { mode: 'id', typeVersion: 2.2 }),
 			],
 			connections: demo.connect([
 				['Start', 'dall-e-3'],
 				['Start', 'gpt-image-1'],
 				['Start', 'dall-e-2'],
+				['Start', 'by ID, v2.2'],
 			]),
 		}),
 	]);
@@ -70,6 +73,12 @@ test('dall-e-3 with URLs: one item whose url is a hosted 16:9 image', async () =
 
 test('gpt-image-1, sent without response_format: one item with a binary PNG, read from b64_json', () => {
 	const items = outputOf(run, 'gpt-image-1', raw);
+	expect(items).toHaveLength(1);
+	expect(items[0]!.binary?.data).toMatchObject({ mimeType: 'image/png' });
+});
+
+test('version 2.2 with the model typed in by ID (gpt-image-1): one item with a binary PNG', () => {
+	const items = outputOf(run, 'by ID, v2.2', raw);
 	expect(items).toHaveLength(1);
 	expect(items[0]!.binary?.data).toMatchObject({ mimeType: 'image/png' });
 });
