@@ -187,6 +187,18 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 		expect(replicateCreates()).toHaveLength(0);
 	});
 
+	test('replicate: a caller that stops while the create waits still gets the prediction canceled, once it is named', async () => {
+		// The create is held by Prefer: wait while the prediction runs; the caller leaves meanwhile.
+		fake.setPredictionMs(60_000);
+		const stop = new AbortController();
+		const running = replicate.generate(request(), context({ signal: stop.signal })).catch((error: unknown) => error);
+		expect(await eventually(() => replicateCreates().length === 1)).toBe(true);
+		stop.abort(new Error('client gone'));
+		await running;
+		const [id] = fake.predictionsMade();
+		expect(await eventually(() => fake.callsTo('POST', `/v1/predictions/${id}/cancel`).length === 1, 10_000)).toBe(true);
+	});
+
 	test('a chain resumes with the member that took the job, and refuses a host it does not have', async () => {
 		const [onReplicate, onPruna] = [await madeBefore('replicate', 1), await madeBefore('pruna', 1)];
 		expect(chain.hasJobIds).toBe(true);

@@ -155,7 +155,11 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 			const create = version
 				? { url: `${root}/predictions`, json: { version, input } }
 				: { url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input } };
-			const prediction = await call({ method: 'POST', ...create, signal: context.signal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
+			// A caller that leaves while the create waits does not cut it short: its answer names the
+			// prediction, which `follow` then cancels at once, where a cut create would leave it running.
+			// Only the time limit ends it (it stops the prediction by its deadline either way).
+			const createSignal = context.deadline === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(0, context.deadline - Date.now()));
+			const prediction = await call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
 			if (unfinished(prediction) && typeof prediction.id === 'string' && prediction.id && context.hostJobStarted) {
 				try {
 					await context.hostJobStarted({ provider: 'replicate', id: prediction.id });
