@@ -5,6 +5,8 @@
 import { buildProviderTable } from '../../../server/src/generation/providers';
 import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import type { ModelId } from '../../../core/models';
+import { join } from 'node:path';
+import { startFakeComfyUI } from '../support/fake-comfyui';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { startA1111Host, startOpenAiHost, type ImageApiHost } from '../support/image-api-hosts';
 import { makeImage } from '../support/media';
@@ -50,3 +52,21 @@ describeProviderContract('replicate', EVERY_MODEL, () => fakeHosts('replicate', 
 const PRUNA_MODELS: readonly ModelId[] = ['p-image', 'p-image-edit'];
 describeProviderContract('pruna', PRUNA_MODELS, () => fakeHosts('pruna', PRUNA_MODELS, '/v1/predictions', (origin) => ({ PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `${origin}/v1` })));
 describeProviderContract('ideogram', ['textimage-v2'], () => fakeHosts('ideogram', ['textimage-v2'], '/generate', (origin) => ({ IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: origin })));
+
+/** ComfyUI with the shipped SDXL workflows: p-image from sdxl.json, p-image-edit from sdxl-edit.json. */
+async function comfyui(models: readonly ModelId[]): Promise<ProviderUnderContract> {
+	const comfy = await startFakeComfyUI();
+	comfy.setImage(await makeImage('png', 256, 256));
+	closers.push(() => comfy.close());
+	const examples = join(__dirname, '..', '..', '..', 'examples', 'comfyui');
+	const table = buildProviderTable(parseProviderSelection(models.map((model) => `${model}=comfyui`).join(',')), { ...FAST, COMFYUI_POLL_INTERVAL_MS: '20', COMFYUI_BASE_URL: comfy.origin }, {
+		comfyuiWorkflows: { 'p-image': join(examples, 'sdxl.json'), 'p-image-edit': join(examples, 'sdxl-edit.json') },
+	});
+	return {
+		provider: (model) => table[model],
+		failNext: () => comfy.script('POST', '/prompt', { status: 500, body: { error: 'Internal server error' } }),
+		slow: (ms) => comfy.setRunMs(ms),
+	};
+}
+const COMFY_MODELS: readonly ModelId[] = ['p-image', 'p-image-edit'];
+describeProviderContract('comfyui', COMFY_MODELS, () => comfyui(COMFY_MODELS));
