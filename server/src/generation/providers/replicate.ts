@@ -155,11 +155,12 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 			const create = version
 				? { url: `${root}/predictions`, json: { version, input } }
 				: { url: `${root}/models/${REPLICATE_MODELS[request.model]}/predictions`, json: { input } };
-			// A caller that leaves while the create waits does not cut it short: its answer names the
-			// prediction, which `follow` then cancels at once, where a cut create would leave it running.
-			// Only the time limit ends it (it stops the prediction by its deadline either way).
+			// A caller that leaves while the create waits is answered at once, but the create is not cut
+			// short: its answer names the prediction, which is then canceled, where a cut create would
+			// leave it running unnamed. Only the time limit cuts the create itself.
 			const createSignal = context.deadline === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(0, context.deadline - Date.now()));
-			const prediction = await call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
+			const creating = call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
+			const prediction = await untilStopped(creating, context.signal, (made) => (unfinished(made) ? cancelPrediction(made) : undefined));
 			if (unfinished(prediction) && typeof prediction.id === 'string' && prediction.id && context.hostJobStarted) {
 				try {
 					await context.hostJobStarted({ provider: 'replicate', id: prediction.id });
@@ -178,6 +179,27 @@ export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): Gener
 			await cancelPrediction({ id: job.id });
 		},
 	};
+}
+
+/**
+ * `work`, unless `signal` stops first: then the stop's reason is thrown at once, and `whenDone`
+ * gets what the work makes once it is made (best effort).
+ */
+async function untilStopped<T>(work: Promise<T>, signal: AbortSignal, whenDone: (made: T) => Promise<void> | undefined): Promise<T> {
+	let onAbort: (() => void) | undefined;
+	const stopped = new Promise<never>((_, reject) => {
+		onAbort = () => reject(signal.reason);
+		if (signal.aborted) onAbort();
+		else signal.addEventListener('abort', onAbort, { once: true });
+	});
+	try {
+		return await Promise.race([work, stopped]);
+	} catch (error) {
+		if (signal.aborted) void work.then(whenDone).catch(() => undefined);
+		throw error;
+	} finally {
+		signal.removeEventListener('abort', onAbort!);
+	}
 }
 
 function unfinished(prediction: Prediction): boolean {
