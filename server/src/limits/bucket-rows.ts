@@ -42,10 +42,13 @@ export const BUCKET_SQL = {
 	/**
 	 * Up to `$2` buckets untouched for a minute: full again, so deleting them changes no decision,
 	 * and buckets per client address (failed authentication) do not pile up. Args: time or null, batch.
+	 * The idle test is repeated outside the subquery: on PostgreSQL a take that updates a chosen
+	 * bucket meanwhile makes the delete check the row again, and only the outer test is checked again
+	 * (a bucket deleted after takes made it whole again, and admitted more than the limit).
 	 */
 	forgetIdle: `DELETE FROM rate_limit_buckets WHERE bucket IN (
 		SELECT bucket FROM rate_limit_buckets WHERE updated_ms < COALESCE(CAST($1 AS bigint), imagegen_clock_ms()) - ${FULL_AFTER_MS} ORDER BY updated_ms LIMIT $2
-	)`,
+	) AND updated_ms < COALESCE(CAST($1 AS bigint), imagegen_clock_ms()) - ${FULL_AFTER_MS}`,
 };
 
 /** Idle buckets deleted per statement: the lock is never held for long. */
