@@ -196,7 +196,10 @@ async function runClaimed(options: RunIdempotentOptions): Promise<IdempotentAnsw
 		options.onStoreError?.(error);
 		await store.release(apiKeyId, key).catch(() => undefined);
 	}
-	return sentAnswer(answer, false);
+	// As the run made it but for the file ids: an image still in memory (a route's own field) goes out from there, not read back.
+	const sent: IdempotentAnswer = { ...answer, replayed: false };
+	delete sent.fileIds;
+	return sent;
 }
 
 /** What the client gets: the answer without the file ids kept for the store. */

@@ -47,6 +47,12 @@ export interface JobRunnerOptions {
 export type JobCaller = Pick<GenerationCaller, 'apiKeyId' | 'apiKey'> & {
 	/** Absent: the job runs on whatever its caller does (an asynchronous job). */
 	clientGone?: AbortSignal;
+	/**
+	 * false: the caller takes the inline images from the answer and nobody can ask for them again (a
+	 * synchronous call without an Idempotency-Key or a webhook): they are not stored, and the job's
+	 * result is null. Storing them cost each such answer two commits and a file write.
+	 */
+	keepsInlineImages?: boolean;
 };
 
 export interface StartedJob {
@@ -148,7 +154,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 				const answer = await runGeneration(generation, {
 					...caller,
 					clientGone: controller.signal,
-					keepsInlineImages: true,
+					keepsInlineImages: caller.keepsInlineImages ?? true,
 					hostJobStarted: (job) => store.hostJobStarted(id, job),
 					// A read, not a write: a cancel that reached another process shows in the row.
 					stillWanted: async () => {
@@ -175,7 +181,8 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 					}),
 				});
 				const { body, inlineFiles } = inlineAnswerBody(answer);
-				await finish(id, { status: 'succeeded', result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) }, finishedAt: new Date() });
+				const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
+				await finish(id, { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() });
 				return answer;
 			} catch (error) {
 				const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';

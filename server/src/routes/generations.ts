@@ -84,11 +84,13 @@ export default async function generationRoutes(scope: FastifyInstance): Promise<
 		}
 		// With a key, a client that gave up will retry: the job goes on so the retry gets its answer.
 		const stopWhen = key === undefined ? clientGone : undefined;
+		// Inline images are kept for whoever can ask for them again: a replay, or a webhook's receiver.
+		const keepsInlineImages = key !== undefined || generation.webhook_url !== undefined;
 		// Usage and budget are charged inside the run: a replayed answer is never charged again.
 		return v1.idempotency.send(request, reply, {
 			key,
 			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: async () => (await v1.jobs.start(generation, { ...caller, ...(stopWhen ? { clientGone: stopWhen } : {}) })).answer,
+			run: async () => (await v1.jobs.start(generation, { ...caller, keepsInlineImages, ...(stopWhen ? { clientGone: stopWhen } : {}) })).answer,
 			signal: clientGone,
 		});
 	});

@@ -252,8 +252,14 @@ it('a synchronous call whose host names its job writes the name before the provi
 });
 
 describe("an inline job's end", () => {
+	let calls = 0;
+	// With an Idempotency-Key, so that its image is kept for the job (one nobody can ask for again is not).
 	const inlineCall = async () => {
-		const answer = await call('/v1/images/generations', { method: 'POST', body: JSON.stringify({ model: 'p-image', prompt: 'a heron', response_format: 'b64_json' }) });
+		const answer = await call('/v1/images/generations', {
+			method: 'POST',
+			headers: { 'idempotency-key': `inline-end-${++calls}` },
+			body: JSON.stringify({ model: 'p-image', prompt: 'a heron', response_format: 'b64_json' }),
+		});
 		expect(answer.status).toBe(200);
 		return answer.body.data[0].b64_json as string;
 	};

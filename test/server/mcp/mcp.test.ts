@@ -112,7 +112,8 @@ describe('MCP endpoint', () => {
 	it('get_generation answers a generation of the key, inline images as URLs; cancel_generation answers a finished one as it ended', async () => {
 		const inline = await fetch(`${server.baseUrl}/images/generations`, {
 			method: 'POST',
-			headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+			// Kept for its job only with an Idempotency-Key (or a webhook_url).
+			headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json', 'idempotency-key': 'mcp-kite-8' },
 			body: JSON.stringify({ model: 'p-image', prompt: 'a kite', seed: 8, response_format: 'b64_json' }),
 		});
 		expect(inline.status).toBe(200);

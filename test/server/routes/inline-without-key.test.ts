@@ -1,7 +1,8 @@
 /**
- * An inline (`b64_json`) answer is its job's result, which the job answers again later: its image is
- * stored before the answer, like a hosted one. While files cannot be written no generation is
- * answered, each refused with an error body, and its job ends failed rather than staying running.
+ * While files cannot be written, no generation whose image must be stored is answered: a hosted
+ * one, and an inline one that is kept for its job (an Idempotency-Key); each is refused with an
+ * error body, and its job ends failed rather than staying running. An inline answer nobody can ask
+ * for again is never written, so it is answered, and its job succeeded with result null.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,12 +28,18 @@ const generate = (body: Record<string, unknown>, headers: Record<string, string>
 		body: JSON.stringify({ model: 'p-image', prompt: 'a harbour', ...body }),
 	});
 
-test('inline with or without a key, or hosted: none is answered, and each job ends failed', async () => {
-	for (const [body, headers] of [[{ response_format: 'b64_json', seed: 4 }, {}], [{ response_format: 'url' }, {}], [{ response_format: 'b64_json' }, { 'idempotency-key': 'inline-kept-1' }]] as const) {
+test('hosted, or inline with a key: neither is answered and each job ends failed; inline without a key is answered', async () => {
+	for (const [body, headers] of [[{ response_format: 'url' }, {}], [{ response_format: 'b64_json' }, { 'idempotency-key': 'inline-kept-1' }]] as const) {
 		const answer = await generate(body, headers);
 		expect(answer.status).toBeGreaterThanOrEqual(500);
 		expect((await answer.json()) as unknown).toMatchObject({ error: { code: expect.any(String) } });
 	}
-	const jobs = (await (await service.request('/v1/generations', { headers: service.auth })).json()) as { data: Array<{ status: string }> };
-	expect(jobs.data.map((job) => job.status)).toEqual(['failed', 'failed', 'failed']);
+	const inline = await generate({ response_format: 'b64_json', seed: 4 });
+	expect(inline.status).toBe(200);
+	const jobs = (await (await service.request('/v1/generations', { headers: service.auth })).json()) as { data: Array<{ status: string; result: unknown }> };
+	expect(jobs.data.map((job) => [job.status, job.result])).toEqual([
+		['succeeded', null],
+		['failed', null],
+		['failed', null],
+	]);
 });

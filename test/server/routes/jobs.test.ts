@@ -3,7 +3,7 @@
  * 202 with the job at its Location; every generation, synchronous ones too, can be fetched and
  * listed by the key that made it and by no other; cancel, listing filters and their refusals.
  */
-import { truncateSync } from 'node:fs';
+import { readdirSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
 import { buildTestApp, inject, startInProcessServer, type InProcessApp, type InProcessServer } from '../support/app';
@@ -93,9 +93,9 @@ describe('POST /v1/images/generations with Prefer: respond-async', () => {
 });
 
 describe('GET /v1/generations/<id>', () => {
-	it('a synchronous generation is a job too: its result is the body it answered, byte for byte, inline images included', async () => {
-		for (const response_format of ['url', 'b64_json']) {
-			const sync = await generate({ seed: 21, response_format });
+	it('a synchronous generation is a job too: its result is the body it answered, byte for byte, inline images included when they are kept', async () => {
+		for (const [response_format, headers] of [['url', {}], ['b64_json', { 'idempotency-key': 'kept-inline-21' }]] as const) {
+			const sync = await generate({ seed: 21, response_format }, headers);
 			expect(sync.status).toBe(200);
 			const [latest] = (await request('/v1/generations?limit=1')).body.data;
 			const fetched = await request(`/v1/generations/${latest.id}`);
@@ -103,6 +103,22 @@ describe('GET /v1/generations/<id>', () => {
 			expect(fetched.text).toContain(`"result":${sync.text},"error":null}`);
 			expect(Number(fetched.headers.get('content-length'))).toBe(Buffer.byteLength(fetched.text));
 		}
+	});
+
+	it('keeps no inline image that nobody else can ask for (no Idempotency-Key, no webhook_url): the job succeeded with result null', async () => {
+		const files = () => readdirSync(join(server.dataDir, 'files')).length;
+		// Asynchronous jobs of earlier tests store their images as they end.
+		await eventually(async () => (await request('/v1/generations?status=running')).body.data.length === 0);
+		const before = files();
+		const sync = await generate({ seed: 22, response_format: 'b64_json' });
+		expect(sync.status).toBe(200);
+		expect(Buffer.from(sync.body.data[0].b64_json, 'base64').length).toBeGreaterThan(1000);
+		const [latest] = (await request('/v1/generations?limit=1')).body.data;
+		expect(latest).toMatchObject({ status: 'succeeded', result: null, error: null });
+		const fetched = await request(`/v1/generations/${latest.id}`);
+		expect(fetched.status).toBe(200);
+		expect(fetched.body).toMatchObject({ status: 'succeeded', result: null });
+		expect(files()).toBe(before);
 	});
 
 	it("is 404 generation_not_found for another key's job, an unknown id and one that is no job id", async () => {
@@ -184,7 +200,7 @@ describe('a fresh service', () => {
 
 describe('a job whose inline image is lost (a power cut: it is stored without a disk sync of its own)', () => {
 	it('answers 404 result_gone instead of a 500 or a cut answer, while the first answer was whole', async () => {
-		const sync = await generate({ response_format: 'b64_json', seed: 5 });
+		const sync = await generate({ response_format: 'b64_json', seed: 5 }, { 'idempotency-key': 'lost-inline-5' });
 		expect(sync.status).toBe(200);
 		expect(Buffer.from(sync.body.data[0].b64_json, 'base64').length).toBeGreaterThan(0);
 		const [listed] = (await request('/v1/generations?limit=1')).body.data;
@@ -199,7 +215,7 @@ describe('a job whose inline image is lost (a power cut: it is stored without a 
 
 describe('a job whose inline image expired before the job was swept', () => {
 	it('is listed with result null, not a list that fails', async () => {
-		const sync = await generate({ response_format: 'b64_json', seed: 6 });
+		const sync = await generate({ response_format: 'b64_json', seed: 6 }, { 'idempotency-key': 'expired-inline-6' });
 		expect(sync.status).toBe(200);
 		const [listed] = (await request('/v1/generations?limit=1')).body.data;
 		const job = await server.app.jobStore.get(listed.id, apiKeyIdOf(OWNER));

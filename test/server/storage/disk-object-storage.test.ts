@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
+import { DiskObjectStorage, SharedSync } from '../../../server/src/storage/disk-object-storage';
 import { SERVER_CLI } from '../../helpers/server';
 
 const DRIVER = join(SERVER_CLI, '..', 'storage', 'disk-object-storage.js');
@@ -115,4 +115,52 @@ it('a read that names the size it expects finds an object of another size (cut s
 	unchecked!.destroy();
 	const whole = await storage.read('whole.png', undefined, { size: 4096 });
 	expect((await buffer(whole!)).length).toBe(4096);
+});
+
+describe('SharedSync', () => {
+	/** A sync that ends when the test says so; records which callers had called when it started. */
+	function controlledSync() {
+		const started: Array<{ callers: number; end: () => void }> = [];
+		let callers = 0;
+		const shared = new SharedSync(() => new Promise<void>((resolve) => started.push({ callers, end: resolve })));
+		const call = () => {
+			callers += 1;
+			return shared.run();
+		};
+		return { started, call };
+	}
+
+	it('shares one sync among the callers that ask while another is under way, started after the last of them asked', async () => {
+		const { started, call } = controlledSync();
+		const first = call();
+		const waiting = [call(), call(), call()];
+		expect(started).toHaveLength(1);
+		started[0]!.end();
+		await first;
+		await new Promise((resolve) => setImmediate(resolve));
+		// The three that asked during the first sync share the second, which started after all of them.
+		expect(started).toHaveLength(2);
+		expect(started[1]!.callers).toBe(4);
+		const later = call();
+		started[1]!.end();
+		await Promise.all(waiting);
+		await new Promise((resolve) => setImmediate(resolve));
+		// One that asked during the second is not answered by it.
+		expect(started).toHaveLength(3);
+		started[2]!.end();
+		await later;
+	});
+
+	it('answers a failed sync to its callers, and the next caller gets a sync of its own', async () => {
+		let fail = true;
+		let syncs = 0;
+		const shared = new SharedSync(async () => {
+			syncs += 1;
+			if (fail) throw new Error('EIO');
+		});
+		await expect(Promise.all([shared.run(), shared.run()])).rejects.toThrow('EIO');
+		fail = false;
+		await shared.run();
+		expect(syncs).toBe(3);
+	});
 });
