@@ -25,7 +25,6 @@ import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
-import { isProcessAlive } from '../storage/process-alive';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
 import { reportLegacyFiles } from '../sqlite/legacy-files';
 import type { LedgerLog } from '../usage/ledger-queue';
@@ -107,6 +106,21 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 		await groupCommitOf(database).close();
 		database.close();
 		throw error;
+	}
+}
+
+/**
+ * Whether a process of this machine still runs: how a start tells a write killed mid-way from one
+ * another process on the data dir is still doing. A recycled pid reads as alive, which only
+ * leaves that write's leftovers to the sweep at its expiry.
+ */
+function isProcessAlive(pid: number): boolean {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch (error) {
+		// EPERM: it runs, under another user.
+		return (error as NodeJS.ErrnoException).code !== 'ESRCH';
 	}
 }
 
