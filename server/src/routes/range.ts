@@ -2,7 +2,7 @@
  * A single-range `Range: bytes=…` header (RFC 9110 §14). Multiple ranges are answered with the
  * whole file, which the RFC allows and no media player needs otherwise.
  */
-export type ByteRange = { start: number; end: number };
+import type { ByteRange } from '../storage/object-storage';
 
 /** null → ignore the header (serve everything); 'unsatisfiable' → 416. */
 export function parseRange(header: string, size: number): ByteRange | 'unsatisfiable' | null {

@@ -11,9 +11,6 @@
 import type { GenerationObject, JobEndListener } from '../jobs/job-store';
 import type { WebhookOutbox } from './outbox';
 
-/** What the job runner tells each of its listeners once a job's end is durable. */
-export type JobEnding = Parameters<JobEndListener['jobEnded']>[0];
-
 const EVENT_TYPES = { succeeded: 'generation.succeeded', failed: 'generation.failed', canceled: 'generation.canceled' } as const;
 
 export interface GenerationEvent {
