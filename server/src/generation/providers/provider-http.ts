@@ -169,6 +169,16 @@ export async function providerBytes(request: ProviderRequest): Promise<Buffer> {
 	return (await providerFetch(request)).bytes();
 }
 
+/**
+ * A POST sent once, best effort and short (a cancel, an interrupt): its answer is discarded and
+ * its failure ignored, because its caller is already failing for its own reason.
+ */
+export async function postOnce(request: Omit<ProviderRequest, 'method' | 'retry' | 'signal'>, signal: AbortSignal = AbortSignal.timeout(5_000)): Promise<void> {
+	await providerFetch({ ...request, method: 'POST', signal, retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
+		.then((answer) => answer.discard())
+		.catch(() => undefined);
+}
+
 type RequestBody = string | FormData | undefined;
 
 async function send(request: ProviderRequest): Promise<ProviderAnswer> {

@@ -20,12 +20,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
-import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import { MODEL_IDS, isModelId, type ModelId, type ModelLimits } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
 import { aspectRatioSent, baseUrl, dataUriLength, loadInputImages, requiredEnv, toDataUri, uploadInputImage, type FilesApi } from './inputs';
-import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { postOnce, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
@@ -206,14 +205,11 @@ function unfinished(prediction: Prediction): boolean {
 	return prediction.status === 'starting' || prediction.status === 'processing';
 }
 
-/** Best effort and short: the caller is already failing for its own reason. */
 async function cancel(prediction: Prediction, root: string, credentials: HostCredentials): Promise<void> {
 	const answered = prediction.urls?.cancel;
 	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${encodeURIComponent(prediction.id)}/cancel` : undefined;
 	if (!url) return;
-	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
-		.then((response) => response.discard())
-		.catch(() => undefined);
+	await postOnce({ provider: 'replicate', url, credentials });
 }
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {
