@@ -10,7 +10,7 @@ import type { GenerationStatus, Job, JobEnd, JobError, NewJob, StoredResult } fr
 const COLUMNS = ['id', 'api_key_id', 'model', 'status', 'request', 'webhook_url', 'provider', 'host_job_id', 'charged_micros', 'result', 'error',
 	'created_at', 'finished_at', 'owner', 'lease_until'] as const;
 
-export const JOB_COLUMNS = COLUMNS.join(', ');
+const JOB_COLUMNS = COLUMNS.join(', ');
 
 const NOT_ENDED = "status IN ('queued', 'running')";
 

@@ -13,7 +13,7 @@ import type { BudgetPeriod, ManagedKey } from './managed-key';
 const COLUMNS = ['id', 'name', 'prefix', 'secret_hash', 'previous_secret_hash', 'previous_valid_until', 'created_at', 'expires_at', 'blocked', 'revoked_at',
 	'models', 'rate_limit_per_minute', 'budget_limit_micros', 'budget_period'] as const;
 
-export const KEY_COLUMNS = COLUMNS.join(', ');
+const KEY_COLUMNS = COLUMNS.join(', ');
 
 /** The columns a patch may set, by setting: the only place a setting meets its columns. */
 const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {

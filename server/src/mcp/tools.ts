@@ -33,14 +33,14 @@ export interface ToolCaller {
 	clientGone: AbortSignal;
 }
 
-export interface ToolResult {
+interface ToolResult {
 	[key: string]: unknown;
 	content: { type: 'text'; text: string }[];
 	structuredContent?: Record<string, unknown>;
 	isError?: boolean;
 }
 
-export interface ToolDefinition {
+interface ToolDefinition {
 	name: string;
 	title: string;
 	description: string;

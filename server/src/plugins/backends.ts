@@ -34,7 +34,7 @@ import type { OutboxStore } from '../webhooks/outbox-store';
 import { SqliteOutboxStore } from '../webhooks/sqlite-outbox-store';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
-export interface Engines {
+interface Engines {
 	storage: ObjectStorage;
 	fileMetadata: FileMetadataStore;
 	usageLedger: UsageLedger;
@@ -125,7 +125,7 @@ function isProcessAlive(pid: number): boolean {
 }
 
 /** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
-export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
+async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
 	const { bucket, endpoint, region, forcePathStyle, prefix } = storage;
 	const { S3ObjectStorage } = await import('../storage/s3-object-storage');
 	return S3ObjectStorage.open({ bucket, endpoint, region, forcePathStyle, prefix });
@@ -135,7 +135,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * Everything but the bytes in PostgreSQL, so replicas share it; bytes still come from
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
-export async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
+async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
 	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {

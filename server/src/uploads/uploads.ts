@@ -23,7 +23,7 @@ export interface UploadPlan {
 	options: UploadOptions;
 }
 
-export interface UploadServices {
+interface UploadServices {
 	store: HostedFiles;
 	openRemote: RemoteOpener;
 	maxUploadBytes: number;

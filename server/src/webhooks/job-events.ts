@@ -13,14 +13,14 @@ import type { WebhookOutbox } from './outbox';
 
 const EVENT_TYPES = { succeeded: 'generation.succeeded', failed: 'generation.failed', canceled: 'generation.canceled' } as const;
 
-export interface GenerationEvent {
+interface GenerationEvent {
 	type: (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];
 	timestamp: string;
 	data: GenerationObject;
 }
 
 /** Null for a status that is not an end (a listener told of one has nothing to send). */
-export function generationEvent(generation: GenerationObject, at: Date): GenerationEvent | null {
+function generationEvent(generation: GenerationObject, at: Date): GenerationEvent | null {
 	const type = EVENT_TYPES[generation.status as keyof typeof EVENT_TYPES];
 	if (!type) return null;
 	const inline = generation.result?.data.some((image) => 'b64_json' in image) ?? false;

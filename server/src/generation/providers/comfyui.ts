@@ -221,7 +221,7 @@ function executionFailure(entry: HistoryEntry): string {
  * `/prompt`'s 400: `error.message` is only "Prompt outputs failed validation"; what failed is in
  * `node_errors`, which is named here (node id, class, each error's message and details).
  */
-export function promptRefusal(text: string): string | undefined {
+function promptRefusal(text: string): string | undefined {
 	let body: { error?: { message?: unknown; details?: unknown } | string; node_errors?: Record<string, { class_type?: unknown; errors?: Array<{ message?: unknown; details?: unknown }> }> };
 	try {
 		body = JSON.parse(text);

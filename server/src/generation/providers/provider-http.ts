@@ -97,7 +97,7 @@ export interface HostRetryPolicy extends RetryPolicy {
  * counted per minute or so, and the exponential backoff (0.5–1 s first) would spend the retries
  * inside the same window.
  */
-export const RATE_LIMIT_FLOOR_MS = 10_000;
+const RATE_LIMIT_FLOOR_MS = 10_000;
 
 /** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
 export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {

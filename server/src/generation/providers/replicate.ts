@@ -26,7 +26,7 @@ import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './ho
 import { aspectRatioSent, baseUrl, dataUriLength, loadInputImages, requiredEnv, toDataUri, uploadInputImage, type FilesApi } from './inputs';
 import { postOnce, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
-export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
+const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
 	'p-image-edit': 'prunaai/p-image-edit',
 	'textimage-v2': 'ideogram-ai/ideogram-v2',
@@ -39,7 +39,7 @@ export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
  * prunaai/p-image and ideogram-ai/ideogram-v2 input schemas match the catalog's. Output formats
  * are no limit: normalize-output.ts converts what the host returns into the one asked for.
  */
-export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
 	'p-image-edit': { maxInputImages: 5 },
 };
 
@@ -61,7 +61,7 @@ const CREATE_WAIT_SECONDS = 5;
 const VERSION_PATTERN = /^(?:[\w.-]+\/[\w.-]+:)?[0-9a-f]{64}$/;
 
 /** `REPLICATE_MODEL_VERSIONS=p-image=owner/name:version_id,…`: read at start-up, a mistake refused naming the variable. */
-export function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
+function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
 	const versions: Partial<Record<ModelId, string>> = {};
 	for (const entry of (env.REPLICATE_MODEL_VERSIONS ?? '').split(',').map((each) => each.trim()).filter(Boolean)) {
 		const [model = '', version = ''] = entry.split('=', 2).map((each) => each.trim());
@@ -101,7 +101,7 @@ async function replicateImages(images: Buffer[], files: FilesApi): Promise<strin
 	return await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 }
 
-export async function replicateInput(request: SettledRequest, context: GenerationContext, files: FilesApi): Promise<Record<string, unknown>> {
+async function replicateInput(request: SettledRequest, context: GenerationContext, files: FilesApi): Promise<Record<string, unknown>> {
 	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
 	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 	if (request.model === 'p-image-edit') input.images = await replicateImages(await loadInputImages(request, context), files);
