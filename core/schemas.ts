@@ -67,13 +67,12 @@ function enumOf<T extends string>(values: readonly T[]) {
 }
 
 function textField(maxLength: number, required: boolean) {
-	const text = z
+	return z
 		.string()
 		.max(maxLength)
 		.refine((value) => !required || value.trim().length > 0, {
 			message: 'must not be empty or only white space',
 		});
-	return text;
 }
 
 const imageInputs = z
@@ -128,10 +127,7 @@ const seedField = z.unknown().transform((value, ctx): number | undefined => {
 /** An http(s) URL of at most 2,048 characters; whether its host may be reached is the server's to say. */
 const webhookUrlField = z.unknown().transform((value, ctx): string | undefined => {
 	if (value === undefined) return undefined;
-	const refuse = (message: string, code?: string) => {
-		ctx.addIssue({ code: z.ZodIssueCode.custom, message: `'${WEBHOOK_URL}' ${message}`, params: { preformatted: true, code } });
-		return z.NEVER;
-	};
+	const refuse = (message: string, code: string) => refuseField(ctx, WEBHOOK_URL, message, code);
 	if (typeof value !== 'string') return refuse(`must be an http or https URL; got ${describeType(value)}`, 'invalid_type');
 	if (value.length > WEBHOOK_URL_MAX_LENGTH) return refuse(`is too long: at most ${WEBHOOK_URL_MAX_LENGTH} characters; got ${value.length}`, 'too_long');
 	let url: URL;
@@ -145,19 +141,22 @@ const webhookUrlField = z.unknown().transform((value, ctx): string | undefined =
 	return value;
 });
 
-/** A preformatted refusal of one OpenAI field, in the wording of the others. */
+/** A preformatted refusal of one field (an OpenAI one, `webhook_url`), in the wording of the others. */
 function refuseField(ctx: z.RefinementCtx, field: string, message: string, code = 'invalid_value'): never {
 	ctx.addIssue({ code: z.ZodIssueCode.custom, message: `'${field}' ${message}`, params: { preformatted: true, code } });
 	return z.NEVER as never;
 }
 
-/** `n`: a whole number from 1 to 10; absent (or null, as OpenAI takes it) is left out: one image. */
-const imageCountField = z.unknown().transform((value, ctx): number | undefined => {
+/** A whole number from `min` to `max`; absent (or null, as OpenAI takes it) is undefined. */
+function wholeNumberIn(ctx: z.RefinementCtx, field: string, value: unknown, min: number, max: number): number | undefined {
 	if (value === undefined || value === null) return undefined;
-	if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_IMAGES_PER_REQUEST) return value;
+	if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
 	const got = typeof value === 'number' ? String(value) : describeType(value);
-	return refuseField(ctx, 'n', `must be a whole number from 1 to ${MAX_IMAGES_PER_REQUEST}; got ${got}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
-});
+	return refuseField(ctx, field, `must be a whole number from ${min} to ${max}; got ${got}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
+}
+
+/** `n`: a whole number from 1 to 10; absent is left out: one image. */
+const imageCountField = z.unknown().transform((value, ctx) => wholeNumberIn(ctx, 'n', value, 1, MAX_IMAGES_PER_REQUEST));
 
 export type RequestedSize = { width: number; height: number } | 'auto';
 
@@ -179,11 +178,7 @@ function ignoredText(field: string) {
 }
 
 /** OpenAI's `output_compression`: a whole percentage, 0 to 100. */
-const ignoredCompression = z.unknown().superRefine((value, ctx) => {
-	if (value === undefined || value === null) return;
-	if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 100) return;
-	refuseField(ctx, 'output_compression', `must be a whole number from 0 to 100; got ${typeof value === 'number' ? String(value) : describeType(value)}`, typeof value === 'number' ? 'invalid_value' : 'invalid_type');
-});
+const ignoredCompression = z.unknown().superRefine((value, ctx) => void wholeNumberIn(ctx, 'output_compression', value, 0, 100));
 
 const OPENAI_SHAPE = {
 	n: imageCountField,

@@ -12,13 +12,13 @@ import { parseRetryAfter } from '../../core/retry-policy';
 import { callApiForResponse, describedApiError, type ApiCall } from '../shared/transport';
 import type { RequestSettings } from '../shared/uploads';
 
-export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
 const STATUSES: readonly GenerationStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
 const FINAL: readonly GenerationStatus[] = ['succeeded', 'failed', 'canceled'];
 
 /** A generation object as answered; `body` is kept whole, it is what Submit and Get Generation output. */
-export interface Generation {
+interface Generation {
 	id: string;
 	status: GenerationStatus;
 	body: IDataObject;
@@ -27,7 +27,7 @@ export interface Generation {
 }
 
 /** What a generation request was answered with: a job to follow, or (a service without jobs) the image itself. */
-export type Submitted = { job: Generation; retryAfterMs?: number } | { answer: unknown };
+type Submitted = { job: Generation; retryAfterMs?: number } | { answer: unknown };
 
 // Polls start after 250 ms and grow by half up to every 5 s: a fast host (the sandbox answers in
 // tens of ms) is seen at once, a slow one (minutes) costs a request every 5 s. A Retry-After from
@@ -134,7 +134,7 @@ function maxWaitReached(call: JobCall, job: Generation, maxWaitSeconds: number, 
 	);
 }
 
-export function isFinal(job: Generation): boolean {
+function isFinal(job: Generation): boolean {
 	return FINAL.includes(job.status);
 }
 

@@ -17,7 +17,7 @@ import type { IDataObject, INodePropertyOptions } from 'n8n-workflow';
 
 import type { UploadFormat } from '../shared/uploads';
 
-export interface ImageFit {
+interface ImageFit {
 	maxSide?: number;
 	maxBytes?: number;
 	outputFormat?: UploadFormat;
@@ -25,7 +25,7 @@ export interface ImageFit {
 
 const MB = 1_000_000;
 
-export const FIT_PRESETS = {
+const FIT_PRESETS = {
 	instagramFeed: { maxSide: 1440, maxBytes: 8 * MB, outputFormat: 'jpg' },
 	instagramStory: { maxSide: 1920, maxBytes: 8 * MB, outputFormat: 'jpg' },
 	facebook: { maxSide: 2048, maxBytes: 4 * MB, outputFormat: 'jpg' },
@@ -33,7 +33,7 @@ export const FIT_PRESETS = {
 	x: { maxSide: 4096, maxBytes: 5 * MB, outputFormat: 'jpg' },
 } as const satisfies Record<string, Required<ImageFit>>;
 
-export type FitPreset = keyof typeof FIT_PRESETS;
+type FitPreset = keyof typeof FIT_PRESETS;
 
 export const FIT_FOR_OPTIONS: INodePropertyOptions[] = [
 	{ name: 'None', value: 'none', description: 'Host the image at its own size' },

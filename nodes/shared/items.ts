@@ -9,7 +9,7 @@ import { ImageGenError } from '../../core/errors';
 import { parameterNameFor } from '../../core/request';
 import { mapInOrder } from './concurrency';
 
-export async function runItems(
+async function runItems(
 	context: IExecuteFunctions,
 	concurrency: number,
 	handleItem: (itemIndex: number) => Promise<INodeExecutionData[]>,
@@ -65,7 +65,7 @@ export function validated<T>(
 }
 
 /** A failure of core validation, worded around the node parameter the user can see and fix. */
-export function invalidParameter(
+function invalidParameter(
 	context: IExecuteFunctions,
 	error: ImageGenError,
 	itemIndex: number,

@@ -4,7 +4,7 @@
  */
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
-export interface MediaSourceText {
+interface MediaSourceText {
 	/** What the file is, for descriptions: "image", "image or video". */
 	noun: string;
 	urlPlaceholder: string;

@@ -9,7 +9,7 @@ import { randomBytes } from 'crypto';
 
 export type ByteSource = Uint8Array | AsyncIterable<Uint8Array | string>;
 
-export interface MultipartField {
+interface MultipartField {
 	field: string;
 	value: string;
 }

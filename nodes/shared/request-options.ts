@@ -4,7 +4,7 @@ import type { IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { DEFAULT_RETRY_POLICY } from '../../core/retry-policy';
 import type { RequestSettings } from './uploads';
 
-export const DEFAULT_CONCURRENCY = 5;
+const DEFAULT_CONCURRENCY = 5;
 
 export const requestOptionProperties: INodeProperties[] = [
 	{

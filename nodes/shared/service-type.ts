@@ -8,7 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import { CREDENTIAL_TYPE } from './transport';
 
-export type ServiceType = 'imagegen' | 'openai';
+type ServiceType = 'imagegen' | 'openai';
 
 export async function serviceTypeOf(context: IExecuteFunctions, itemIndex: number): Promise<ServiceType> {
 	const credentials = await context.getCredentials<{ serviceType?: string }>(CREDENTIAL_TYPE, itemIndex);
@@ -16,7 +16,7 @@ export async function serviceTypeOf(context: IExecuteFunctions, itemIndex: numbe
 }
 
 /** The failure of an operation an OpenAI-compatible API has no endpoint for (`lacking`: what it lacks), before anything is sent. */
-export function notOnOpenAi(context: IExecuteFunctions, itemIndex: number, operation: string, lacking: string): NodeOperationError {
+function notOnOpenAi(context: IExecuteFunctions, itemIndex: number, operation: string, lacking: string): NodeOperationError {
 	return new NodeOperationError(context.getNode(), `${operation} needs an ImageGen service: an OpenAI-compatible images API has no ${lacking}`, {
 		itemIndex,
 		description:

@@ -39,7 +39,7 @@ export interface ApiCall {
 	onlyRateLimitsRetried?: boolean;
 }
 
-export async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
+async function baseUrlOf(context: IExecuteFunctions, itemIndex: number): Promise<string> {
 	const credentials = await context.getCredentials<{ baseUrl?: string }>(CREDENTIAL_TYPE, itemIndex);
 	return String(credentials.baseUrl ?? '').replace(/\/+$/, '');
 }
@@ -92,7 +92,7 @@ const KEY_ADVICE: Readonly<Record<string, string>> = {
 };
 
 /** The service's own message first; the field it names mapped back to the parameter users see. */
-export function apiError(
+function apiError(
 	context: IExecuteFunctions,
 	response: IN8nHttpFullResponse,
 	itemIndex: number,

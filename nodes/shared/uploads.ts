@@ -46,7 +46,7 @@ export interface ItemCall {
 }
 
 /** Headers for one upload, e.g. an `Idempotency-Key`. */
-export interface UploadRequestOptions {
+interface UploadRequestOptions {
 	idempotencyKey?: string;
 }
 

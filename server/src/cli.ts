@@ -14,20 +14,15 @@ import { serviceVersion } from './runtime/service-version';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 
 async function main(): Promise<void> {
+	const output = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
 	if (process.argv[2] === 'keys') {
 		const { runKeysCommand } = await import('./cli/keys-cli');
-		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, {
-			out: (text) => process.stdout.write(text),
-			err: (text) => process.stderr.write(text),
-		});
+		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, output);
 		return;
 	}
 	if (process.argv[2] === 'backup') {
 		const { runBackupCommand } = await import('./cli/backup-cli');
-		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, {
-			out: (text) => process.stdout.write(text),
-			err: (text) => process.stderr.write(text),
-		});
+		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, output);
 		return;
 	}
 	let parsed: ServiceConfig | InfoRequest;

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export interface StoredApiKey {
+interface StoredApiKey {
 	key: string;
 	path: string;
 	created: boolean;

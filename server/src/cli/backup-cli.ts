@@ -11,7 +11,7 @@ import { BackupRefused, backupSqliteDatabase } from '../sqlite/backup';
 import { databasePath } from '../sqlite/database';
 import { reportUsageError, UsageError, USAGE_EXIT_CODE, type CommandOutput } from './usage-error';
 
-export const BACKUP_HELP = `Usage: imagegen-server backup --to <file> [--data-dir <dir>] [--force]
+const BACKUP_HELP = `Usage: imagegen-server backup --to <file> [--data-dir <dir>] [--force]
 
 Copies the data dir's database (<data-dir>/imagegen.db) to <file>: a consistent copy, also while
 the service runs. The copy is written aside and checked before it gets its name.

@@ -32,7 +32,7 @@ const KEY_FLAGS = {
 type KeyFlag = keyof typeof KEY_FLAGS;
 const FIELD_TO_FLAG = Object.fromEntries(Object.entries(KEY_FLAGS).map(([flag, field]) => [field, `--${flag}`])) as Record<string, string>;
 
-export const KEYS_HELP = `Usage: imagegen-server keys <command> [options]
+const KEYS_HELP = `Usage: imagegen-server keys <command> [options]
 
 Manage API keys on the service's own engine (PostgreSQL with --database-url, else the data dir),
 with or without a running service.

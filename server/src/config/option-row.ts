@@ -7,7 +7,7 @@ import type { ServiceConfig } from './service-config';
 import type { ValueType } from './value-types';
 
 /** The option is read only when an earlier option has this value; given otherwise, it is refused. */
-export interface OnlyWith {
+interface OnlyWith {
 	readonly flag: string;
 	readonly value: string;
 	/** Must then be given (e.g. the bucket of `--storage s3`). */
@@ -15,7 +15,7 @@ export interface OnlyWith {
 }
 
 /** A row as options.ts writes it; its environment variable follows from the flag. */
-export interface OptionSpec<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> {
+interface OptionSpec<Flag extends string = string, Value = unknown, Field extends keyof ServiceConfig = never> {
 	/** Without the leading `--`. */
 	readonly flag: Flag;
 	readonly type: ValueType<Value>;

@@ -235,7 +235,7 @@ function parseApiKeys(text: string): string[] {
 }
 
 /** `--model-aliases dall-e-3=p-image`: an alias is any name that is not one of our models, each given once. */
-export function parseModelAliases(text: string): ModelAliases {
+function parseModelAliases(text: string): ModelAliases {
 	const aliases: ModelAliases = {};
 	for (const entry of listOf(text)) {
 		const match = /^([A-Za-z0-9][A-Za-z0-9._:-]*)\s*=\s*(\S+)$/.exec(entry);
@@ -250,7 +250,7 @@ export function parseModelAliases(text: string): ModelAliases {
 }
 
 /** `--prices p-image=0.004,textimage-v2=0.08`: an operator who pays a provider a different rate states it. */
-export function parsePriceOverrides(text: string): PriceOverrides {
+function parsePriceOverrides(text: string): PriceOverrides {
 	return parseModelEntries(text, '<usd per image>', (price, model) => {
 		if (!/^\d+(\.\d+)?$/.test(price) || !Number.isFinite(Number(price))) throw new Error(`the price of '${model}' must be a non-negative number of USD; got '${price}'`);
 		return Number(price);

@@ -17,7 +17,7 @@ type Rows = readonly OptionRow[];
 /** The parsed value of every row, by flag. */
 export type OptionValues<R extends Rows> = { [Row in R[number] as Row['flag']]: Row extends OptionRow<string, infer Value, keyof ServiceConfig> ? Value : never };
 
-export interface ReadOptions<R extends Rows> {
+interface ReadOptions<R extends Rows> {
 	values: OptionValues<R>;
 	/** The trimmed text each given option had. */
 	texts: Partial<Record<R[number]['flag'], string>>;

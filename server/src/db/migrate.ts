@@ -9,7 +9,7 @@ import { MIGRATIONS, type Migration } from './migrations';
 /** Any fixed number; it only has to be the same in every replica of this service. */
 const MIGRATION_LOCK_ID = 7_320_111_804;
 
-export interface MigrationLog {
+interface MigrationLog {
 	info(details: object, message: string): void;
 }
 

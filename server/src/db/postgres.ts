@@ -6,7 +6,7 @@
 import { Pool } from 'pg';
 import { migrate } from './migrate';
 
-export interface DatabaseLog {
+interface DatabaseLog {
 	info(details: object, message: string): void;
 	error(details: object, message: string): void;
 }
@@ -17,7 +17,7 @@ export interface Database {
 	close(): Promise<void>;
 }
 
-export interface DatabaseOptions {
+interface DatabaseOptions {
 	log?: DatabaseLog;
 	/** Connections per replica. */
 	maxConnections?: number;
@@ -32,8 +32,8 @@ export interface DatabaseOptions {
 }
 
 /** Sane defaults: every statement of ours takes milliseconds; a sweep batch or a migration, seconds. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
 	const where = describeDatabaseUrl(url);
@@ -65,7 +65,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
 }
 
 /** `user@host:port/database` for messages: never the password, never the query string. */
-export function describeDatabaseUrl(url: string): string {
+function describeDatabaseUrl(url: string): string {
 	let parsed: URL;
 	try {
 		parsed = new URL(url);

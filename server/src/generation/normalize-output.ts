@@ -14,7 +14,7 @@ import type { ImageJob, ImageWork } from '../media/image-work';
 import type { ImageChange } from '../provenance/provenance-marker';
 import type { SettledRequest } from './provider';
 
-export interface FinishedImage {
+interface FinishedImage {
 	bytes: Buffer;
 	media: SniffedMedia;
 	/** What the re-encode did, for the C2PA manifest; empty when the provider's bytes pass through. */

@@ -18,7 +18,7 @@ import { upstreamProvider } from './providers/upstream';
 import { sandboxProvider } from './providers/sandbox';
 
 /** What the service's options say about providers (the rest of their settings live in the environment). */
-export interface ProviderOptions {
+interface ProviderOptions {
 	/** `--sandbox-delay-ms`: how long the sandbox waits before it draws. */
 	sandboxDelayMs?: number;
 	/** `--comfyui-workflow`: the workflow file (resolved path) of each model the comfyui provider serves. */
@@ -26,9 +26,9 @@ export interface ProviderOptions {
 }
 
 /** Builds a provider for one model; throws at start-up when its configuration is incomplete. */
-export type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv, options: ProviderOptions) => GenerationProvider;
+type ProviderFactory = (model: ModelId, env: NodeJS.ProcessEnv, options: ProviderOptions) => GenerationProvider;
 
-export const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>> = {
+const PROVIDER_FACTORIES: Readonly<Record<ProviderName, ProviderFactory>> = {
 	sandbox: (_model, _env, options) => sandboxProvider(options.sandboxDelayMs),
 	upstream: upstreamProvider,
 	replicate: replicateProvider,

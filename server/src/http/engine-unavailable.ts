@@ -8,7 +8,7 @@
 import { ImageGenError } from '../../../core/errors';
 
 /** Engines that were down come back within seconds in the common case (restart, fail-over). */
-export const ENGINE_RETRY_AFTER_SECONDS = 2;
+const ENGINE_RETRY_AFTER_SECONDS = 2;
 
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'EHOSTDOWN', 'ENETDOWN']);
 /** admin shutdown, crash shutdown, cannot connect now, too many connections, statement time-out. */

@@ -30,10 +30,7 @@ export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUp
 		case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
 			return new ImageGenError(400, 'The Content-Length header does not match the body', { code: 'invalid_body' });
 		case 'FST_REQ_FILE_TOO_LARGE':
-			return new ImageGenError(413, `'file' is larger than the upload limit of ${formatBytes(limits.maxUploadBytes)}`, {
-				param: 'file',
-				code: 'file_too_large',
-			});
+			return fileTooLarge('file', limits.maxUploadBytes);
 		case 'FST_FILES_LIMIT':
 			return new ImageGenError(400, "Send exactly one file, in the part 'file'", { param: 'file', code: 'too_many_files' });
 		case 'FST_PARTS_LIMIT':
@@ -55,6 +52,11 @@ export function toApiError(error: unknown, limits: { maxJsonBytes: number; maxUp
 	// PostgreSQL or the bucket down: retryable, and the driver's text (internal addresses) stays in the log.
 	if (isEngineUnreachable(error)) return serviceUnavailable(error);
 	return new ImageGenError(500, 'Internal server error', { code: 'internal_error', cause: error });
+}
+
+/** A file past the upload limit, wherever it was counted (a multipart part, a JSON body, the stored stream). */
+export function fileTooLarge(field: string, maxBytes: number, status: 400 | 413 = 413): ImageGenError {
+	return new ImageGenError(status, `'${field}' is larger than the upload limit of ${formatBytes(maxBytes)}`, { param: field, code: 'file_too_large' });
 }
 
 export function sendApiError(reply: FastifyReply, error: ImageGenError): FastifyReply {

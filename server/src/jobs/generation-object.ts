@@ -4,14 +4,18 @@
  * it is sent (storage/inline-answer.ts), so neither the row nor this text holds an image.
  */
 import type { GenerationResponse } from '../../../core/api';
+import { ImageGenError } from '../../../core/errors';
 import type { InlineFilePart, StoredAnswer } from '../idempotency/idempotency-store';
 import type { GenerationObject, Job } from './job-store';
 
 /** `gen_` and 32 hex digits; anything else names no job. */
 const JOB_ID = /^gen_[0-9a-f]{32}$/;
 
-export function isJobId(id: string): boolean {
-	return JOB_ID.test(id);
+/** The job `find` answers for `id`; another key's job, an unknown id and one that names no job are the same 404. */
+export async function foundJob(id: string, find: (id: string) => Promise<Job | null>): Promise<Job> {
+	const job = JOB_ID.test(id) ? await find(id) : null;
+	if (!job) throw new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
+	return job;
 }
 
 export const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);

@@ -5,12 +5,13 @@
  * milliseconds), which `toJob` takes care of. JSON columns are text on both.
  */
 import type { ModelId } from '../../../core/models';
+import { KEY_SQL } from '../keys/key-rows';
 import type { GenerationStatus, Job, JobEnd, JobError, NewJob, StoredResult } from './job-store';
 
 const COLUMNS = ['id', 'api_key_id', 'model', 'status', 'request', 'webhook_url', 'provider', 'host_job_id', 'charged_micros', 'result', 'error',
 	'created_at', 'finished_at', 'owner', 'lease_until'] as const;
 
-export const JOB_COLUMNS = COLUMNS.join(', ');
+const JOB_COLUMNS = COLUMNS.join(', ');
 
 const NOT_ENDED = "status IN ('queued', 'running')";
 
@@ -43,8 +44,7 @@ export const JOB_SQL = {
 	/** Jobs that ended at or before `$1`: what a sweep deletes. */
 	sweepable: `NOT ${NOT_ENDED} AND finished_at <= $1`,
 	/** A refund on the key's spend of the job's UTC day (the day its admission charged). */
-	spend: `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
-		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`,
+	spend: KEY_SQL.charge,
 };
 
 export interface JobRow {

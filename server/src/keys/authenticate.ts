@@ -51,7 +51,7 @@ export function flatKeyPolicy(id: string): ApiKeyPolicy {
 	return { id, managed: false, models: null, rateLimitPerMinute: null, budget: null };
 }
 
-export function managedKeyPolicy(key: ManagedKey): ApiKeyPolicy {
+function managedKeyPolicy(key: ManagedKey): ApiKeyPolicy {
 	return { id: key.id, managed: true, models: key.models, rateLimitPerMinute: key.rateLimitPerMinute, budget: key.budget };
 }
 
@@ -61,7 +61,7 @@ export function keyPolicyOf(request: FastifyRequest): ApiKeyPolicy {
 	return request.apiKey;
 }
 
-export interface AuthenticatorOptions {
+interface AuthenticatorOptions {
 	apiKeys: readonly string[];
 	adminKey?: string;
 	managedKeys?: ManagedKeyCache;

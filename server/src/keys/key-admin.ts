@@ -26,9 +26,9 @@ export const keyObjectSchema = z
 	.describe('The key');
 export type KeyObject = z.infer<typeof keyObjectSchema>;
 
-export type KeyObjectWithSecret = KeyObject & { key: string };
+type KeyObjectWithSecret = KeyObject & { key: string };
 
-export interface KeyAdminOptions {
+interface KeyAdminOptions {
 	/** Told after every change, so this process drops what it cached about keys at once. */
 	onChange?: () => void;
 	/** Stamps changes and judges budget periods (the key store's clock). */

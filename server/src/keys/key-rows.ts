@@ -13,7 +13,7 @@ import type { BudgetPeriod, ManagedKey } from './managed-key';
 const COLUMNS = ['id', 'name', 'prefix', 'secret_hash', 'previous_secret_hash', 'previous_valid_until', 'created_at', 'expires_at', 'blocked', 'revoked_at',
 	'models', 'rate_limit_per_minute', 'budget_limit_micros', 'budget_period'] as const;
 
-export const KEY_COLUMNS = COLUMNS.join(', ');
+const KEY_COLUMNS = COLUMNS.join(', ');
 
 /** The columns a patch may set, by setting: the only place a setting meets its columns. */
 const PATCHABLE: { [Setting in keyof KeyPatch]-?: (patch: KeyPatch) => Record<string, unknown> } = {
@@ -35,6 +35,9 @@ export const KEY_SQL = {
 	bySecret: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1 UNION ALL SELECT ${KEY_COLUMNS} FROM api_keys WHERE previous_secret_hash = $1 LIMIT 1`,
 	/** Settled spend plus generations in flight (charged at admission), from a UTC day on. */
 	spent: 'SELECT COALESCE(sum(spent_micros), 0) AS micros FROM key_spend_days WHERE key_id = $1 AND day >= $2',
+	/** Adds `$3` micro-dollars (negative: a refund) to the key's UTC day `$2`. */
+	charge: `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
+		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`,
 };
 
 /** The values of `KEY_SQL.insert`, in its order. */

@@ -38,30 +38,20 @@ const expiresAt = z
 	.transform((text) => new Date(text))
 	.refine((date) => date.getTime() > Date.now(), 'must be in the future');
 
-export const createKeySchema = z
-	.object({
-		name,
-		models: models.nullable().optional(),
-		rate_limit_per_minute: rateLimit.nullable().optional(),
-		budget_usd: budgetUsd.nullable().optional(),
-		budget_period: z.enum(BUDGET_PERIODS).optional(),
-		expires_at: expiresAt.nullable().optional(),
-	})
-	.strict();
+/** A key's settings after its name, in create and update alike. */
+const settings = {
+	models: models.nullable().optional(),
+	rate_limit_per_minute: rateLimit.nullable().optional(),
+	budget_usd: budgetUsd.nullable().optional(),
+	budget_period: z.enum(BUDGET_PERIODS).optional(),
+	expires_at: expiresAt.nullable().optional(),
+};
+
+export const createKeySchema = z.object({ name, ...settings }).strict();
 export type CreateKeyRequest = z.infer<typeof createKeySchema>;
 
 /** Same fields as create plus `blocked`; absent leaves a setting as it is, null clears a limit. */
-export const updateKeySchema = z
-	.object({
-		name: name.optional(),
-		models: models.nullable().optional(),
-		rate_limit_per_minute: rateLimit.nullable().optional(),
-		budget_usd: budgetUsd.nullable().optional(),
-		budget_period: z.enum(BUDGET_PERIODS).optional(),
-		expires_at: expiresAt.nullable().optional(),
-		blocked: z.boolean().optional(),
-	})
-	.strict();
+export const updateKeySchema = z.object({ name: name.optional(), ...settings, blocked: z.boolean().optional() }).strict();
 export type UpdateKeyRequest = z.infer<typeof updateKeySchema>;
 
 export const rotateKeySchema = z
@@ -69,7 +59,6 @@ export const rotateKeySchema = z
 		grace_seconds: z.number().int('must be a whole number').min(0, 'must be at least 0').max(86_400, 'must be at most 86400').optional(),
 	})
 	.strict();
-export type RotateKeyRequest = z.infer<typeof rotateKeySchema>;
 
 const date = z
 	.string()
@@ -84,7 +73,6 @@ export const usageQuerySchema = z
 	})
 	.strict()
 	.refine((query) => !(query.from && query.to && query.from > query.to), { message: "must not be after 'to'", path: ['from'] });
-export type UsageQuery = z.infer<typeof usageQuerySchema>;
 
 export const keyIdSchema = z.string().regex(KEY_ID, 'must be a key id such as key_AbC123…');
 

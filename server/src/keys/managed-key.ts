@@ -42,11 +42,11 @@ export interface ManagedKey extends KeySettings {
 	revokedAt: Date | null;
 }
 
-export const SECRET_PREFIX = 'igk_';
-export const PREFIX_LENGTH = 12;
+const SECRET_PREFIX = 'igk_';
+const PREFIX_LENGTH = 12;
 export const KEY_ID = /^key_[A-Za-z0-9_-]{8,64}$/;
 
-export interface NewSecret {
+interface NewSecret {
 	secret: string;
 	hash: string;
 	prefix: string;
@@ -62,7 +62,7 @@ export function newKeyId(): string {
 	return `key_${randomBytes(12).toString('base64url')}`;
 }
 
-export function secretHash(secret: string): string {
+function secretHash(secret: string): string {
 	return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 

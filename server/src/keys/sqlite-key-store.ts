@@ -14,9 +14,6 @@ import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
 import { KEY_SQL, keyValues, patchStatement, rotateValues, toManagedKey, type KeyRow } from './key-rows';
 import type { ManagedKey } from './managed-key';
 
-const CHARGE = `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
-	ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`;
-
 export class SqliteKeyStore implements KeyStore {
 	private readonly admit;
 	private readonly charges = new HeldCharges();
@@ -29,7 +26,7 @@ export class SqliteKeyStore implements KeyStore {
 			const spent = this.row<{ micros: number }>(KEY_SQL.spent, [reservation.keyId, utcDay(reservation.since)])!.micros;
 			const amount = toMicros(reservation.amountUsd);
 			if (spent + amount > toMicros(reservation.limitUsd)) return { admitted: false, spentUsd: fromMicros(spent) };
-			this.statement(CHARGE).run(bindNumbered([reservation.keyId, day, amount]));
+			this.statement(KEY_SQL.charge).run(bindNumbered([reservation.keyId, day, amount]));
 			return { admitted: true };
 		});
 	}
@@ -84,7 +81,7 @@ export class SqliteKeyStore implements KeyStore {
 	}
 
 	private async change(change: SpendChange | undefined): Promise<void> {
-		if (change) await this.write(CHARGE, [change.keyId, change.day, change.micros]);
+		if (change) await this.write(KEY_SQL.charge, [change.keyId, change.day, change.micros]);
 	}
 
 	private write(text: string, values: readonly unknown[]) {

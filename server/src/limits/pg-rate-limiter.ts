@@ -7,7 +7,7 @@
 import type { Pool } from 'pg';
 import { BUCKET_SQL, BucketRateLimiter, FORGET_BATCH } from './bucket-rows';
 
-export interface PgRateLimiterOptions {
+interface PgRateLimiterOptions {
 	/**
 	 * The time of a take. Defaults to the database's clock, the one clock every replica shares;
 	 * tests fix it to count exactly.

@@ -17,7 +17,7 @@ import { releaseFreePages } from '../sqlite/free-pages';
 import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
 import { BUCKET_SQL, BucketRateLimiter, FORGET_BATCH } from './bucket-rows';
 
-export interface SqliteRateLimiterOptions {
+interface SqliteRateLimiterOptions {
 	now?: () => number;
 }
 

@@ -13,7 +13,7 @@ import type { ApiKeyPolicy } from '../keys/authenticate';
 import { toApiError } from '../http/error-handler';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteOwnedFile, ownedFile } from '../storage/owned-files';
-import { generationObject, isJobId } from '../jobs/generation-object';
+import { foundJob, generationObject } from '../jobs/generation-object';
 import type { Job } from '../jobs/job-store';
 import {
 	EMPTY_INPUT_SCHEMA,
@@ -33,14 +33,14 @@ export interface ToolCaller {
 	clientGone: AbortSignal;
 }
 
-export interface ToolResult {
+interface ToolResult {
 	[key: string]: unknown;
 	content: { type: 'text'; text: string }[];
 	structuredContent?: Record<string, unknown>;
 	isError?: boolean;
 }
 
-export interface ToolDefinition {
+interface ToolDefinition {
 	name: string;
 	title: string;
 	description: string;
@@ -187,9 +187,7 @@ function generationTool(
 		inputSchema: GENERATION_ID_INPUT_SCHEMA,
 		annotations,
 		async run(args, caller) {
-			const id = idArgument(args, 'the generation id (gen_…)');
-			const job = isJobId(id) ? await find(id, caller) : null;
-			if (!job) throw new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
+			const job = await foundJob(idArgument(args, 'the generation id (gen_…)'), (id) => find(id, caller));
 			return generationForTool(service, job, caller.apiKeyId);
 		},
 	};

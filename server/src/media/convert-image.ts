@@ -12,7 +12,7 @@ import { imageTooLarge, isPixelLimitError } from './image-header';
 import type { ImageJob } from './image-work';
 
 /** A conversion streaming out of sharp; `decodeFailed` tells its own errors from the reader's. */
-export interface ImageConversion {
+interface ImageConversion {
 	output: Readable;
 	decodeFailed(error: unknown): boolean;
 	stop(): void;

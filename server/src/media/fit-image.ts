@@ -134,9 +134,7 @@ async function fitLossless(
 	let smallest: Buffer | undefined;
 	for (const encoding of steps) {
 		const data = await encode(source, width, height, options, encoding);
-		if (options.maxBytes === undefined || data.length <= options.maxBytes) {
-			return { data, media: MEDIA_DETAILS[options.format], width, height, reencoded: true };
-		}
+		if (options.maxBytes === undefined || data.length <= options.maxBytes) return reencoded(options, data, width, height);
 		if (!smallest || data.length < smallest.length) smallest = data;
 	}
 	throw cannotFit(options, `${smallest!.length} bytes at ${width}×${height} (the smallest ${options.format.toUpperCase()} encoding); a lossy format such as jpg or webp can go smaller`);
@@ -144,17 +142,10 @@ async function fitLossless(
 
 async function fitLossy(source: Source, maxWidth: number, maxHeight: number, options: FitImageOptions): Promise<FittedImage> {
 	const { maxBytes } = options;
-	const fitted = (data: Buffer, width: number, height: number): FittedImage => ({
-		data,
-		media: MEDIA_DETAILS[options.format],
-		width,
-		height,
-		reencoded: true,
-	});
 	let data: Buffer = Buffer.alloc(0);
 	for (const quality of QUALITY_STEPS) {
 		data = await encode(source, maxWidth, maxHeight, options, { quality });
-		if (maxBytes === undefined || data.length <= maxBytes) return fitted(data, maxWidth, maxHeight);
+		if (maxBytes === undefined || data.length <= maxBytes) return reencoded(options, data, maxWidth, maxHeight);
 	}
 	return shrinkToFit(source, maxWidth, maxHeight, data.length, options);
 }
@@ -193,8 +184,12 @@ async function shrinkToFit(
 			tooBig = { side, bytes: data.length };
 		}
 	}
-	if (best) return { data: best.data, width: best.width, height: best.height, media: MEDIA_DETAILS[options.format], reencoded: true };
+	if (best) return reencoded(options, best.data, best.width, best.height);
 	throw cannotFit(options, `${last.bytes} bytes at ${last.width}×${last.height}, quality ${quality}`);
+}
+
+function reencoded(options: FitImageOptions, data: Buffer, width: number, height: number): FittedImage {
+	return { data, media: MEDIA_DETAILS[options.format], width, height, reencoded: true };
 }
 
 /** The exact byte count (what was asked for), and its MiB reading where that is shorter to read. */

@@ -8,7 +8,7 @@ import { open } from 'node:fs/promises';
 import { imageSize } from 'image-size';
 import { ImageGenError } from '../../../core/errors';
 
-export interface ImageDimensions {
+interface ImageDimensions {
 	width: number;
 	height: number;
 }

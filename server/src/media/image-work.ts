@@ -10,7 +10,7 @@
 import { ImageGenError } from '../../../core/errors';
 import { limitedSignal } from './limited-signal';
 
-export interface ImageWorkOptions {
+interface ImageWorkOptions {
 	/** Largest picture decoded (`--max-image-pixels`); also each pipeline's `limitInputPixels`. */
 	maxPixels: number;
 	/** Pipelines running at once. */
@@ -33,7 +33,7 @@ export interface ImageJob {
 	throwIfStopped(): void;
 }
 
-export const IMAGE_WORK_DEFAULTS = {
+const IMAGE_WORK_DEFAULTS = {
 	// Measured in bench/image-work.mjs: with 2 pipelines a file read's p99 stays at a few ms while fits
 	// run; each pipeline is parallel inside libvips already, so more would only queue on the cores.
 	concurrency: 2,

@@ -6,7 +6,7 @@
  * It lives beside the image queue, its first user, rather than in core/: core ships in the nodes'
  * package, where n8n's scanner refuses timers.
  */
-export interface LimitedSignal {
+interface LimitedSignal {
 	readonly signal: AbortSignal;
 	/** The limit, not the parent, stopped it. */
 	readonly timedOut: boolean;

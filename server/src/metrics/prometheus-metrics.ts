@@ -15,7 +15,7 @@ const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 /** Seconds: a small PNG (≈ 1 ms) to a large video-sized image in a queue. */
 const MARKING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
 
-export interface HttpObservation {
+interface HttpObservation {
 	method: string;
 	/** A route pattern (`/files/:id`) or UNMATCHED_ROUTE, never a raw URL. */
 	route: string;

@@ -56,7 +56,7 @@ export interface OpenRemoteOptions extends RemoteFetchOptions {
 const DEFAULT_MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
-export const systemResolver: HostResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+const systemResolver: HostResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
 export function createSafeFetcher(policy: FetchPolicy): { fetchRemote: RemoteFetcher; openRemote: RemoteOpener } {
 	const openRemote = (url: URL, options: OpenRemoteOptions) => openSafely(url, options, policy);

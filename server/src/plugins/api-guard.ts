@@ -8,7 +8,7 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-export const ADMIN_PREFIX = '/v1/admin';
+const ADMIN_PREFIX = '/v1/admin';
 
 /** By the matched route's pattern (so no spelling of the path can slip past); by the path for unknown routes. */
 function isAdminRoute(request: FastifyRequest): boolean {

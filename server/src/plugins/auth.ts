@@ -28,11 +28,11 @@ declare module 'fastify' {
 	}
 }
 
-export function adminOnly(): ImageGenError {
+function adminOnly(): ImageGenError {
 	return new ImageGenError(403, 'This route takes the admin key (--admin-key), not an API key', { code: 'admin_only' });
 }
 
-export function adminKeyNotAccepted(): ImageGenError {
+function adminKeyNotAccepted(): ImageGenError {
 	return new ImageGenError(403, 'The admin key manages the service; send an API key to use it (create one with POST /v1/admin/keys)', {
 		code: 'admin_key_not_accepted',
 	});

@@ -25,7 +25,6 @@ import { groupCommitOf } from '../sqlite/group-commit';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
-import { isProcessAlive } from '../storage/process-alive';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
 import { reportLegacyFiles } from '../sqlite/legacy-files';
 import type { LedgerLog } from '../usage/ledger-queue';
@@ -35,7 +34,7 @@ import type { OutboxStore } from '../webhooks/outbox-store';
 import { SqliteOutboxStore } from '../webhooks/sqlite-outbox-store';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
-export interface Engines {
+interface Engines {
 	storage: ObjectStorage;
 	fileMetadata: FileMetadataStore;
 	usageLedger: UsageLedger;
@@ -110,8 +109,23 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 	}
 }
 
+/**
+ * Whether a process of this machine still runs: how a start tells a write killed mid-way from one
+ * another process on the data dir is still doing. A recycled pid reads as alive, which only
+ * leaves that write's leftovers to the sweep at its expiry.
+ */
+function isProcessAlive(pid: number): boolean {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch (error) {
+		// EPERM: it runs, under another user.
+		return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+	}
+}
+
 /** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
-export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
+async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
 	const { bucket, endpoint, region, forcePathStyle, prefix } = storage;
 	const { S3ObjectStorage } = await import('../storage/s3-object-storage');
 	return S3ObjectStorage.open({ bucket, endpoint, region, forcePathStyle, prefix });
@@ -121,7 +135,7 @@ export async function openS3Storage(storage: Extract<StorageConfig, { driver: 's
  * Everything but the bytes in PostgreSQL, so replicas share it; bytes still come from
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
-export async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
+async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
 	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {

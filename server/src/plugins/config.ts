@@ -1,4 +1,4 @@
-/** The parsed configuration, parsed once (config.ts) and read by every plugin and route as `fastify.config`. */
+/** The parsed configuration, parsed once (config/parse-config.ts) and read by every plugin and route as `fastify.config`. */
 import fp from 'fastify-plugin';
 import type { ServiceConfig } from '../config';
 

@@ -15,7 +15,7 @@ declare module 'fastify' {
 	}
 }
 
-export interface IdempotentRun {
+interface IdempotentRun {
 	key: string | undefined;
 	fingerprint: () => string;
 	/**
@@ -27,7 +27,7 @@ export interface IdempotentRun {
 	signal?: AbortSignal;
 }
 
-export interface Idempotency {
+interface Idempotency {
 	/** The request's key, or undefined without the header; a malformed key is a 400. */
 	keyOf(request: FastifyRequest): string | undefined;
 	/**
@@ -45,7 +45,7 @@ export interface Idempotency {
 }
 
 /** An answer as sent: a replay, or a first run's, whose images nobody will replay may be in memory. */
-export type SentAnswer = IdempotentAnswer & Pick<InlineAnswer, 'inlineBytes'>;
+type SentAnswer = IdempotentAnswer & Pick<InlineAnswer, 'inlineBytes'>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** A repeat waits this long for a running first request before it is told to retry (409). */

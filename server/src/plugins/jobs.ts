@@ -14,7 +14,7 @@ declare module 'fastify' {
 	}
 }
 
-export interface JobsPluginOptions {
+interface JobsPluginOptions {
 	/** Told when a job ends, besides the webhooks' outbox. */
 	listeners?: readonly JobEndListener[];
 }

@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { PrometheusMetrics, UNMATCHED_ROUTE } from '../metrics/prometheus-metrics';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 
-export interface MetricsExposition {
+interface MetricsExposition {
 	readonly contentType: string;
 	/** Everything in Prometheus' text format. */
 	text(): Promise<string>;

@@ -9,7 +9,7 @@ import { checkWebhookTarget } from '../webhooks/webhook-target';
 import { webhookJobListener } from '../webhooks/job-events';
 import type { JobEndListener } from '../jobs/job-store';
 
-export interface Webhooks {
+interface Webhooks {
 	outbox: WebhookOutbox;
 	/** Throws a 400 naming `webhook_url` when the address guard refuses it. */
 	checkTarget(url: string): Promise<void>;

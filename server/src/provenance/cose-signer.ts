@@ -7,7 +7,7 @@
 import { constants, sign, type KeyObject } from 'node:crypto';
 import { Encoder, Tag } from 'cbor-x';
 
-export interface CoseAlgorithm {
+interface CoseAlgorithm {
 	/** The c2pa-rs name. */
 	c2pa: 'es256' | 'es384' | 'es512' | 'ps256' | 'ed25519';
 	/** The COSE algorithm id (IANA registry). */
@@ -34,7 +34,7 @@ const PS256: CoseAlgorithm = {
 };
 const ED25519: CoseAlgorithm = { c2pa: 'ed25519', id: -8, sign: (data, key) => sign(null, data, key) };
 
-export function coseAlgorithmFor(key: KeyObject): CoseAlgorithm {
+function coseAlgorithmFor(key: KeyObject): CoseAlgorithm {
 	const details = key.asymmetricKeyDetails;
 	if (key.asymmetricKeyType === 'ec' && details?.namedCurve && CURVES[details.namedCurve]) return CURVES[details.namedCurve]!;
 	if (key.asymmetricKeyType === 'rsa' || key.asymmetricKeyType === 'rsa-pss') return PS256;

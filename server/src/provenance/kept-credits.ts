@@ -4,13 +4,13 @@
  * Copyright (IFD0), else XMP dc:creator and dc:rights. They are the uploader's words, unsigned:
  * carried on in the XMP, never into a manifest or an answer.
  */
-export interface Credits {
+interface Credits {
 	creator?: string;
 	copyright?: string;
 }
 
 /** The credits, and the IPTC digital source type the original's XMP names (as unsigned as they). */
-export interface KeptWords extends Credits {
+interface KeptWords extends Credits {
 	digitalSourceType?: string;
 }
 

@@ -12,7 +12,7 @@ import { NO_PROVENANCE } from '../../../core/api';
 import type { ConvertedUploadFacts, ImageChange, MarkedImage, ProvenanceMarker } from './provenance-marker';
 import { verifiedProvenance } from './verified-provenance';
 
-export interface OriginalUpload {
+interface OriginalUpload {
 	/** The original's bytes as a local file. */
 	path: string;
 	media: SniffedMedia;
@@ -20,7 +20,7 @@ export interface OriginalUpload {
 	mayCarryC2pa?: boolean;
 }
 
-export interface ConvertedImage {
+interface ConvertedImage {
 	bytes: Buffer;
 	media: SniffedMedia;
 	width: number;

@@ -18,7 +18,7 @@ import { ImageGenError } from '../../../core/errors';
 import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
 import type { MarkingAnswer, MarkingJob, MarkingWorkerData } from './marking-worker';
 
-export interface MarkingPoolOptions {
+interface MarkingPoolOptions {
 	workerData: MarkingWorkerData;
 	/** Worker threads; one is enough to take marking off the event loop. */
 	threads?: number;

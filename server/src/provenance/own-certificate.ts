@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { KeyObject, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
-export interface OwnCertificate {
+interface OwnCertificate {
 	/** Signing certificate first, then the root. */
 	chainPem: string;
 	keyPem: string;

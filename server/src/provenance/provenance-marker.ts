@@ -73,7 +73,7 @@ export const UNMARKED: ProvenanceMarker = {
 	},
 };
 
-export interface MarkerOptions {
+interface MarkerOptions {
 	signer: CoseSigner;
 	includePrompt: boolean;
 	/** `imagegen-server <version>`. */

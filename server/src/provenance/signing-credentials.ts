@@ -18,14 +18,14 @@ export interface SigningCredentials {
 	anchorPem: string;
 }
 
-export interface CredentialSources {
+interface CredentialSources {
 	certPath?: string;
 	keyPath?: string;
 	dataDir: string;
 	organization: string;
 }
 
-export const OWN_CERTIFICATE_DIR = 'c2pa';
+const OWN_CERTIFICATE_DIR = 'c2pa';
 const CHAIN_FILE = 'signer-chain.pem';
 const KEY_FILE = 'signer-key.pem';
 

@@ -3,7 +3,7 @@
  * made it, the model and the time; the prompt only when the operator allows it (it may be private).
  * A converted upload gets the facts its original had that survive a conversion.
  */
-export interface XmpFacts {
+interface XmpFacts {
 	digitalSourceType?: string;
 	creatorTool?: string;
 	model?: string;

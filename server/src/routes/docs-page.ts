@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { CONTENT_SECURITY_POLICY, PAGE_HEADERS } from './static-site';
 
-export const DOCS_PATH = '/docs';
+const DOCS_PATH = '/docs';
 
 export default async function docsPageRoutes(fastify: FastifyInstance): Promise<void> {
 	// The same strict policy as every page of the service, and Swagger UI needs nothing beyond it:

@@ -7,8 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod/v3';
 import { GENERATION_STATUSES, generationListSchema, generationObjectSchema } from '../../../core/api';
-import { ImageGenError } from '../../../core/errors';
-import { generationAnswer, isJobId } from '../jobs/generation-object';
+import { foundJob, generationAnswer } from '../jobs/generation-object';
 import type { Job } from '../jobs/job-store';
 import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type ZodTypeProvider } from '../schema-docs/route-schemas';
 
@@ -45,10 +44,6 @@ const listSchema = {
 	response: { 200: generationListSchema, ...errorResponses([400, 'A bad status or limit (param names it)'], ...AUTH_ERRORS) },
 };
 
-function notFound(id: string): ImageGenError {
-	return new ImageGenError(404, `No generation '${id}' of this API key`, { param: 'id', code: 'generation_not_found' });
-}
-
 /**
  * A cancel carries no body, but many clients (n8n's HTTP Request node among them) send an empty one
  * labelled `application/json`, which Fastify's JSON parser refuses (FST_ERR_CTP_EMPTY_JSON_BODY).
@@ -70,17 +65,11 @@ export default async function jobRoutes(scope: FastifyInstance): Promise<void> {
 	const send = (reply: FastifyReply, job: Job) => v1.idempotency.reply(reply, { ...generationAnswer(job), replayed: false });
 
 	v1.get('/generations/:id', { schema: getSchema }, async (request, reply) => {
-		const { id } = request.params;
-		const job = isJobId(id) ? await v1.jobStore.get(id, request.apiKeyId) : null;
-		if (!job) throw notFound(id);
-		return send(reply, job);
+		return send(reply, await foundJob(request.params.id, (id) => v1.jobStore.get(id, request.apiKeyId)));
 	});
 
 	v1.post('/generations/:id/cancel', { schema: cancelSchema }, async (request, reply) => {
-		const { id } = request.params;
-		const job = isJobId(id) ? await v1.jobs.cancel(id, request.apiKeyId) : null;
-		if (!job) throw notFound(id);
-		return send(reply, job);
+		return send(reply, await foundJob(request.params.id, (id) => v1.jobs.cancel(id, request.apiKeyId)));
 	});
 
 	v1.get('/generations', { schema: listSchema }, async (request, reply) => {

@@ -21,7 +21,7 @@ import { callTool, toolsFor, type ToolCaller } from '../mcp/tools';
 import { clientGoneSignal } from '../http/client-gone';
 import { API_KEY_AUTH, AUTH_ERRORS, errorResponses } from '../schema-docs/route-schemas';
 
-export const MCP_PATH = '/mcp';
+const MCP_PATH = '/mcp';
 
 const SERVER_INFO = { name: 'imagegen', title: 'ImageGen', version: '1.0.0' };
 const INSTRUCTIONS =

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 
-export const OPENAPI_PATH = '/v1/openapi.json';
+const OPENAPI_PATH = '/v1/openapi.json';
 
 export default async function openApiRoutes(app: FastifyInstance): Promise<void> {
 	const schema = { tags: ['Agents'], operationId: 'openapi', summary: 'This document (public, no auth)', response: { 200: { description: 'OpenAPI 3.1', type: 'object' } } };

@@ -34,7 +34,7 @@ interface Asset {
 	etag: string;
 }
 
-export interface StaticSite {
+interface StaticSite {
 	/** Where the page is served, e.g. '/admin'; its assets are served under `${path}/assets/`. */
 	path: string;
 	/** The page's folder in this package (e.g. 'admin'), holding index.html and `files`. */

@@ -13,7 +13,7 @@ import { UPLOAD_OPTION_BOUNDS } from '../../../core/upload-options';
 export type JsonSchema = { [key: string]: unknown };
 
 /** Words for people and models reading the schema; the rules themselves come from zod. */
-export const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
+const GENERATION_FIELD_DESCRIPTIONS: Record<string, string> = {
 	model: 'The model to run.',
 	prompt: 'What the image should show. Not blank.',
 	images:

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { BUSY_TIMEOUT_MS, createPrivately } from './database';
 import { refuseNewerSchema } from './migrate';
 
-export interface BackupResult {
+interface BackupResult {
 	/** The copy's schema version (PRAGMA user_version), the same as the source's. */
 	schemaVersion: number;
 	bytes: number;

@@ -18,7 +18,7 @@ const FIRST_RETRY_MS = 2;
 /** Later retries: often enough to take the lock soon after it is let go, rare enough to cost nothing. */
 const MAX_RETRY_MS = 50;
 
-export function isBusy(error: unknown): boolean {
+function isBusy(error: unknown): boolean {
 	const code = (error as { code?: unknown } | null)?.code;
 	return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }

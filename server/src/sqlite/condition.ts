@@ -14,10 +14,10 @@ import { Worker } from 'node:worker_threads';
 import type { SqliteDatabase } from './database';
 import { onePerConnection } from './per-connection';
 
-export type DatabaseState = 'ok' | 'full' | 'damaged';
+type DatabaseState = 'ok' | 'full' | 'damaged';
 
 /** A database of a few GB takes seconds to read through: often enough, and far from always. */
-export const QUICK_CHECK_INTERVAL_MS = 15 * 60_000;
+const QUICK_CHECK_INTERVAL_MS = 15 * 60_000;
 
 const DAMAGE_CODES = /^SQLITE_(CORRUPT|NOTADB)/;
 

@@ -30,7 +30,7 @@ export function statementCache(database: SqliteDatabase): (text: string) => Sqli
 	};
 }
 
-export const DATABASE_FILE = 'imagegen.db';
+const DATABASE_FILE = 'imagegen.db';
 
 /**
  * How long a statement of a command (keys, backup) or of the service's start waits for another
@@ -39,7 +39,7 @@ export const DATABASE_FILE = 'imagegen.db';
  */
 export const BUSY_TIMEOUT_MS = BUSY_WAIT_MS;
 
-export interface OpenSqliteOptions {
+interface OpenSqliteOptions {
 	log?: SqliteMigrationLog;
 	busyTimeoutMs?: number;
 	/**

@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqliteDatabase } from './database';
 import { whenUnlocked } from './busy';
 
-export interface FreePagesOptions {
+interface FreePagesOptions {
 	/** Pages given back per step (4 KiB each by default). */
 	pagesPerStep?: number;
 	/** Steps per call at most; what is left waits for the next call. */

@@ -26,7 +26,7 @@ const LEGACY_KEYS_REWRITE = /^keys\.json\.\d+\.\d+\.tmp$/;
 /** Hosted bytes never end in `.json`: such a file beside them is a sidecar of the old metadata. */
 const SIDECAR = /\.json$/;
 
-export interface LegacyFilesLog {
+interface LegacyFilesLog {
 	info(details: object, message: string): void;
 }
 

@@ -13,7 +13,7 @@
 /** Longest time a cache may keep a file, so a deleted file is not served long after. */
 export const MAX_CACHE_SECONDS = 3600;
 
-export interface CacheableFile {
+interface CacheableFile {
 	mimeType: string;
 	etag: string;
 	/** `<id>.<ext>`, offered as the file name. */

@@ -69,7 +69,7 @@ export function inlineAnswerBody(result: unknown): { body: string; inlineFiles: 
 export type InlineAnswer = StoredAnswer & { inlineBytes?: readonly InlineBytesPart[] };
 
 /** The answer ready to send, or the inline files that are gone (expired, deleted or never this key's). */
-export type OpenedAnswer = { stream: Readable; length: number } | { gone: string[] };
+type OpenedAnswer = { stream: Readable; length: number } | { gone: string[] };
 
 /** One image of an answer, where it goes in the body, and its base64 text in pieces. */
 interface ImageSource {

@@ -7,7 +7,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { ImageGenError } from '../../../core/errors';
 import { IMAGE_TYPES, SNIFF_BYTES, VIDEO_TYPES, sniffMedia, type SniffedMedia } from '../../../core/media';
-import { formatBytes } from '../../../core/units';
+import { fileTooLarge } from '../http/error-handler';
 import { insufficientStorage, isStorageFull } from '../http/storage-full';
 import { ProvenanceScan, VIDEO_SCAN_BYTES } from '../provenance/provenance-scan';
 import { STREAM_HIGH_WATER_MARK } from './byte-streams';
@@ -42,12 +42,7 @@ export class InspectingStream extends Transform {
 		this.size += chunk.length;
 		this.provenance.feed(chunk);
 		if (this.size > this.maxBytes) {
-			callback(
-				new ImageGenError(this.oversizeStatus, `'${this.field}' is larger than the upload limit of ${formatBytes(this.maxBytes)}`, {
-					param: this.field,
-					code: 'file_too_large',
-				}),
-			);
+			callback(fileTooLarge(this.field, this.maxBytes, this.oversizeStatus));
 			return;
 		}
 		if (this.decided) {

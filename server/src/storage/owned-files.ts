@@ -8,9 +8,9 @@ import { ImageGenError } from '../../../core/errors';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import type { FileRecord, HostedFiles } from './hosted-files';
 
-export const FILE_ID = /^[A-Za-z0-9_-]{16,64}$/;
+const FILE_ID = /^[A-Za-z0-9_-]{16,64}$/;
 
-export const fileNotFound = (id: string) =>
+const fileNotFound = (id: string) =>
 	new ImageGenError(404, `No file '${id}' of this API key: it never existed, has expired or was deleted`, {
 		param: 'id',
 		code: 'file_not_found',

@@ -16,7 +16,7 @@ function errorName(error: unknown): string {
 	return typeof shape.name === 'string' ? shape.name : typeof shape.Code === 'string' ? shape.Code : '';
 }
 
-export function httpStatusOf(error: unknown): number | undefined {
+function httpStatusOf(error: unknown): number | undefined {
 	const status = ((error ?? {}) as SdkErrorShape).$metadata?.httpStatusCode;
 	return typeof status === 'number' ? status : undefined;
 }

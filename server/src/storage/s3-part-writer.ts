@@ -38,7 +38,7 @@ export class PartBuffers {
 	}
 }
 
-export interface PartWriteOptions {
+interface PartWriteOptions {
 	client: S3Client;
 	bucket: string;
 	key: string;

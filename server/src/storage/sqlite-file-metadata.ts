@@ -34,7 +34,7 @@ interface ExpiredRow {
 	published: number;
 }
 
-export interface SqliteFileMetadataOptions {
+interface SqliteFileMetadataOptions {
 	now?: () => number;
 	sweepLeaseMs?: number;
 }

@@ -2,7 +2,7 @@
  * Periodic deletion of expired files and idempotency entries. Reads never depend on it (expiry is
  * checked on every read); it exists so that bytes and remembered answers actually go away.
  */
-export interface Sweepable {
+interface Sweepable {
 	sweep(): Promise<unknown>;
 }
 
@@ -14,7 +14,7 @@ export function sweepInterval(retentionSeconds: number): number {
 	return Math.max(250, Math.min(60_000, (retentionSeconds * 1000) / 2));
 }
 
-export interface SweepReports {
+interface SweepReports {
 	onError(error: unknown): void;
 	/**
 	 * After every pass over all targets: how long it took and whether every target succeeded. The

@@ -10,7 +10,7 @@ import { sniffMedia, type ImageType, type SniffedMedia } from '../../../core/med
 import { outputFormatForVideo, parseUploadJson, type UploadOutputFormat } from '../../../core/schemas';
 import { NO_PROVENANCE, type UploadResponse } from '../../../core/api';
 import { checkUploadOptionsFor, parseUploadOptions, type UploadOptions } from '../../../core/upload-options';
-import { formatBytes } from '../../../core/units';
+import { fileTooLarge } from '../http/error-handler';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import type { RemoteOpener } from '../net/safe-fetch';
 import type { FileRecord, HostedFiles, StagedFile } from '../storage/hosted-files';
@@ -23,7 +23,7 @@ export interface UploadPlan {
 	options: UploadOptions;
 }
 
-export interface UploadServices {
+interface UploadServices {
 	store: HostedFiles;
 	openRemote: RemoteOpener;
 	maxUploadBytes: number;
@@ -109,12 +109,7 @@ export function createUploads({ store, openRemote, maxUploadBytes, retentionSeco
 			staged = await store.stage(remote, { ...stageOptions, convertTo });
 		} else {
 			const { bytes } = upload.input;
-			if (bytes.length > maxUploadBytes) {
-				throw new ImageGenError(413, `'${field}' is larger than the upload limit of ${formatBytes(maxUploadBytes)}`, {
-					param: field,
-					code: 'file_too_large',
-				});
-			}
+			if (bytes.length > maxUploadBytes) throw fileTooLarge(field, maxUploadBytes);
 			const media = sniffMedia(bytes);
 			if (!media) throw unsupportedMedia(field);
 			acceptKind(media);

@@ -20,9 +20,9 @@ import type { WebhookOutbox } from './outbox';
 import type { BudgetAlertMark } from './outbox-store';
 
 /** The share of a budget, in percent, past which `budget.threshold` is sent. */
-export const THRESHOLD_PERCENT = 80;
+const THRESHOLD_PERCENT = 80;
 
-export interface BudgetAlertOptions {
+interface BudgetAlertOptions {
 	url: string;
 	outbox: WebhookOutbox;
 	keyStore: Pick<KeyStore, 'spent'>;
@@ -104,7 +104,7 @@ function slackText(kind: Kind, data: { key_id: string; period: string; budget_us
 }
 
 /** Slack's incoming webhooks take `{ "text": … }` and refuse anything else. */
-export function isSlackWebhook(url: string): boolean {
+function isSlackWebhook(url: string): boolean {
 	try {
 		return new URL(url).hostname === 'hooks.slack.com';
 	} catch {

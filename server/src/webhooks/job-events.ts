@@ -11,19 +11,16 @@
 import type { GenerationObject, JobEndListener } from '../jobs/job-store';
 import type { WebhookOutbox } from './outbox';
 
-/** What the job runner tells each of its listeners once a job's end is durable. */
-export type JobEnding = Parameters<JobEndListener['jobEnded']>[0];
-
 const EVENT_TYPES = { succeeded: 'generation.succeeded', failed: 'generation.failed', canceled: 'generation.canceled' } as const;
 
-export interface GenerationEvent {
+interface GenerationEvent {
 	type: (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];
 	timestamp: string;
 	data: GenerationObject;
 }
 
 /** Null for a status that is not an end (a listener told of one has nothing to send). */
-export function generationEvent(generation: GenerationObject, at: Date): GenerationEvent | null {
+function generationEvent(generation: GenerationObject, at: Date): GenerationEvent | null {
 	const type = EVENT_TYPES[generation.status as keyof typeof EVENT_TYPES];
 	if (!type) return null;
 	const inline = generation.result?.data.some((image) => 'b64_json' in image) ?? false;

@@ -111,6 +111,29 @@ export function claimedDelivery(row: DeliveryRow, claimToken: string): ClaimedDe
 /** The columns a claim answers, as both engines name them. */
 export const CLAIMED_COLUMNS = 'id, url, origin, signing_key_id, body, event_type, created_at, attempts, claim_token';
 
+/**
+ * The statements both engines run as they are (numbered `$n` parameters, which SQLite reads as
+ * named ones; sqlite/database.ts `bindNumbered`). An attempt's outcome is written only by the
+ * holder of the latest claim: `$1` the delivery's id, `$2` its claim token.
+ */
+export const OUTBOX_SQL = {
+	/** Args: `deliveryValues`. */
+	insert: 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)',
+	delivered: "DELETE FROM webhook_outbox WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+	/** Args: id, claim token, when to try again, the error. */
+	retry: "UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = $3, last_error = $4, claim_token = NULL WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+	/** Args: id, claim token, now, the error. */
+	giveUp: "UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = $3, last_error = $4, claim_token = NULL WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+	sweep: "DELETE FROM webhook_outbox WHERE state = 'failed' AND finished_at < $1",
+	readSecret: 'SELECT secret FROM service_secrets WHERE name = $1',
+	writeSecret: 'INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+};
+
+/** The values of `OUTBOX_SQL.insert`, in its order. */
+export function deliveryValues(delivery: NewDelivery, now: number): unknown[] {
+	return [delivery.id, delivery.url, originOf(delivery.url), delivery.signingKeyId, delivery.body, delivery.eventType, now];
+}
+
 /** A receiver's host, what the per-origin cap counts by (`https://hooks.example:8443`). */
 export function originOf(url: string): string {
 	return new URL(url).origin;

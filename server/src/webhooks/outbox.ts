@@ -24,7 +24,7 @@ import { originOf, shortError, type AttemptTarget, type BudgetAlertMark, type Cl
  */
 export const RETRY_PAUSES_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000] as const;
 /** One attempt, DNS, connect and answer included (the spec's receivers answer at once and work later). */
-export const ATTEMPT_TIMEOUT_MS = 10_000;
+const ATTEMPT_TIMEOUT_MS = 10_000;
 /** A claim outlives any attempt: a lease that ends means the claiming process died. */
 const LEASE_MS = 60_000;
 const POLL_EVERY_MS = 1_000;
@@ -63,7 +63,7 @@ export interface OutboxOptions {
 }
 
 /** What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned). */
-export interface OutgoingEvent {
+interface OutgoingEvent {
 	url: string;
 	signingKeyId: string | null;
 	type: string;

@@ -6,17 +6,15 @@
  * split the due deliveries between them.
  */
 import type { Pool } from 'pg';
-import { CLAIMED_COLUMNS, capParameters, claimedDelivery, eligibleDeliveries, originOf, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
+import { CLAIMED_COLUMNS, OUTBOX_SQL, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
-const INSERT = 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $7, $3, $4, $5, $6, $6)';
-
-/** The alert's mark and its delivery in one statement: the delivery is inserted only if the mark was. */
+/** The alert's mark and its delivery in one statement: the delivery (`deliveryValues`) is inserted only if the mark was. */
 const ENQUEUE_ALERT = `
 	WITH marked AS (
-		INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($7, $8, $9, $6) ON CONFLICT DO NOTHING RETURNING 1
+		INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($8, $9, $10, $7) ON CONFLICT DO NOTHING RETURNING 1
 	)
 	INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at)
-	SELECT $1, $2, $10, $3, $4, $5, $6, $6 FROM marked`;
+	SELECT $1, $2, $3, $4, $5, $6, $7, $7 FROM marked`;
 
 const ELIGIBLE = eligibleDeliveries(
 	'SELECT $1::bigint AS due_at, $2::integer AS per_origin, $3::integer AS per_key, $4::integer AS claim_limit',
@@ -38,22 +36,11 @@ export class PgOutboxStore implements OutboxStore {
 	constructor(private readonly pool: Pool) {}
 
 	async enqueue(delivery: NewDelivery, now: number): Promise<void> {
-		await this.pool.query(INSERT, [delivery.id, delivery.url, delivery.signingKeyId, delivery.body, delivery.eventType, now, originOf(delivery.url)]);
+		await this.pool.query(OUTBOX_SQL.insert, deliveryValues(delivery, now));
 	}
 
 	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {
-		const { rowCount } = await this.pool.query(ENQUEUE_ALERT, [
-			delivery.id,
-			delivery.url,
-			delivery.signingKeyId,
-			delivery.body,
-			delivery.eventType,
-			now,
-			mark.keyId,
-			mark.period,
-			mark.kind,
-			originOf(delivery.url),
-		]);
+		const { rowCount } = await this.pool.query(ENQUEUE_ALERT, [...deliveryValues(delivery, now), mark.keyId, mark.period, mark.kind]);
 		return rowCount === 1;
 	}
 
@@ -73,34 +60,24 @@ export class PgOutboxStore implements OutboxStore {
 	}
 
 	async delivered(claim: ClaimedDelivery): Promise<boolean> {
-		const { rowCount } = await this.pool.query("DELETE FROM webhook_outbox WHERE id = $1 AND claim_token = $2 AND state = 'pending'", [claim.id, claim.claimToken]);
-		return rowCount === 1;
+		return (await this.pool.query(OUTBOX_SQL.delivered, [claim.id, claim.claimToken])).rowCount === 1;
 	}
 
 	async retryAt(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
-		const { rowCount } = await this.pool.query(
-			"UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = $1, last_error = $2, claim_token = NULL WHERE id = $3 AND claim_token = $4 AND state = 'pending'",
-			[at, error, claim.id, claim.claimToken],
-		);
-		return rowCount === 1;
+		return (await this.pool.query(OUTBOX_SQL.retry, [claim.id, claim.claimToken, at, error])).rowCount === 1;
 	}
 
 	async giveUp(claim: ClaimedDelivery, now: number, error: string): Promise<boolean> {
-		const { rowCount } = await this.pool.query(
-			"UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = $1, last_error = $2, claim_token = NULL WHERE id = $3 AND claim_token = $4 AND state = 'pending'",
-			[now, error, claim.id, claim.claimToken],
-		);
-		return rowCount === 1;
+		return (await this.pool.query(OUTBOX_SQL.giveUp, [claim.id, claim.claimToken, now, error])).rowCount === 1;
 	}
 
 	async sweepFailed(before: number): Promise<number> {
-		const { rowCount } = await this.pool.query("DELETE FROM webhook_outbox WHERE state = 'failed' AND finished_at < $1", [before]);
-		return rowCount ?? 0;
+		return (await this.pool.query(OUTBOX_SQL.sweep, [before])).rowCount ?? 0;
 	}
 
 	async serviceSecret(name: string, create: () => Buffer): Promise<Buffer> {
-		await this.pool.query('INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT DO NOTHING', [name, create()]);
-		const { rows } = await this.pool.query<{ secret: Buffer }>('SELECT secret FROM service_secrets WHERE name = $1', [name]);
+		await this.pool.query(OUTBOX_SQL.writeSecret, [name, create()]);
+		const { rows } = await this.pool.query<{ secret: Buffer }>(OUTBOX_SQL.readSecret, [name]);
 		return rows[0]!.secret;
 	}
 }

@@ -10,7 +10,7 @@ import { ImageGenError } from '../../../core/errors';
 import { checkTarget, pinnedLookup, type HostResolver } from '../net/safe-fetch';
 import type { SignedHeaders } from './signing';
 
-export interface SendPolicy {
+interface SendPolicy {
 	allowPrivate: boolean;
 	/** The whole attempt, DNS and connection included. */
 	timeoutMs: number;
@@ -19,7 +19,7 @@ export interface SendPolicy {
 	signal: AbortSignal;
 }
 
-export type SendOutcome = { received: true } | { received: false; error: string };
+type SendOutcome = { received: true } | { received: false; error: string };
 
 export async function sendDelivery(target: string, body: string, headers: SignedHeaders, policy: SendPolicy): Promise<SendOutcome> {
 	const timeout = AbortSignal.timeout(policy.timeoutMs);

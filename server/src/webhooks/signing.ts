@@ -11,7 +11,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 
 /** The service secret's row name, and its size: 32 bytes, HMAC-SHA256's own block of entropy. */
 export const SERVICE_SECRET_NAME = 'webhook-signing';
-export const SERVICE_SECRET_BYTES = 32;
+const SERVICE_SECRET_BYTES = 32;
 
 export const newServiceSecret = (): Buffer => randomBytes(SERVICE_SECRET_BYTES);
 

@@ -6,11 +6,10 @@
  * write lock, so two processes never claim the same row; the once-a-second poll takes that lock only when a read
  * found something due.
  */
-import type { SqliteDatabase } from '../sqlite/database';
+import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
 import { groupCommitOf, type SqliteGroupCommit, type WriteStatement } from '../sqlite/group-commit';
-import { CLAIMED_COLUMNS, capParameters, claimedDelivery, eligibleDeliveries, originOf, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
+import { CLAIMED_COLUMNS, OUTBOX_SQL, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
-const INSERT = 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const MARK_ALERT = 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
 /**
  * Stamps the due rows its receivers have room for with a lease and a claim token of their own, and
@@ -19,12 +18,6 @@ const MARK_ALERT = 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VA
 const ELIGIBLE = eligibleDeliveries('SELECT ? AS due_at, ? AS per_origin, ? AS per_key, ? AS claim_limit', "SELECT value ->> '$.origin' AS origin, value ->> '$.key' AS key FROM json_each(?)");
 const CLAIM = `UPDATE webhook_outbox SET next_attempt_at = ?, claim_token = lower(hex(randomblob(16)))
 	WHERE id IN (${ELIGIBLE}) RETURNING ${CLAIMED_COLUMNS}`;
-const REMOVE = "DELETE FROM webhook_outbox WHERE id = ? AND claim_token = ? AND state = 'pending'";
-const RETRY = "UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
-const GIVE_UP = "UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = ?, last_error = ?, claim_token = NULL WHERE id = ? AND claim_token = ? AND state = 'pending'";
-const SWEEP = "DELETE FROM webhook_outbox WHERE state = 'failed' AND finished_at < ?";
-const READ_SECRET = 'SELECT secret FROM service_secrets WHERE name = ?';
-const WRITE_SECRET = 'INSERT INTO service_secrets (name, secret) VALUES (?, ?) ON CONFLICT DO NOTHING';
 
 type Changed = { changes: number };
 
@@ -36,7 +29,7 @@ export class SqliteOutboxStore implements OutboxStore {
 		this.commits = groupCommitOf(database);
 		this.statements = {
 			eligible: database.prepare<unknown[], { id: string }>(ELIGIBLE),
-			readSecret: database.prepare<[string], { secret: Buffer }>(READ_SECRET),
+			readSecret: database.prepare<[Record<string, unknown>], { secret: Buffer }>(OUTBOX_SQL.readSecret),
 		};
 	}
 
@@ -61,30 +54,27 @@ export class SqliteOutboxStore implements OutboxStore {
 	}
 
 	async delivered(claim: ClaimedDelivery): Promise<boolean> {
-		return (await this.commits.write<Changed>([{ sql: REMOVE, values: [claim.id, claim.claimToken] }])).changes === 1;
+		return (await this.commits.write<Changed>([statement(OUTBOX_SQL.delivered, [claim.id, claim.claimToken])])).changes === 1;
 	}
 
 	async retryAt(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
-		return (await this.commits.write<Changed>([{ sql: RETRY, values: [at, error, claim.id, claim.claimToken] }])).changes === 1;
+		return (await this.commits.write<Changed>([statement(OUTBOX_SQL.retry, [claim.id, claim.claimToken, at, error])])).changes === 1;
 	}
 
 	async giveUp(claim: ClaimedDelivery, now: number, error: string): Promise<boolean> {
-		return (await this.commits.write<Changed>([{ sql: GIVE_UP, values: [now, error, claim.id, claim.claimToken] }])).changes === 1;
+		return (await this.commits.write<Changed>([statement(OUTBOX_SQL.giveUp, [claim.id, claim.claimToken, now, error])])).changes === 1;
 	}
 
 	async sweepFailed(before: number): Promise<number> {
 		// A sweep lost to a power cut is made again by the next one.
-		return (await this.commits.write<Changed>([{ sql: SWEEP, values: [before] }], { durable: false })).changes;
+		return (await this.commits.write<Changed>([statement(OUTBOX_SQL.sweep, [before])], { durable: false })).changes;
 	}
 
 	async serviceSecret(name: string, create: () => Buffer): Promise<Buffer> {
-		const stored = this.statements.readSecret.get(name);
+		const stored = this.statements.readSecret.get(bindNumbered([name]));
 		if (stored) return stored.secret;
 		// Another process may write first: whatever row stands after the insert is the secret.
-		const row = await this.commits.write<{ secret: Uint8Array }>([
-			{ sql: WRITE_SECRET, values: [name, create()] },
-			{ sql: READ_SECRET, values: [name], row: true },
-		]);
+		const row = await this.commits.write<{ secret: Uint8Array }>([statement(OUTBOX_SQL.writeSecret, [name, create()]), { ...statement(OUTBOX_SQL.readSecret, [name]), row: true }]);
 		// It crossed from the commit thread as a plain Uint8Array.
 		return Buffer.from(row.secret.buffer, row.secret.byteOffset, row.secret.byteLength);
 	}
@@ -95,6 +85,10 @@ function claimValues(now: number, limit: number, leaseMs: number, caps: Receiver
 	return [now + leaseMs, now, perOrigin, perKey, limit, busy];
 }
 
+function statement(sql: string, values: readonly unknown[]): WriteStatement {
+	return { sql, values: bindNumbered(values) };
+}
+
 function insert(delivery: NewDelivery, now: number): WriteStatement {
-	return { sql: INSERT, values: [delivery.id, delivery.url, originOf(delivery.url), delivery.signingKeyId, delivery.body, delivery.eventType, now, now] };
+	return statement(OUTBOX_SQL.insert, deliveryValues(delivery, now));
 }

@@ -5,7 +5,7 @@
  */
 import { checkTarget, type HostResolver } from '../net/safe-fetch';
 
-export interface TargetPolicy {
+interface TargetPolicy {
 	allowPrivate: boolean;
 	/** For the name's resolution. */
 	timeoutMs: number;

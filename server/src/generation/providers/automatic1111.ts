@@ -10,13 +10,12 @@
  * With `--api-auth user:password`, `A1111_API_AUTH` carries the same pair as HTTP Basic, only to
  * the configured origin.
  */
-import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import { ImageGenError } from '../../../../core/errors';
 import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
-import { providerFetch, providerJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+import { postOnce, providerJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
 
 /**
  * About one megapixel: the size SDXL and Flux checkpoints were trained at (1024×1024), and what
@@ -111,14 +110,5 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
  * stop that client's image instead, so this provider suits a WebUI the service has to itself.
  */
 async function interrupt(settings: A1111Settings): Promise<void> {
-	await providerFetch({
-		provider: 'automatic1111',
-		method: 'POST',
-		url: `${settings.root}/sdapi/v1/interrupt`,
-		...(settings.credentials ? { credentials: settings.credentials } : {}),
-		signal: AbortSignal.timeout(5_000),
-		retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 },
-	})
-		.then(async (answer) => await answer.discard())
-		.catch(() => undefined);
+	await postOnce({ provider: 'automatic1111', url: `${settings.root}/sdapi/v1/interrupt`, credentials: settings.credentials });
 }

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 
 /** One node of an API-format workflow. */
-export interface WorkflowNode {
+interface WorkflowNode {
 	class_type: string;
 	inputs: Record<string, unknown>;
 	[other: string]: unknown;
@@ -29,7 +29,7 @@ export interface ComfyWorkflow {
 }
 
 /** What fills the placeholders of one generation. */
-export interface WorkflowValues {
+interface WorkflowValues {
 	prompt: string;
 	negative_prompt: string;
 	seed: number;
@@ -40,7 +40,7 @@ export interface WorkflowValues {
 }
 
 /** The nodes ComfyUI writes images with and lists under `outputs` in a prompt's history. */
-export const IMAGE_OUTPUT_NODES: readonly string[] = ['SaveImage', 'PreviewImage'];
+const IMAGE_OUTPUT_NODES: readonly string[] = ['SaveImage', 'PreviewImage'];
 
 const SCALAR_PLACEHOLDERS = ['prompt', 'negative_prompt', 'seed', 'width', 'height'] as const;
 const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
@@ -67,7 +67,7 @@ export function loadComfyWorkflow(path: string): ComfyWorkflow {
 }
 
 /** Checks a parsed workflow (see loadComfyWorkflow); `path` names it in messages. */
-export function checkComfyWorkflow(parsed: unknown, path: string): ComfyWorkflow {
+function checkComfyWorkflow(parsed: unknown, path: string): ComfyWorkflow {
 	const refuse = (reason: string): never => {
 		throw new Error(`comfyui workflow ${path}: ${reason}`);
 	};

@@ -20,13 +20,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FormData } from 'undici';
 import { ImageGenError, invalidField } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
-import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages, requiredEnv } from './inputs';
-import { hostMessage, providerBytes, providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { hostMessage, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 /**
  * Width and height sent for an aspect ratio: about one megapixel, each side a multiple of 64.
@@ -98,12 +97,10 @@ export function comfyuiProvider(model: ModelId, env: NodeJS.ProcessEnv, workflow
 	 */
 	async function cancelPrompt(id: string): Promise<void> {
 		const signal = AbortSignal.timeout(5_000);
-		const once = { ...DEFAULT_RETRY_POLICY, maxRetries: 0 };
 		try {
 			const state = await queueState(id, signal);
-			const post = async (path: string, json: unknown) => await (await providerFetch({ provider: 'comfyui', method: 'POST', url: `${root}${path}`, json, credentials, signal, retry: once })).discard();
-			if (state === 'pending') await post('/queue', { delete: [id] });
-			if (state === 'running') await post('/interrupt', { prompt_id: id });
+			if (state === 'pending') await postOnce({ provider: 'comfyui', url: `${root}/queue`, json: { delete: [id] }, credentials }, signal);
+			if (state === 'running') await postOnce({ provider: 'comfyui', url: `${root}/interrupt`, json: { prompt_id: id }, credentials }, signal);
 		} catch {
 			// The caller is already failing for its own reason.
 		}
@@ -224,7 +221,7 @@ function executionFailure(entry: HistoryEntry): string {
  * `/prompt`'s 400: `error.message` is only "Prompt outputs failed validation"; what failed is in
  * `node_errors`, which is named here (node id, class, each error's message and details).
  */
-export function promptRefusal(text: string): string | undefined {
+function promptRefusal(text: string): string | undefined {
 	let body: { error?: { message?: unknown; details?: unknown } | string; node_errors?: Record<string, { class_type?: unknown; errors?: Array<{ message?: unknown; details?: unknown }> }> };
 	try {
 		body = JSON.parse(text);

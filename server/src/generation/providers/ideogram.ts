@@ -18,14 +18,14 @@ import { providerJson, providerRetryPolicy } from './provider-http';
  * legacy V_2 endpoint, which include all eleven of the catalog's; nothing narrower than the
  * catalog, stated so that a change on their side is one edit here.
  */
-export const IDEOGRAM_LIMITS: ModelLimits = { promptMaxLength: 10_000 };
+const IDEOGRAM_LIMITS: ModelLimits = { promptMaxLength: 10_000 };
 
 interface IdeogramAnswer {
 	data?: Array<{ url?: string; is_image_safe?: boolean }>;
 }
 
 /** Our `16:9` is their `ASPECT_16_9`; style types and magic prompt options share our spelling. */
-export function ideogramImageRequest(request: SettledRequest): Record<string, unknown> {
+function ideogramImageRequest(request: SettledRequest): Record<string, unknown> {
 	return {
 		prompt: request.prompt,
 		model: 'V_2',

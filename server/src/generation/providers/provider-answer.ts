@@ -10,7 +10,7 @@ import { ImageGenError } from '../../../../core/errors';
  * Hosts are configured by the operator, not chosen by callers, but a broken one must not be able
  * to fill our memory.
  */
-export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export class ProviderAnswer {
 	constructor(

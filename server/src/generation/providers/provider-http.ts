@@ -97,7 +97,7 @@ export interface HostRetryPolicy extends RetryPolicy {
  * counted per minute or so, and the exponential backoff (0.5–1 s first) would spend the retries
  * inside the same window.
  */
-export const RATE_LIMIT_FLOOR_MS = 10_000;
+const RATE_LIMIT_FLOOR_MS = 10_000;
 
 /** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
 export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {
@@ -167,6 +167,16 @@ export async function providerJson<T>(request: ProviderRequest): Promise<T> {
 
 export async function providerBytes(request: ProviderRequest): Promise<Buffer> {
 	return (await providerFetch(request)).bytes();
+}
+
+/**
+ * A POST sent once, best effort and short (a cancel, an interrupt): its answer is discarded and
+ * its failure ignored, because its caller is already failing for its own reason.
+ */
+export async function postOnce(request: Omit<ProviderRequest, 'method' | 'retry' | 'signal'>, signal: AbortSignal = AbortSignal.timeout(5_000)): Promise<void> {
+	await providerFetch({ ...request, method: 'POST', signal, retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
+		.then((answer) => answer.discard())
+		.catch(() => undefined);
 }
 
 type RequestBody = string | FormData | undefined;

@@ -32,7 +32,7 @@ import { providerBytes, providerJson, providerRetryPolicy } from './provider-htt
  * and no prompt length is documented. Output formats are no limit: normalize-output.ts converts
  * what the host returns (jpeg, png, webp) into the one asked for.
  */
-export const PRUNA_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+const PRUNA_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
 	'p-image-edit': { maxInputImages: 5 },
 };
 

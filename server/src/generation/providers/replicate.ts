@@ -20,14 +20,13 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
-import { DEFAULT_RETRY_POLICY } from '../../../../core/retry-policy';
 import { MODEL_IDS, isModelId, type ModelId, type ModelLimits } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
 import { aspectRatioSent, baseUrl, dataUriLength, loadInputImages, requiredEnv, toDataUri, uploadInputImage, type FilesApi } from './inputs';
-import { providerFetch, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { postOnce, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
-export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
+const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
 	'p-image-edit': 'prunaai/p-image-edit',
 	'textimage-v2': 'ideogram-ai/ideogram-v2',
@@ -40,7 +39,7 @@ export const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
  * prunaai/p-image and ideogram-ai/ideogram-v2 input schemas match the catalog's. Output formats
  * are no limit: normalize-output.ts converts what the host returns into the one asked for.
  */
-export const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
+const REPLICATE_LIMITS: Readonly<Partial<Record<ModelId, ModelLimits>>> = {
 	'p-image-edit': { maxInputImages: 5 },
 };
 
@@ -62,7 +61,7 @@ const CREATE_WAIT_SECONDS = 5;
 const VERSION_PATTERN = /^(?:[\w.-]+\/[\w.-]+:)?[0-9a-f]{64}$/;
 
 /** `REPLICATE_MODEL_VERSIONS=p-image=owner/name:version_id,…`: read at start-up, a mistake refused naming the variable. */
-export function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
+function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
 	const versions: Partial<Record<ModelId, string>> = {};
 	for (const entry of (env.REPLICATE_MODEL_VERSIONS ?? '').split(',').map((each) => each.trim()).filter(Boolean)) {
 		const [model = '', version = ''] = entry.split('=', 2).map((each) => each.trim());
@@ -102,7 +101,7 @@ async function replicateImages(images: Buffer[], files: FilesApi): Promise<strin
 	return await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 }
 
-export async function replicateInput(request: SettledRequest, context: GenerationContext, files: FilesApi): Promise<Record<string, unknown>> {
+async function replicateInput(request: SettledRequest, context: GenerationContext, files: FilesApi): Promise<Record<string, unknown>> {
 	// All three input schemas take `seed` (prunaai/p-image, prunaai/p-image-edit, ideogram-ai/ideogram-v2).
 	const input: Record<string, unknown> = { prompt: request.prompt, aspect_ratio: aspectRatioSent(request), ...(request.seed === undefined ? {} : { seed: request.seed }) };
 	if (request.model === 'p-image-edit') input.images = await replicateImages(await loadInputImages(request, context), files);
@@ -206,14 +205,11 @@ function unfinished(prediction: Prediction): boolean {
 	return prediction.status === 'starting' || prediction.status === 'processing';
 }
 
-/** Best effort and short: the caller is already failing for its own reason. */
 async function cancel(prediction: Prediction, root: string, credentials: HostCredentials): Promise<void> {
 	const answered = prediction.urls?.cancel;
 	const url = answered && isOwnOrigin(answered, credentials) ? answered : prediction.id ? `${root}/predictions/${encodeURIComponent(prediction.id)}/cancel` : undefined;
 	if (!url) return;
-	await providerFetch({ provider: 'replicate', method: 'POST', url, credentials, signal: AbortSignal.timeout(5_000), retry: { ...DEFAULT_RETRY_POLICY, maxRetries: 0 } })
-		.then((response) => response.discard())
-		.catch(() => undefined);
+	await postOnce({ provider: 'replicate', url, credentials });
 }
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {

@@ -12,7 +12,7 @@ import type { ImageJob } from '../../media/image-work';
 import sharp from '../../media/sharp';
 import type { ImageOutputFormat, StyleType } from '../../../../core/models';
 
-export interface SandboxScene {
+interface SandboxScene {
 	model: string;
 	prompt: string;
 	width: number;
