@@ -86,12 +86,7 @@ async function oneService(node, upstream, idempotent) {
 
 /** Node 24 from the n8n cache (installed on first use), with the SQLite addon built for it. */
 export function node24() {
-	const { ensureN8n } = require('../scripts/n8n/install.cjs');
-	const { ensureSqliteAddon } = require('../scripts/sqlite-addon.cjs');
-	return ensureN8n().then(({ nodeBin, nodeHome }) => {
-		ensureSqliteAddon({ nodeBin, nodedir: nodeHome });
-		return nodeBin;
-	});
+	return require('../scripts/node-line.cjs').nodeOfLine('24');
 }
 
 export async function idempotencyMemoryBench({ thisNodeOnly = false } = {}) {
