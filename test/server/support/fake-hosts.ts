@@ -230,3 +230,24 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 		},
 	};
 }
+
+/** Replicate and Pruna pointed at the stand-ins at `origin`, with the keys the tests send and short waits. */
+export const fakeHostsEnv = (origin: string): NodeJS.ProcessEnv => ({
+	IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10',
+	REPLICATE_POLL_INTERVAL_MS: '20',
+	PRUNA_POLL_INTERVAL_MS: '20',
+	REPLICATE_API_TOKEN: 'r8_token',
+	REPLICATE_BASE_URL: `${origin}/v1`,
+	PRUNA_API_KEY: 'pruna-key',
+	PRUNA_BASE_URL: `${origin}/v1`,
+});
+
+/** Creates a prediction at the stand-in as an earlier run of the service did; answers its id. */
+export async function createPredictionAt(origin: string, host: 'replicate' | 'pruna'): Promise<string> {
+	const response =
+		host === 'replicate'
+			? await fetch(`${origin}/v1/models/prunaai/p-image/predictions`, { method: 'POST', headers: { authorization: 'Bearer r8_token', 'content-type': 'application/json' }, body: '{"input":{}}' })
+			: await fetch(`${origin}/v1/predictions`, { method: 'POST', headers: { apikey: 'pruna-key', model: 'p-image', 'content-type': 'application/json' }, body: '{"input":{}}' });
+	const { id } = (await response.json()) as { id: string };
+	return id;
+}
