@@ -10,13 +10,9 @@ import { MIGRATIONS } from '../../../server/src/db/migrations';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import { PgKeyStore } from '../../../server/src/keys/pg-key-store';
 import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { usePostgresCluster } from '../support/postgres';
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgresCluster();
 
 const log = { error: () => undefined, info: () => undefined };
 
