@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ImageGenError } from '../../../core/errors';
 import {
 	FingerprintHasher,
 	canonicalJson,
@@ -11,6 +10,7 @@ import {
 } from '../../../server/src/idempotency/idempotency';
 import { SqliteIdempotencyStore } from '../../../server/src/idempotency/sqlite-idempotency-store';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { thrownImageGenError } from '../../helpers/image-gen-error';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
 
 describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => {
@@ -48,14 +48,7 @@ describe('parseIdempotencyKey', () => {
 		['a line break', 'new\nline', 'invalid_value'],
 		['DEL', '\u007f', 'invalid_value'],
 	])('rejects %s with a 400 naming Idempotency-Key', (_label, header, code) => {
-		let error: unknown;
-		try {
-			parseIdempotencyKey(header);
-		} catch (caught) {
-			error = caught;
-		}
-		expect(error).toBeInstanceOf(ImageGenError);
-		expect(error).toMatchObject({ status: 400, param: 'Idempotency-Key', code });
+		expect(thrownImageGenError(() => parseIdempotencyKey(header))).toMatchObject({ status: 400, param: 'Idempotency-Key', code });
 	});
 
 	it('rejects a header sent twice', () => {
