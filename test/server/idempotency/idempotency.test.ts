@@ -1,6 +1,3 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
 	FingerprintHasher,
 	canonicalJson,
@@ -9,27 +6,12 @@ import {
 	parseIdempotencyKey,
 } from '../../../server/src/idempotency/idempotency';
 import { SqliteIdempotencyStore } from '../../../server/src/idempotency/sqlite-idempotency-store';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { thrownImageGenError } from '../../helpers/image-gen-error';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
+import { connectionPerOpen } from '../support/sqlite-data-dir';
 
-describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => {
-	const dataDir = await mkdtemp(join(tmpdir(), 'idempotency-contract-'));
-	const databases: SqliteDatabase[] = [];
-	return {
-		// Every open() is a connection of its own on the data dir's database: a restart, or another process.
-		open: async () => {
-			const database = openSqliteDatabase(dataDir);
-			databases.push(database);
-			return new SqliteIdempotencyStore(database);
-		},
-		shared: true,
-		cleanup: async () => {
-			for (const database of databases) database.close();
-			await rm(dataDir, { recursive: true, force: true });
-		},
-	};
-});
+// Every open() is a connection of its own on the data dir's database: a restart, or another process.
+describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => ({ ...(await connectionPerOpen('idempotency-contract-', (database) => new SqliteIdempotencyStore(database))), shared: true }));
 
 describe('parseIdempotencyKey', () => {
 	it('answers the key, or undefined when there is none', () => {
