@@ -30,40 +30,25 @@ afterAll(async () => {
 	await Promise.all([hosts?.close(), comfy?.close()]);
 });
 
-/** Predictions that answer "processing" once, so the create answers an unfinished job with its id. */
-async function freshHosts(): Promise<void> {
-	hosts.reset();
-	hosts.setImage(await makeImage('png', 32, 32));
-	hosts.setPendingPolls(1);
+// Replicate's and Pruna's stand-in: predictions answer "processing" once, so the create answers an
+// unfinished job with its id; one made before the test finishes after two polls.
+for (const [name, providerOf] of [['replicate', replicateProvider], ['pruna', prunaProvider]] as const) {
+	describeHostJobContract(name, async () => {
+		hosts.reset();
+		hosts.setImage(await makeImage('png', 32, 32));
+		hosts.setPendingPolls(1);
+		return {
+			provider: providerOf('p-image', env),
+			request,
+			creates: () => hosts.predictionsMade().length,
+			slowJobs: () => hosts.setPredictionMs(60_000),
+			jobMadeBefore: async () => {
+				hosts.setPendingPolls(2);
+				return { provider: name, id: await createPredictionAt(hosts.origin, name) };
+			},
+		};
+	});
 }
-
-/** A prediction made at the stand-in before the test, finished after two polls. */
-async function predictionMadeBefore(provider: 'replicate' | 'pruna') {
-	hosts.setPendingPolls(2);
-	return { provider, id: await createPredictionAt(hosts.origin, provider) };
-}
-
-describeHostJobContract('replicate', async () => {
-	await freshHosts();
-	return {
-		provider: replicateProvider('p-image', env),
-		request,
-		creates: () => hosts.predictionsMade().length,
-		slowJobs: () => hosts.setPredictionMs(60_000),
-		jobMadeBefore: () => predictionMadeBefore('replicate'),
-	};
-});
-
-describeHostJobContract('pruna', async () => {
-	await freshHosts();
-	return {
-		provider: prunaProvider('p-image', env),
-		request,
-		creates: () => hosts.predictionsMade().length,
-		slowJobs: () => hosts.setPredictionMs(60_000),
-		jobMadeBefore: () => predictionMadeBefore('pruna'),
-	};
-});
 
 describeHostJobContract('comfyui', async () => {
 	comfy.reset();
