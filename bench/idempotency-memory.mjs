@@ -84,19 +84,15 @@ async function oneService(node, upstream, idempotent) {
 	}
 }
 
-/** Node 24 from the n8n cache (installed on first use), with the SQLite addon built for it. */
-export function node24() {
-	const { ensureN8n } = require('../scripts/n8n/install.cjs');
-	const { ensureSqliteAddon } = require('../scripts/sqlite-addon.cjs');
-	return ensureN8n().then(({ nodeBin, nodeHome }) => {
-		ensureSqliteAddon({ nodeBin, nodedir: nodeHome });
-		return nodeBin;
-	});
+/** This Node, then Node 24 from the n8n cache (installed on first use) when this one is older. */
+export async function thisNodeAndNode24() {
+	if (Number(process.versions.node.split('.')[0]) >= 24) return [process.execPath];
+	return [process.execPath, await require('../scripts/node-line.cjs').nodeOfLine('24')];
 }
 
 export async function idempotencyMemoryBench({ thisNodeOnly = false } = {}) {
 	const upstream = await startCountingUpstream(0, await noisyPicture());
-	const nodes = [process.execPath, ...(thisNodeOnly || Number(process.versions.node.split('.')[0]) >= 24 ? [] : [await node24()])];
+	const nodes = thisNodeOnly ? [process.execPath] : await thisNodeAndNode24();
 	try {
 		const results = [];
 		for (const node of nodes) {

@@ -105,6 +105,13 @@ export function table(rows) {
 
 export const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
+/** The row saying whether peak memory stayed flat (< 20 MB apart) from the 100 MiB run to the 1 GiB one; none without both. */
+export function flatPeakRows(label, [small, large], field) {
+	if (!small || !large) return [];
+	const growth = round(large[field] - small[field], 1);
+	return [[`${label} peak RSS, 1 GiB minus 100 MiB`, `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']];
+}
+
 /**
  * Streams `source` (a readable of `size` bytes) as a multipart form with part `file` to
  * `url`, as a client uploading a video would; answers the seconds until the 200 arrived.

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { generationBench } from './generation.mjs';
 import { historyStartupBench } from './history-startup.mjs';
 import { idempotencyBench } from './idempotency.mjs';
-import { idempotencyMemoryBench, node24 } from './idempotency-memory.mjs';
+import { idempotencyMemoryBench, thisNodeAndNode24 } from './idempotency-memory.mjs';
 import { imageWorkBench } from './image-work.mjs';
 import { inlineMemoryBench } from './inline-memory.mjs';
 import { jobsBench } from './jobs.mjs';
 import { keysBench } from './keys.mjs';
-import { ROOT, machine, round, table } from './lib.mjs';
+import { ROOT, flatPeakRows, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { markingFairnessBench } from './marking-fairness.mjs';
 import { provenanceBench } from './provenance.mjs';
@@ -41,11 +41,7 @@ if (only.includes('upload')) {
 		rows.push([`upload ${r.sizeMb} MiB throughput`, `${r.oursMiBps} MiB/s`, `${r.bareMiBps} MiB/s`, r.ratio, `≥ ${UPLOAD_MIN_RATIO}`, r.ratio >= UPLOAD_MIN_RATIO ? 'yes' : 'NO']);
 		rows.push([`upload ${r.sizeMb} MiB server peak RSS`, `${r.serverPeakRssMb} MB`, `${r.barePeakRssMb} MB`, '', `≤ ${UPLOAD_MAX_PEAK_MB} MB`, r.serverPeakRssMb <= UPLOAD_MAX_PEAK_MB ? 'yes' : 'NO']);
 	}
-	const [small, large] = results.upload;
-	if (small && large) {
-		const growth = round(large.serverPeakRssMb - small.serverPeakRssMb, 1);
-		rows.push(['upload peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
-	}
+	rows.push(...flatPeakRows('upload', results.upload, 'serverPeakRssMb'));
 }
 
 if (only.includes('s3')) {
@@ -61,11 +57,7 @@ if (only.includes('s3-upload')) {
 		rows.push([`s3 upload ${r.sizeMb} MiB throughput`, `${r.oursMiBps} MiB/s`, `${r.bareMiBps} MiB/s`, r.ratio, `≥ ${S3_UPLOAD_MIN_RATIO}`, r.ratio >= S3_UPLOAD_MIN_RATIO ? 'yes' : 'NO']);
 		rows.push([`s3 upload ${r.sizeMb} MiB server peak RSS`, `${r.serverPeakRssMb} MB`, '', '', `≤ ${S3_UPLOAD_MAX_PEAK_MB} MB`, r.serverPeakRssMb <= S3_UPLOAD_MAX_PEAK_MB ? 'yes' : 'NO']);
 	}
-	const [small, large] = results.s3Upload;
-	if (small && large) {
-		const growth = round(large.serverPeakRssMb - small.serverPeakRssMb, 1);
-		rows.push(['s3 upload peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
-	}
+	rows.push(...flatPeakRows('s3 upload', results.s3Upload, 'serverPeakRssMb'));
 }
 
 if (only.includes('generation')) {
@@ -124,9 +116,8 @@ const INLINE_MAX_PEAK_MB = 256;
 
 if (only.includes('inline-memory')) {
 	log('inline-memory: 1,200 idempotent b64_json generations (≈ 4 MB answers) in one service, RSS after 150 / 300 / 600 / 1,200, under this Node and Node 24');
-	const nodes = [process.execPath, ...(Number(process.versions.node.split('.')[0]) >= 24 ? [] : [await node24()])];
 	results.inlineMemory = [];
-	for (const node of nodes) {
+	for (const node of await thisNodeAndNode24()) {
 		const r = await inlineMemoryBench({ node });
 		results.inlineMemory.push(r);
 		const label = `${r.generations} idempotent b64_json generations, ${r.node}`;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ROOT, round, startProcess } from './lib.mjs';
+import { ROOT, flatPeakRows, round, startProcess } from './lib.mjs';
 
 const MIB = 1024 * 1024;
 const BUCKET = 'bench';
@@ -90,12 +90,7 @@ export function s3UploadRows(results) {
 		rows.push([`s3 driver write ${r.sizeMb} MiB CPU time`, `${r.driverCpuSeconds} s`, `${r.bareCpuSeconds} s`, round(r.driverCpuSeconds / r.bareCpuSeconds), '', '']);
 		rows.push([`s3 driver write ${r.sizeMb} MiB peak RSS`, `${r.driverPeakRssMb} MB`, `${r.barePeakRssMb} MB`, '', '< 150 MB', r.driverPeakRssMb < 150 ? 'yes' : 'NO']);
 	}
-	const [small, large] = results;
-	if (small && large) {
-		const growth = round(large.driverPeakRssMb - small.driverPeakRssMb, 1);
-		rows.push(['s3 driver peak RSS, 1 GiB minus 100 MiB', `${growth} MB`, '', '', 'flat (< 20 MB)', Math.abs(growth) < 20 ? 'yes' : 'NO']);
-	}
-	return rows;
+	return [...rows, ...flatPeakRows('s3 driver', results, 'driverPeakRssMb')];
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -28,14 +28,25 @@ export function openAiSizes(model: string): readonly string[] {
 	return GPT_IMAGE_SIZES;
 }
 
+export interface ImageSize {
+	width: number;
+	height: number;
+}
+
 /** The size whose shape is nearest `ratio` (distance of log(width / height)); the first listed on a tie. */
-export function nearestOpenAiSize(model: string, ratio: AspectRatio): string {
+export function nearestSize<Size extends ImageSize>(sizes: readonly Size[], ratio: AspectRatio): Size {
 	const [w, h] = ratio.split(':').map(Number) as [number, number];
-	const distance = (size: string) => {
-		const [width, height] = size.split('x').map(Number) as [number, number];
-		return Math.abs(Math.log(width / height) - Math.log(w / h));
-	};
-	return openAiSizes(model).reduce((best, size) => (distance(size) < distance(best) ? size : best));
+	const distance = (size: Size) => Math.abs(Math.log(size.width / size.height) - Math.log(w / h));
+	return sizes.reduce((best, size) => (distance(size) < distance(best) ? size : best));
+}
+
+/** The model's size (`WIDTHxHEIGHT`) nearest `ratio`. */
+export function nearestOpenAiSize(model: string, ratio: AspectRatio): string {
+	const sizes = openAiSizes(model).map((text) => {
+		const [width, height] = text.split('x').map(Number) as [number, number];
+		return { text, width, height };
+	});
+	return nearestSize(sizes, ratio).text;
 }
 
 export interface OpenAiImageParameters {

@@ -6,7 +6,8 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { NODE_PACKAGE, runStep, withLock } = require('./n8n/install.cjs');
+const { NODE_PACKAGE, ensureN8n, runStep, withLock } = require('./n8n/install.cjs');
+const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
 
 function layout(version) {
 	const home = path.join(process.env.IMAGEGEN_NODE_CACHE || path.join(os.homedir(), '.cache', 'imagegen-node'), version);
@@ -40,4 +41,25 @@ async function ensureNode(version, { log = (line) => process.stderr.write(`${lin
 	);
 }
 
-module.exports = { ensureNode };
+// The supported lines (engines: `^22.15 || >=24`): 22.15.0, the oldest the engines field admits,
+// and the Node 24 that n8n 2.x runs on, which the n8n cache holds (installed on first use).
+const LINES = {
+	22: async () => (await ensureNode('22.15.0')).nodeBin,
+	24: async () => (await ensureN8n()).nodeBin,
+};
+
+/** The Node binary of a supported line, with the embedded database's addon built for it. */
+async function nodeOfLine(line) {
+	const ensure = LINES[line];
+	if (!ensure) throw new Error(`--line must be one of ${Object.keys(LINES).join(', ')}, not ${line ?? 'nothing'}`);
+	const nodeBin = await ensure();
+	ensureSqliteAddon({ nodeBin });
+	return nodeBin;
+}
+
+/** `env` with `nodeBin` first on PATH: what is started by name (npm, a bin's `env node`) runs on it too. */
+function withNodeFirst(nodeBin, env = process.env) {
+	return { ...env, PATH: `${path.dirname(nodeBin)}${path.delimiter}${env.PATH ?? ''}` };
+}
+
+module.exports = { ensureNode, nodeOfLine, withNodeFirst };

@@ -9,20 +9,18 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { ensureN8n } = require('./n8n/install.cjs');
-const { ensureSqliteAddon } = require('./sqlite-addon.cjs');
-const { ensureNode } = require('./node-line.cjs');
+const { nodeOfLine, withNodeFirst } = require('./node-line.cjs');
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 
 const LINES = [
-	{ line: '22', suites: [], covers: 'every suite', node: async () => (await ensureNode('22.15.0')).nodeBin },
+	{ line: '22', suites: [], covers: 'every suite' },
 	// Path patterns, not a list: files added later run too.
-	{ line: '24', suites: ['test/server/', 'test/core/'], covers: 'test/server and test/core', node: async () => (await ensureN8n()).nodeBin },
+	{ line: '24', suites: ['test/server/', 'test/core/'], covers: 'test/server and test/core' },
 ];
 
 function parseArguments(args) {
@@ -41,7 +39,7 @@ function runJest(nodeBin, args) {
 			stdio: 'inherit',
 			// The suites start the CLI with process.execPath, so the service runs on this line too;
 			// `node` on PATH is the same binary for anything started by name (npm, the bin's shebang).
-			env: { ...process.env, PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ''}` },
+			env: withNodeFirst(nodeBin),
 		});
 		child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
 	});
@@ -68,14 +66,13 @@ function pathsForLine(suites, jestArgs) {
 
 const { lines, jestArgs } = parseArguments(process.argv.slice(2));
 const results = [];
-for (const { line, suites, covers, node } of lines) {
+for (const { line, suites, covers } of lines) {
 	const args = pathsForLine(suites, jestArgs);
 	if (!args) {
 		process.stdout.write(`\ntest-lines: nothing asked for is in ${covers}; Node ${line} left out\n`);
 		continue;
 	}
-	const nodeBin = await node();
-	ensureSqliteAddon({ nodeBin });
+	const nodeBin = await nodeOfLine(line);
 	const version = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
 	process.stdout.write(`\ntest-lines: ${covers}, under Node ${version} (${nodeBin})\n`);
 	const started = Date.now();

@@ -1,15 +1,6 @@
 import sharp from 'sharp';
-import { ImageGenError, decodeBase64, parseMediaInput, sniffMedia } from '../../index';
-
-function errorOf(run: () => unknown): ImageGenError {
-	try {
-		run();
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error('expected an error');
-}
+import { decodeBase64, parseMediaInput, sniffMedia } from '../../index';
+import { thrownImageGenError } from '../helpers/image-gen-error';
 
 describe('parseMediaInput', () => {
 	const bytes = Buffer.from('hello media');
@@ -53,7 +44,7 @@ describe('parseMediaInput', () => {
 		['abcde', 'invalid_base64', 'truncated'],
 		['ab=cd', 'invalid_base64', 'misplaced padding'],
 	])('refuses %j with a clear error naming the field', (value, code, text) => {
-		const error = errorOf(() => parseMediaInput(value, 'images[4]'));
+		const error = thrownImageGenError(() => parseMediaInput(value, 'images[4]'));
 		expect(error).toMatchObject({ status: 400, param: 'images[4]', code });
 		expect(error.message).toContain(text);
 		expect(error.message).toContain("'images[4]'");

@@ -2,20 +2,13 @@
  * OpenAI's images fields on our generation request: `n`, `size`, and those accepted and ignored,
  * each refused with its own name when its type is wrong; other unknown fields stay refused.
  */
-import { ImageGenError, parseGenerationRequest } from '../../index';
+import { parseGenerationRequest } from '../../index';
+import { thrownImageGenError } from '../helpers/image-gen-error';
 
 const PNG_BASE64 = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
 const CAT = { model: 'p-image', prompt: 'a cat' } as const;
 
-function rejection(body: unknown): ImageGenError {
-	try {
-		parseGenerationRequest(body);
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error(`expected ${JSON.stringify(body)} to be rejected`);
-}
+const rejection = (body: unknown) => thrownImageGenError(() => parseGenerationRequest(body), JSON.stringify(body));
 
 describe('n', () => {
 	it('is left out when absent or null (one image), and takes 1 to 10', () => {

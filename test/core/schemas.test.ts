@@ -1,7 +1,6 @@
 import {
 	DEFAULTS,
 	EXTENDED_ASPECT_RATIOS,
-	ImageGenError,
 	MODEL_IDS,
 	SEED_MAX,
 	STANDARD_ASPECT_RATIOS,
@@ -9,18 +8,11 @@ import {
 	parseUploadJson,
 	parseUploadOutputFormat,
 } from '../../index';
+import { thrownImageGenError } from '../helpers/image-gen-error';
 
 const PNG_BASE64 = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
 
-function rejection(body: unknown): ImageGenError {
-	try {
-		parseGenerationRequest(body);
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error(`expected ${JSON.stringify(body).slice(0, 200)} to be rejected`);
-}
+const rejection = (body: unknown) => thrownImageGenError(() => parseGenerationRequest(body), JSON.stringify(body).slice(0, 200));
 
 describe('parseGenerationRequest', () => {
 	describe('webhook_url', () => {

@@ -1,4 +1,3 @@
-import { ImageGenError } from '../../core/errors';
 import { parseUploadJson } from '../../core/schemas';
 import {
 	UPLOAD_OPTION_BOUNDS,
@@ -8,19 +7,10 @@ import {
 	parseUploadOptions,
 	type UploadOptions,
 } from '../../core/upload-options';
+import { thrownImageGenError } from '../helpers/image-gen-error';
 
 const limits = { retentionSeconds: 86_400 };
 const PNG_BASE64 = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
-
-function rejection(run: () => unknown): ImageGenError {
-	try {
-		run();
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error('expected a rejection');
-}
 
 describe('parseUploadOptions', () => {
 	it('reads JSON numbers and multipart text alike', () => {
@@ -56,7 +46,7 @@ describe('parseUploadOptions', () => {
 		['max_bytes', 10_239, /at least 10240 bytes; got 10239/],
 	] as const)('rejects %s = %i as out of range, naming the field', (field, value, message) => {
 		for (const sent of [value, String(value)]) {
-			const error = rejection(() => parseUploadOption(field, sent, limits));
+			const error = thrownImageGenError(() => parseUploadOption(field, sent, limits));
 			expect(error.status).toBe(400);
 			expect(error.param).toBe(field);
 			expect(error.code).toBe('out_of_range');
@@ -83,7 +73,7 @@ describe('parseUploadOptions', () => {
 		[[3600]],
 		[{ seconds: 3600 }],
 	])('rejects %p as not a whole number', (value) => {
-		const error = rejection(() => parseUploadOptions({ expires_in: value }, limits));
+		const error = thrownImageGenError(() => parseUploadOptions({ expires_in: value }, limits));
 		expect(error.status).toBe(400);
 		expect(error.param).toBe('expires_in');
 		expect(error.code).toBe('invalid_type');
@@ -92,8 +82,8 @@ describe('parseUploadOptions', () => {
 
 	it('bounds expires_in by the retention it is given', () => {
 		expect(parseUploadOption('expires_in', 600, { retentionSeconds: 600 })).toBe(600);
-		expect(rejection(() => parseUploadOption('expires_in', 601, { retentionSeconds: 600 })).message).toMatch(/between 60 and 600/);
-		const tiny = rejection(() => parseUploadOption('expires_in', 60, { retentionSeconds: 30 }));
+		expect(thrownImageGenError(() => parseUploadOption('expires_in', 601, { retentionSeconds: 600 })).message).toMatch(/between 60 and 600/);
+		const tiny = thrownImageGenError(() => parseUploadOption('expires_in', 60, { retentionSeconds: 30 }));
 		expect(tiny.param).toBe('expires_in');
 		expect(tiny.message).toMatch(/keeps files only 30 seconds/);
 		// The image limits do not depend on the retention.
@@ -101,7 +91,7 @@ describe('parseUploadOptions', () => {
 	});
 
 	it('names the first offending field', () => {
-		expect(rejection(() => parseUploadOptions({ expires_in: 60, max_side: 'big', max_bytes: 1 }, limits)).param).toBe('max_side');
+		expect(thrownImageGenError(() => parseUploadOptions({ expires_in: 60, max_side: 'big', max_bytes: 1 }, limits)).param).toBe('max_side');
 	});
 
 	it('exposes the bounds and the field names', () => {
@@ -121,7 +111,7 @@ describe('checkUploadOptionsFor', () => {
 		['max_side', { maxSide: 100 }],
 		['max_bytes', { maxBytes: 20_000 }],
 	] as const)('rejects %s with a video, naming it', (field, options) => {
-		const error = rejection(() => checkUploadOptionsFor('video', options));
+		const error = thrownImageGenError(() => checkUploadOptionsFor('video', options));
 		expect(error.status).toBe(400);
 		expect(error.param).toBe(field);
 		expect(error.code).toBe('field_not_supported');
@@ -136,7 +126,7 @@ describe('parseUploadJson with upload options', () => {
 	});
 
 	it('still rejects unknown fields', () => {
-		const error = rejection(() => parseUploadJson({ image: PNG_BASE64, expires: 3600 }));
+		const error = thrownImageGenError(() => parseUploadJson({ image: PNG_BASE64, expires: 3600 }));
 		expect(error.param).toBe('expires');
 		expect(error.code).toBe('unknown_field');
 	});

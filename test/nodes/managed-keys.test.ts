@@ -9,6 +9,7 @@ import { Workflow, type INode, type INodeTypes } from 'n8n-workflow';
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
 import type { ServiceUnderTest } from '../helpers/server';
 import { startInProcessServer } from '../server/support/app';
+import { createManagedKey } from '../server/support/http';
 import { IMAGE_GEN, runWorkflow, type WorkflowNode } from './support/engine';
 import { startRecordingProxy, type RecordingProxy } from './support/recording-proxy';
 
@@ -27,15 +28,7 @@ afterAll(async () => {
 });
 beforeEach(() => proxy.reset());
 
-async function createKey(fields: Record<string, unknown>): Promise<string> {
-	const response = await fetch(`${server.baseUrl}/admin/keys`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ name: 'node test', ...fields }),
-	});
-	expect(response.status).toBe(201);
-	return ((await response.json()) as { key: string }).key;
-}
+const createKey = async (fields: Record<string, unknown>) => (await createManagedKey(server, ADMIN_KEY, { name: 'node test', ...fields })).key;
 
 const generate = (parameters: Record<string, unknown>): WorkflowNode => ({ name: 'ImageGen', type: IMAGE_GEN, parameters });
 const generations = () => proxy.requests.filter((request) => request.path === '/v1/images/generations');

@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { runCli, startServer, type RunningServer } from '../../helpers/server';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { usePostgresCluster } from '../support/postgres';
 
 const keys = (args: string[], env: Record<string, string> = {}) => runCli(['keys', ...args], env);
 
 const models = (server: RunningServer, secret: string) => fetch(`${server.baseUrl}/models`, { headers: { authorization: `Bearer ${secret}` } });
 
-let cluster: TestPostgres;
+const cluster = usePostgresCluster();
 const directories: string[] = [];
 const servers: RunningServer[] = [];
 const dataDir = () => {
@@ -22,15 +22,11 @@ const dataDir = () => {
 	return directory;
 };
 
-beforeAll(async () => {
-	cluster = await startTestPostgres();
-}, 60_000);
 afterEach(async () => {
 	await Promise.all(servers.splice(0).map((server) => server.stop()));
 });
 afterAll(async () => {
 	for (const directory of directories) rmSync(directory, { recursive: true, force: true });
-	await cluster?.stop();
 });
 
 describe.each([

@@ -8,17 +8,13 @@ import { Pool } from 'pg';
 import { migrate } from '../../../server/src/db/migrate';
 import { MIGRATIONS } from '../../../server/src/db/migrations';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { usePostgresCluster } from '../support/postgres';
 
-let postgres: TestPostgres;
+const postgres = usePostgresCluster();
 const opened: Database[] = [];
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
 afterEach(async () => {
 	await Promise.all(opened.splice(0).map((database) => database.close()));
 });
-afterAll(() => postgres?.stop());
 
 function recordingLog() {
 	const migrated: number[] = [];

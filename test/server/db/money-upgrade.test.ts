@@ -10,13 +10,10 @@ import { MIGRATIONS } from '../../../server/src/db/migrations';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import { PgKeyStore } from '../../../server/src/keys/pg-key-store';
 import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../support/money-upgrade';
+import { usePostgresCluster } from '../support/postgres';
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgresCluster();
 
 const log = { error: () => undefined, info: () => undefined };
 
@@ -53,31 +50,15 @@ it('reports what it reported, in micro-dollars rounded half up, and keeps spend 
 	try {
 		const ledger = new PgUsageLedger(database.pool, { log });
 		expect(await ledger.rows('key-a')).toEqual(before);
-		expect(before).toEqual([
-			{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.000005 },
-			{ date: '2030-03-10', model: 'textimage-v2', images: 2, cost_usd: 0.012346 },
-			{ date: '2030-03-11', model: 'p-image', images: 2, cost_usd: 0.007 },
-		]);
+		expect(before).toEqual(UPGRADED_DAYS);
 		const { rows: lines } = await database.pool.query('SELECT request_id, cost_micros::integer AS micros FROM usage_lines ORDER BY request_id');
-		expect(lines.map((line) => [line.request_id, line.micros])).toEqual([
-			['r1', 2],
-			['r2', 2],
-			['r3', 2],
-			['r4', 12_346],
-			['r5', 0],
-			['r6', 7_000],
-		]);
+		expect(lines.map((line) => [line.request_id, line.micros])).toEqual(UPGRADED_LINES);
 		// A line recorded after the upgrade adds to the upgraded day total.
 		await ledger.record({ requestId: 'r7', apiKeyId: 'key-a', model: 'p-image', images: 1, costUsd: 0.0035, at: new Date('2030-03-11T01:00:00Z') });
 		expect((await ledger.rows('key-a', '2030-03-11'))[0]).toEqual({ date: '2030-03-11', model: 'p-image', images: 3, cost_usd: 0.0105 });
 		await ledger.close();
 
-		const keys = new PgKeyStore(database.pool);
-		expect((await keys.get('key-a'))!.budget).toEqual({ limitUsd: 0.0105, period: 'total' });
-		expect(await keys.spent('key-a', new Date(0))).toBe(0.007);
-		const reservation = { keyId: 'key-a', amountUsd: 0.0035, limitUsd: 0.0105, since: new Date(0) };
-		expect(await keys.reserve({ ...reservation, id: 'fits' })).toEqual({ admitted: true });
-		expect(await keys.reserve({ ...reservation, id: 'over' })).toEqual({ admitted: false, spentUsd: 0.0105 });
+		await expectBudgetKept(new PgKeyStore(database.pool));
 	} finally {
 		await database.close();
 	}

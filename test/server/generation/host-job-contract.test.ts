@@ -10,7 +10,7 @@ import { bindComfyWorkflow, loadComfyWorkflow } from '../../../server/src/genera
 import { prunaProvider } from '../../../server/src/generation/providers/pruna';
 import { replicateProvider } from '../../../server/src/generation/providers/replicate';
 import { startFakeComfyUI, type FakeComfyUI } from '../support/fake-comfyui';
-import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { createPredictionAt, fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
 import { describeHostJobContract } from '../support/host-job-contract';
 
@@ -23,59 +23,32 @@ let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
 	[hosts, comfy] = await Promise.all([startFakeHosts(), startFakeComfyUI()]);
-	env = {
-		IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10',
-		REPLICATE_POLL_INTERVAL_MS: '20',
-		PRUNA_POLL_INTERVAL_MS: '20',
-		COMFYUI_POLL_INTERVAL_MS: '20',
-		REPLICATE_API_TOKEN: 'r8_token',
-		REPLICATE_BASE_URL: `${hosts.origin}/v1`,
-		PRUNA_API_KEY: 'pruna-key',
-		PRUNA_BASE_URL: `${hosts.origin}/v1`,
-		COMFYUI_BASE_URL: comfy.origin,
-	};
+	env = { ...fakeHostsEnv(hosts.origin), COMFYUI_POLL_INTERVAL_MS: '20', COMFYUI_BASE_URL: comfy.origin };
 });
 
 afterAll(async () => {
 	await Promise.all([hosts?.close(), comfy?.close()]);
 });
 
-/** Predictions that answer "processing" once, so the create answers an unfinished job with its id. */
-async function freshHosts(): Promise<void> {
-	hosts.reset();
-	hosts.setImage(await makeImage('png', 32, 32));
-	hosts.setPendingPolls(1);
+// Replicate's and Pruna's stand-in: predictions answer "processing" once, so the create answers an
+// unfinished job with its id; one made before the test finishes after two polls.
+for (const [name, providerOf] of [['replicate', replicateProvider], ['pruna', prunaProvider]] as const) {
+	describeHostJobContract(name, async () => {
+		hosts.reset();
+		hosts.setImage(await makeImage('png', 32, 32));
+		hosts.setPendingPolls(1);
+		return {
+			provider: providerOf('p-image', env),
+			request,
+			creates: () => hosts.predictionsMade().length,
+			slowJobs: () => hosts.setPredictionMs(60_000),
+			jobMadeBefore: async () => {
+				hosts.setPendingPolls(2);
+				return { provider: name, id: await createPredictionAt(hosts.origin, name) };
+			},
+		};
+	});
 }
-
-/** A prediction made at the stand-in before the test, finished after two polls. */
-async function predictionMadeBefore(create: () => Promise<Response>, provider: string) {
-	hosts.setPendingPolls(2);
-	const { id } = (await (await create()).json()) as { id: string };
-	return { provider, id };
-}
-
-describeHostJobContract('replicate', async () => {
-	await freshHosts();
-	return {
-		provider: replicateProvider('p-image', env),
-		request,
-		creates: () => hosts.predictionsMade().length,
-		slowJobs: () => hosts.setPredictionMs(60_000),
-		jobMadeBefore: () =>
-			predictionMadeBefore(() => fetch(`${hosts.origin}/v1/models/prunaai/p-image/predictions`, { method: 'POST', headers: { authorization: 'Bearer r8_token', 'content-type': 'application/json' }, body: '{"input":{}}' }), 'replicate'),
-	};
-});
-
-describeHostJobContract('pruna', async () => {
-	await freshHosts();
-	return {
-		provider: prunaProvider('p-image', env),
-		request,
-		creates: () => hosts.predictionsMade().length,
-		slowJobs: () => hosts.setPredictionMs(60_000),
-		jobMadeBefore: () => predictionMadeBefore(() => fetch(`${hosts.origin}/v1/predictions`, { method: 'POST', headers: { apikey: 'pruna-key', model: 'p-image', 'content-type': 'application/json' }, body: '{"input":{}}' }), 'pruna'),
-	};
-});
 
 describeHostJobContract('comfyui', async () => {
 	comfy.reset();

@@ -8,14 +8,14 @@
  */
 import { parseGenerationRequest } from '../../../core/schemas';
 import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import type { GenerationContext, GenerationProvider, HostJobRef, SettledRequest } from '../../../server/src/generation/provider';
+import type { GenerationProvider, HostJobRef, SettledRequest } from '../../../server/src/generation/provider';
 import { buildProviderTable } from '../../../server/src/generation/providers';
 import { NothingMadeError } from '../../../server/src/generation/providers/provider-http';
 import { prunaProvider } from '../../../server/src/generation/providers/pruna';
 import { replicateProvider } from '../../../server/src/generation/providers/replicate';
-import type { ImageWork } from '../../../server/src/media/image-work';
 import { closedPort } from '../support/closed-port';
-import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { createPredictionAt, fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { providerContext } from '../support/host-job-contract';
 import { eventually } from '../support/http';
 import { makeImage } from '../support/media';
 
@@ -28,15 +28,7 @@ let chain: GenerationProvider;
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
-	env = {
-		IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10',
-		REPLICATE_POLL_INTERVAL_MS: '20',
-		PRUNA_POLL_INTERVAL_MS: '20',
-		REPLICATE_API_TOKEN: 'r8_token',
-		REPLICATE_BASE_URL: `${fake.origin}/v1`,
-		PRUNA_API_KEY: 'pruna-key',
-		PRUNA_BASE_URL: `${fake.origin}/v1`,
-	};
+	env = fakeHostsEnv(fake.origin);
 	replicate = replicateProvider('p-image', env);
 	pruna = prunaProvider('p-image', env);
 	chain = buildProviderTable(parseProviderSelection('p-image=pruna|replicate'), env)['p-image'];
@@ -56,17 +48,6 @@ const request = (model: 'p-image' | 'p-image-edit' = 'p-image'): SettledRequest 
 	aspect_ratio: '16:9',
 });
 
-function context(extra: Partial<GenerationContext> = {}): GenerationContext {
-	return {
-		signal: AbortSignal.timeout(10_000),
-		deadline: Date.now() + 10_000,
-		loadInputImage: () => makeImage('png', 16, 16),
-		// The hosts' providers hand back URLs or bytes; only the sandbox draws.
-		imageWork: undefined as unknown as ImageWork,
-		...extra,
-	};
-}
-
 const replicateCreates = () => fake.callsTo('POST', '/v1/models/');
 const prunaCreates = () => fake.callsTo('POST', '/v1/predictions').filter((call) => call.path === '/v1/predictions');
 /** Status polls of either host (Pruna's output downloads share the prefix). */
@@ -75,11 +56,7 @@ const polls = () => fake.callsTo('GET', '/v1/predictions/').filter((call) => !ca
 /** A prediction made at the stand-in before the test (by an earlier run of the service). */
 async function madeBefore(host: 'replicate' | 'pruna', pendingPolls: number): Promise<string> {
 	fake.setPendingPolls(pendingPolls);
-	const response =
-		host === 'replicate'
-			? await fetch(`${fake.origin}/v1/models/prunaai/p-image/predictions`, { method: 'POST', headers: { authorization: 'Bearer r8_token', 'content-type': 'application/json' }, body: '{"input":{}}' })
-			: await fetch(`${fake.origin}/v1/predictions`, { method: 'POST', headers: { apikey: 'pruna-key', model: 'p-image', 'content-type': 'application/json' }, body: '{"input":{}}' });
-	const { id } = (await response.json()) as { id: string };
+	const id = await createPredictionAt(fake.origin, host);
 	fake.reset();
 	fake.setImage(await makeImage('png', 32, 32));
 	return id;
@@ -92,7 +69,7 @@ describe('the host names the job before it is polled', () => {
 		let toldAt = 0;
 		const images = await replicate.generate(
 			request(),
-			context({
+			providerContext({
 				hostJobStarted: async (job) => {
 					expect(polls()).toHaveLength(0);
 					await new Promise((resolve) => setTimeout(resolve, 100));
@@ -112,7 +89,7 @@ describe('the host names the job before it is polled', () => {
 		fake.setPredictionMs(300);
 		const hostJobStarted = jest.fn(async () => undefined);
 		const started = Date.now();
-		const images = await replicate.generate(request(), context({ hostJobStarted }));
+		const images = await replicate.generate(request(), providerContext({ hostJobStarted }));
 		expect(Date.now() - started).toBeGreaterThanOrEqual(250);
 		expect(hostJobStarted).not.toHaveBeenCalled();
 		expect(polls()).toHaveLength(0);
@@ -133,7 +110,7 @@ describe('the host names the job before it is polled', () => {
 	test('pruna: asked asynchronously (no Try-Sync, which holds a create up to 60 s), its id told before the first status poll', async () => {
 		fake.setPendingPolls(2);
 		const told: Array<{ job: HostJobRef; pollsBefore: number }> = [];
-		const images = await pruna.generate(request(), context({ hostJobStarted: async (job) => void told.push({ job, pollsBefore: polls().length }) }));
+		const images = await pruna.generate(request(), providerContext({ hostJobStarted: async (job) => void told.push({ job, pollsBefore: polls().length }) }));
 		const [id] = fake.predictionsMade();
 		expect(told).toEqual([{ job: { provider: 'pruna', id }, pollsBefore: 0 }]);
 		expect(prunaCreates()[0]!.headers['try-sync']).toBeUndefined();
@@ -143,14 +120,14 @@ describe('the host names the job before it is polled', () => {
 
 	test('pruna without hostJobStarted keeps Try-Sync, which the stand-in honours', async () => {
 		fake.setPredictionMs(300);
-		await pruna.generate(request(), context());
+		await pruna.generate(request(), providerContext());
 		expect(prunaCreates()[0]!.headers['try-sync']).toBe('true');
 		expect(fake.callsTo('GET', '/v1/predictions/status/')).toHaveLength(0);
 	});
 
 	test('a hostJobStarted that fails: the prediction is canceled (no one would follow it) and the failure is the answer', async () => {
 		fake.setPendingPolls(1_000_000);
-		const failure = await replicate.generate(request(), context({ hostJobStarted: async () => Promise.reject(new Error('job store unavailable')) })).catch((error: unknown) => error);
+		const failure = await replicate.generate(request(), providerContext({ hostJobStarted: async () => Promise.reject(new Error('job store unavailable')) })).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ message: 'job store unavailable' });
 		const [id] = fake.predictionsMade();
 		expect(fake.callsTo('POST', `/v1/predictions/${id}/cancel`)).toHaveLength(1);
@@ -162,7 +139,7 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 	test.each(['replicate', 'pruna'] as const)('%s: polls the known id to its end, no create', async (host) => {
 		const id = await madeBefore(host, 2);
 		const provider = host === 'replicate' ? replicate : pruna;
-		const images = await provider.resume!({ provider: host, id }, context());
+		const images = await provider.resume!({ provider: host, id }, providerContext());
 		expect(fake.calls.filter((call) => call.method === 'POST')).toEqual([]);
 		expect(polls().length).toBeGreaterThanOrEqual(2);
 		expect(polls().every((call) => call.path.endsWith(`/${id}`))).toBe(true);
@@ -171,7 +148,7 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 
 	test.each(['replicate', 'pruna'] as const)('%s: an id the host does not know is a 502 naming its answer, and nothing is created', async (host) => {
 		const provider = host === 'replicate' ? replicate : pruna;
-		const failure = await provider.resume!({ provider: host, id: `${host[0]}999999` }, context()).catch((error: unknown) => error);
+		const failure = await provider.resume!({ provider: host, id: `${host[0]}999999` }, providerContext()).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ status: 502, code: 'upstream_rejected' });
 		expect(fake.calls.filter((call) => call.method === 'POST')).toEqual([]);
 	});
@@ -179,7 +156,7 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 	test('replicate: a resumed prediction is canceled when the caller stops', async () => {
 		const id = await madeBefore('replicate', 1_000_000);
 		const stop = new AbortController();
-		const resumed = replicate.resume!({ provider: 'replicate', id }, context({ signal: stop.signal })).catch((error: unknown) => error);
+		const resumed = replicate.resume!({ provider: 'replicate', id }, providerContext({ signal: stop.signal })).catch((error: unknown) => error);
 		expect(await eventually(() => polls().length > 0)).toBe(true);
 		stop.abort(new Error('shutting down'));
 		await resumed;
@@ -191,7 +168,7 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 		// The create is held by Prefer: wait while the prediction runs; the caller leaves meanwhile.
 		fake.setPredictionMs(60_000);
 		const stop = new AbortController();
-		const running = replicate.generate(request(), context({ signal: stop.signal })).catch((error: unknown) => error);
+		const running = replicate.generate(request(), providerContext({ signal: stop.signal })).catch((error: unknown) => error);
 		expect(await eventually(() => replicateCreates().length === 1)).toBe(true);
 		stop.abort(new Error('client gone'));
 		await running;
@@ -202,10 +179,10 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 	test('a chain resumes with the member that took the job, and refuses a host it does not have', async () => {
 		const [onReplicate, onPruna] = [await madeBefore('replicate', 1), await madeBefore('pruna', 1)];
 		expect(chain.hasJobIds).toBe(true);
-		expect(await chain.resume!({ provider: 'replicate', id: onReplicate }, context())).toHaveLength(1);
-		expect(await chain.resume!({ provider: 'pruna', id: onPruna }, context())).toHaveLength(1);
+		expect(await chain.resume!({ provider: 'replicate', id: onReplicate }, providerContext())).toHaveLength(1);
+		expect(await chain.resume!({ provider: 'pruna', id: onPruna }, providerContext())).toHaveLength(1);
 		expect(polls().map((call) => call.path)).toEqual([`/v1/predictions/${onReplicate}`, `/v1/predictions/status/${onPruna}`]);
-		await expect(chain.resume!({ provider: 'ideogram', id: 'x' }, context())).rejects.toThrow(/'ideogram' is not a member of the provider chain pruna\|replicate/);
+		await expect(chain.resume!({ provider: 'ideogram', id: 'x' }, providerContext())).rejects.toThrow(/'ideogram' is not a member of the provider chain pruna\|replicate/);
 		expect(fake.calls.filter((call) => call.method === 'POST')).toEqual([]);
 	});
 
@@ -248,7 +225,7 @@ describe('never two creates for one job', () => {
 	] as const)('%s: a 502 to the create after the prediction was made is not repeated: one create, one prediction, a plain 502', async (host, path) => {
 		fake.script('POST', path, { status: 502, body: { detail: 'Bad Gateway' }, afterMaking: true });
 		const provider = host === 'replicate' ? replicate : pruna;
-		const failure = await provider.generate(request(), context()).catch((error: unknown) => error);
+		const failure = await provider.generate(request(), providerContext()).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ status: 502, code: 'upstream_failed' });
 		expect(failure).not.toBeInstanceOf(NothingMadeError);
 		expect(fake.predictionsMade()).toHaveLength(1);
@@ -257,7 +234,7 @@ describe('never two creates for one job', () => {
 
 	test('a chain does not move on after a 5xx to the create: the first host may have made it', async () => {
 		fake.script('POST', '/v1/predictions', { status: 502, body: { error: 'upstream connect error' }, afterMaking: true });
-		const failure = await chain.generate(request(), context()).catch((error: unknown) => error);
+		const failure = await chain.generate(request(), providerContext()).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ status: 502, code: 'upstream_failed' });
 		expect([prunaCreates().length, replicateCreates().length]).toEqual([1, 0]);
 		expect(fake.predictionsMade()).toHaveLength(1);
@@ -265,34 +242,34 @@ describe('never two creates for one job', () => {
 
 	test('a 5xx the host sent before making anything is not repeated either', async () => {
 		fake.script('POST', '/v1/models/', { status: 503, body: { detail: 'Service Unavailable' }, headers: { 'retry-after': '0' } }, 4);
-		await expect(replicate.generate(request(), context())).rejects.toMatchObject({ status: 502 });
+		await expect(replicate.generate(request(), providerContext())).rejects.toMatchObject({ status: 502 });
 		expect(replicateCreates()).toHaveLength(1);
 	});
 
 	test('a 429 to the create is repeated, and makes one prediction', async () => {
 		fake.script('POST', '/v1/models/', { status: 429, body: { detail: 'Request was throttled.' }, headers: { 'retry-after': '0' } });
-		await replicate.generate(request(), context());
+		await replicate.generate(request(), providerContext());
 		expect(replicateCreates()).toHaveLength(2);
 		expect(fake.predictionsMade()).toHaveLength(1);
 	});
 
 	test('a lasting 429 (nothing made) sends a chain on to the next host', async () => {
 		fake.script('POST', '/v1/predictions', { status: 429, body: { error: { code: 'QUOTA_EXCEEDED', message: 'Too many requests' } }, headers: { 'retry-after': '0' } }, 4);
-		const images = await chain.generate(request(), context());
+		const images = await chain.generate(request(), providerContext());
 		expect([prunaCreates().length, replicateCreates().length]).toEqual([4, 1]);
 		expect(images).toEqual([{ url: expect.stringContaining('/out/r') }]);
 	});
 
 	test('a refused connection (nothing made) sends a chain on to the next host', async () => {
 		const down = buildProviderTable(parseProviderSelection('p-image=pruna|replicate'), { ...env, PRUNA_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` })['p-image'];
-		expect(await down.generate(request(), context())).toHaveLength(1);
+		expect(await down.generate(request(), providerContext())).toHaveLength(1);
 		expect(replicateCreates()).toHaveLength(1);
 	});
 
 	test('status polls keep their retries', async () => {
 		fake.setPendingPolls(1);
 		fake.script('GET', '/v1/predictions/r', { status: 503, body: { detail: 'busy' }, headers: { 'retry-after': '0' } });
-		expect(await replicate.generate(request(), context())).toHaveLength(1);
+		expect(await replicate.generate(request(), providerContext())).toHaveLength(1);
 		expect(polls()).toHaveLength(2);
 		expect(replicateCreates()).toHaveLength(1);
 	});
@@ -300,7 +277,7 @@ describe('never two creates for one job', () => {
 	test('input uploads are no create: retried after a 5xx, one prediction made', async () => {
 		const edit = prunaProvider('p-image-edit', env);
 		fake.script('POST', '/v1/files', { status: 503, body: { error: 'busy' }, headers: { 'retry-after': '0' } });
-		expect(await edit.generate(request('p-image-edit'), context())).toHaveLength(1);
+		expect(await edit.generate(request('p-image-edit'), providerContext())).toHaveLength(1);
 		expect(fake.callsTo('POST', '/v1/files')).toHaveLength(2);
 		expect(fake.predictionsMade()).toHaveLength(1);
 	});

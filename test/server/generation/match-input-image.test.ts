@@ -95,11 +95,14 @@ describe('on the sandbox', () => {
 });
 
 describe('on hosts that take match_input_image', () => {
-	test('replicate is sent match_input_image; its square answer is brought to the input’s 16:9', async () => {
+	test.each([
+		['replicate', () => hosted, '/v1/models/prunaai/p-image-edit/predictions'],
+		['pruna', () => pruna, '/v1/predictions'],
+	])('%s is sent match_input_image; its square answer is brought to the input’s 16:9', async (_host, app, createPath) => {
 		fake.setImage(square);
-		const answer = await generate(hosted, edit([wide]));
+		const answer = await generate(app(), edit([wide]));
 		expect(answer.status).toBe(200);
-		expect(fake.callsTo('POST', '/v1/models/prunaai/p-image-edit/predictions')[0]!.json.input.aspect_ratio).toBe('match_input_image');
+		expect(fake.callsTo('POST', createPath)[0]!.json.input.aspect_ratio).toBe('match_input_image');
 		expect(await sizeOf(answer)).toEqual([1024, 576]);
 	});
 
@@ -129,14 +132,6 @@ describe('on hosts that take match_input_image', () => {
 		const answer = await generate(hosted, edit([square], { aspect_ratio: '16:9' }));
 		expect(answer.status).toBe(200);
 		expect(fake.callsTo('POST', '/v1/models/')[0]!.json.input.aspect_ratio).toBe('16:9');
-	});
-
-	test('pruna is sent match_input_image; its square answer is brought to the input’s 16:9', async () => {
-		fake.setImage(square);
-		const answer = await generate(pruna, edit([wide]));
-		expect(answer.status).toBe(200);
-		expect(fake.callsTo('POST', '/v1/predictions')[0]!.json.input.aspect_ratio).toBe('match_input_image');
-		expect(await sizeOf(answer)).toEqual([1024, 576]);
 	});
 
 	test('upstream, another server of this API, is sent the settled ratio, which any version of it takes', async () => {

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
 import { closedPort } from '../support/closed-port';
-import { eventually } from '../support/http';
+import { createManagedKey, eventually } from '../support/http';
 import { startCountingUpstream, UPSTREAM_KEY, type CountingUpstream } from '../support/counting-upstream';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
@@ -44,12 +44,7 @@ afterAll(async () => {
 });
 
 test('a host that answers two images for one request: one is kept and charged, and the budget holds', async () => {
-	const created = await fetch(`${generous.baseUrl}/admin/keys`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ name: 'room for one', budget_usd: 0.0035 }),
-	});
-	const key = (await created.json()) as { id: string; key: string };
+	const key = await createManagedKey(generous, ADMIN_KEY, { name: 'room for one', budget_usd: 0.0035 });
 	const first = await generate(generous, key.key, 'a lighthouse');
 	expect(first.status).toBe(200);
 	expect(first.body.data).toHaveLength(1);

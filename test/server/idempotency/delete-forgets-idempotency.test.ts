@@ -11,21 +11,14 @@ import { Client } from 'pg';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { call, download, postJson } from '../support/http';
 import { makeImage } from '../support/media';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { metadataEngines, usePostgresCluster } from '../support/postgres';
 
 const OWNER = 'owner-key-0123456789';
 const OTHER = 'other-key-0123456789';
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-}, 90_000);
-afterAll(() => postgres?.stop());
+const postgres = usePostgresCluster();
 
-const configurations: Array<[string, () => Promise<string[]>]> = [
-	['embedded', async () => []],
-	['PostgreSQL', async () => ['--database-url', await postgres.createDatabase()]],
-];
+const configurations = metadataEngines(postgres);
 
 /** Restarts the server on its data dir (and database); `env` e.g. puts its clock ahead. */
 async function restarted(server: RunningServer, env: Record<string, string> = {}): Promise<RunningServer> {

@@ -1,7 +1,3 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ImageGenError } from '../../../core/errors';
 import {
 	FingerprintHasher,
 	canonicalJson,
@@ -10,26 +6,12 @@ import {
 	parseIdempotencyKey,
 } from '../../../server/src/idempotency/idempotency';
 import { SqliteIdempotencyStore } from '../../../server/src/idempotency/sqlite-idempotency-store';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { thrownImageGenError } from '../../helpers/image-gen-error';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
+import { connectionPerOpen } from '../support/sqlite-data-dir';
 
-describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => {
-	const dataDir = await mkdtemp(join(tmpdir(), 'idempotency-contract-'));
-	const databases: SqliteDatabase[] = [];
-	return {
-		// Every open() is a connection of its own on the data dir's database: a restart, or another process.
-		open: async () => {
-			const database = openSqliteDatabase(dataDir);
-			databases.push(database);
-			return new SqliteIdempotencyStore(database);
-		},
-		shared: true,
-		cleanup: async () => {
-			for (const database of databases) database.close();
-			await rm(dataDir, { recursive: true, force: true });
-		},
-	};
-});
+// Every open() is a connection of its own on the data dir's database: a restart, or another process.
+describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => ({ ...(await connectionPerOpen('idempotency-contract-', (database) => new SqliteIdempotencyStore(database))), shared: true }));
 
 describe('parseIdempotencyKey', () => {
 	it('answers the key, or undefined when there is none', () => {
@@ -48,14 +30,7 @@ describe('parseIdempotencyKey', () => {
 		['a line break', 'new\nline', 'invalid_value'],
 		['DEL', '\u007f', 'invalid_value'],
 	])('rejects %s with a 400 naming Idempotency-Key', (_label, header, code) => {
-		let error: unknown;
-		try {
-			parseIdempotencyKey(header);
-		} catch (caught) {
-			error = caught;
-		}
-		expect(error).toBeInstanceOf(ImageGenError);
-		expect(error).toMatchObject({ status: 400, param: 'Idempotency-Key', code });
+		expect(thrownImageGenError(() => parseIdempotencyKey(header))).toMatchObject({ status: 400, param: 'Idempotency-Key', code });
 	});
 
 	it('rejects a header sent twice', () => {

@@ -4,10 +4,9 @@
  * without a `now` the database's clock decides.
  */
 import { PgIdempotencyStore } from '../../../server/src/idempotency/pg-idempotency-store';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
-import { useDatabasePerTest } from '../support/postgres';
+import { poolPerOpen, useDatabasePerTest } from '../support/postgres';
 
 const database = useDatabasePerTest();
 
@@ -57,19 +56,5 @@ describe('PostgreSQL idempotency store', () => {
 	});
 });
 
-describeIdempotencyStoreContract('PgIdempotencyStore', async () => {
-	const databaseUrl = await database.postgres().createDatabase();
-	const pools: Database[] = [];
-	return {
-		// Each open() is its own pool on one database: a restart, or another replica.
-		open: async () => {
-			const database = await openDatabase(databaseUrl);
-			pools.push(database);
-			return new PgIdempotencyStore(database.pool);
-		},
-		shared: true,
-		cleanup: async () => {
-			await Promise.all(pools.map((database) => database.close()));
-		},
-	};
-});
+// Each open() is its own pool on one database: a restart, or another replica.
+describeIdempotencyStoreContract('PgIdempotencyStore', async () => ({ ...(await poolPerOpen(database.postgres(), (opened) => new PgIdempotencyStore(opened.pool))), shared: true }));

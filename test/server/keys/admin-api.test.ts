@@ -5,20 +5,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { ImageGenError } from '../../../core/errors';
 import { buildTestApp, type InProcessApp } from '../support/app';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { metadataEngines, usePostgresCluster } from '../support/postgres';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 
-let cluster: TestPostgres;
-beforeAll(async () => {
-	cluster = await startTestPostgres();
-}, 60_000);
-afterAll(() => cluster?.stop());
+const cluster = usePostgresCluster();
 
-const engines: Array<[string, () => Promise<string[]>]> = [
-	['data dir', async () => []],
-	['PostgreSQL', async () => ['--database-url', await cluster.createDatabase()]],
-];
+const engines = metadataEngines(cluster);
 
 describe.each(engines)('admin API on the %s', (_engine, engineArgs) => {
 	let service: InProcessApp;

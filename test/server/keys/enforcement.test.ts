@@ -7,16 +7,15 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildTestApp, type InProcessApp } from '../support/app';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { metadataEngines, usePostgresCluster } from '../support/postgres';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 
-let cluster: TestPostgres;
+const cluster = usePostgresCluster();
 /** A host that answers every generation with a 500 after counting it: a provider that fails. */
 let failingHost: Server;
 let failingHostCalls = 0;
 beforeAll(async () => {
-	cluster = await startTestPostgres();
 	failingHost = createServer((request, response) => {
 		failingHostCalls++;
 		request.resume();
@@ -30,13 +29,9 @@ afterAll(async () => {
 	delete process.env.UPSTREAM_BASE_URL;
 	delete process.env.UPSTREAM_API_KEY;
 	await new Promise((resolve) => failingHost.close(resolve));
-	await cluster?.stop();
 });
 
-const engines: Array<[string, () => Promise<string[]>]> = [
-	['data dir', async () => []],
-	['PostgreSQL', async () => ['--database-url', await cluster.createDatabase()]],
-];
+const engines = metadataEngines(cluster);
 
 describe.each(engines)('managed keys enforced on the %s', (_engine, engineArgs) => {
 	let service: InProcessApp;

@@ -7,20 +7,16 @@
  */
 import { request as httpRequest } from 'node:http';
 import { buildTestApp, type InProcessApp } from '../support/app';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { metadataEngines, usePostgresCluster } from '../support/postgres';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 const FAILURES = ['--auth-failures-per-minute', '3'];
 
-let cluster: TestPostgres;
+const cluster = usePostgresCluster();
 const apps: InProcessApp[] = [];
-beforeAll(async () => {
-	cluster = await startTestPostgres();
-}, 60_000);
 afterEach(async () => {
 	await Promise.all(apps.splice(0).map((app) => app.close()));
 });
-afterAll(() => cluster?.stop());
 
 async function start(args: string[]): Promise<InProcessApp> {
 	const app = await buildTestApp(['--admin-key', ADMIN_KEY, ...args]);
@@ -60,10 +56,7 @@ function expectThrottled(answer: Answer): void {
 	expect(Number(answer.retryAfter)).toBeLessThanOrEqual(20);
 }
 
-const engines: Array<[string, () => Promise<string[]>]> = [
-	['data dir', async () => []],
-	['PostgreSQL', async () => ['--database-url', await cluster.createDatabase()]],
-];
+const engines = metadataEngines(cluster);
 
 describe.each(engines)('failed authentication on the %s', (_engine, engineArgs) => {
 	it('is throttled per client after 3 wrong API keys; the right key still works from other clients', async () => {

@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
+import { createManagedKey } from '../support/http';
 import { makeImage } from '../support/media';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
@@ -94,12 +95,7 @@ describe('MCP endpoint', () => {
 		const info = expectCompact(await call(client, 'get_file', { id: uploaded.id }));
 		expect(info).toEqual(uploaded);
 		// Another key does not see it.
-		const keyResponse = await fetch(`${server.baseUrl}/admin/keys`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-			body: JSON.stringify({ name: 'other' }),
-		});
-		const other = await connect(((await keyResponse.json()) as any).key);
+		const other = await connect((await createManagedKey(server, ADMIN_KEY, { name: 'other' })).key);
 		expect((await call(other, 'get_file', { id: uploaded.id })).isError).toBe(true);
 		await other.close();
 		expect(expectCompact(await call(client, 'delete_file', { id: uploaded.id }))).toEqual({ id: uploaded.id, deleted: true });
@@ -186,15 +182,7 @@ describe('MCP endpoint', () => {
 });
 
 describe('managed keys over MCP', () => {
-	const createKey = async (fields: Record<string, unknown>) => {
-		const response = await fetch(`${server.baseUrl}/admin/keys`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-			body: JSON.stringify({ name: 'mcp', ...fields }),
-		});
-		expect(response.status).toBe(201);
-		return ((await response.json()) as { key: string }).key;
-	};
+	const createKey = async (fields: Record<string, unknown>) => (await createManagedKey(server, ADMIN_KEY, { name: 'mcp', ...fields })).key;
 
 	it('a key limited to some models is offered only those and refused the others, naming model', async () => {
 		const mcp = await connect(await createKey({ models: ['p-image'] }));

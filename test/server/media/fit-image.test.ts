@@ -2,9 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { ImageGenError } from '../../../core/errors';
 import { sniffMedia } from '../../../core/media';
 import { fitImage, scaledToSide } from '../../../server/src/media/fit-image';
+import { rejectedImageGenError } from '../../helpers/image-gen-error';
 
 /** A photo-like picture: a gradient under grain, so encoders have real detail to spend bytes on. */
 async function makePhoto(width: number, height: number, grain: number, format: 'png' | 'jpeg' = 'png'): Promise<Buffer> {
@@ -24,16 +24,6 @@ async function makePhoto(width: number, height: number, grain: number, format: '
 async function dimensions(data: Buffer): Promise<{ width: number; height: number; format: string }> {
 	const metadata = await sharp(data).metadata();
 	return { width: metadata.width, height: metadata.height, format: metadata.format };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ImageGenError> {
-	try {
-		await promise;
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error('expected a rejection');
 }
 
 describe('fitImage', () => {
@@ -100,7 +90,7 @@ describe('fitImage', () => {
 
 	it('answers a PNG that cannot fit with a 400 naming max_bytes and what was reached', async () => {
 		const noisy = await makePhoto(300, 300, 255);
-		const error = await rejection(fitImage(noisy, { maxBytes: 10_240, format: 'png', field: 'file' }));
+		const error = await rejectedImageGenError(fitImage(noisy, { maxBytes: 10_240, format: 'png', field: 'file' }));
 		expect(error.status).toBe(400);
 		expect(error.param).toBe('max_bytes');
 		expect(error.code).toBe('cannot_fit');
@@ -119,7 +109,7 @@ describe('fitImage', () => {
 	});
 
 	it('answers a lossy target that cannot fit with a 400 naming max_bytes', async () => {
-		const error = await rejection(fitImage(await makePhoto(600, 400, 60), { maxBytes: 200, format: 'jpeg', field: 'file' }));
+		const error = await rejectedImageGenError(fitImage(await makePhoto(600, 400, 60), { maxBytes: 200, format: 'jpeg', field: 'file' }));
 		expect(error.param).toBe('max_bytes');
 		expect(error.message).toMatch(/quality 40/);
 	});
@@ -192,10 +182,10 @@ describe('fitImage', () => {
 
 	it('names the field when the image cannot be decoded', async () => {
 		const png = await makePhoto(100, 100, 30);
-		const error = await rejection(fitImage(png.subarray(0, 200), { maxSide: 50, format: 'jpeg', field: 'image' }));
+		const error = await rejectedImageGenError(fitImage(png.subarray(0, 200), { maxSide: 50, format: 'jpeg', field: 'image' }));
 		expect(error.param).toBe('image');
 		expect(error.code).toBe('undecodable_image');
-		const garbage = await rejection(fitImage(Buffer.from('not an image at all'), { maxSide: 50, format: 'jpeg', field: 'file' }));
+		const garbage = await rejectedImageGenError(fitImage(Buffer.from('not an image at all'), { maxSide: 50, format: 'jpeg', field: 'file' }));
 		expect(garbage.param).toBe('file');
 	});
 

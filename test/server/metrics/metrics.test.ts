@@ -6,7 +6,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { MODELS } from '../../../core/models';
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
-import { call, postJson, uploadFile } from '../support/http';
+import { call, createManagedKey, postJson, uploadFile } from '../support/http';
 import { makeImage } from '../support/media';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
@@ -81,9 +81,7 @@ describe('after real requests', () => {
 		expect((await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'A kite', response_format: 'b64_json' })).status).toBe(200);
 
 		// A managed key with room for exactly one image: the second generation is a budget refusal.
-		const created = await postJson(server, '/v1/admin/keys', { name: 'one image', budget_usd: PRICE }, { auth: `Bearer ${ADMIN_KEY}` });
-		expect(created.status).toBe(201);
-		managedSecret = created.body.key;
+		managedSecret = (await createManagedKey(server, ADMIN_KEY, { name: 'one image', budget_usd: PRICE })).key;
 		const asManaged = { auth: `Bearer ${managedSecret}` };
 		expect((await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'One', response_format: 'b64_json' }, asManaged)).status).toBe(200);
 		const refused = await postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'Two', response_format: 'b64_json' }, asManaged);

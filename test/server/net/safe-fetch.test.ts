@@ -5,7 +5,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ImageGenError } from '../../../core/errors';
+import { rejectedImageGenError } from '../../helpers/image-gen-error';
 import { createSafeFetcher, type HostResolver } from '../../../server/src/net/safe-fetch';
 
 type Handler = (request: http.IncomingMessage, response: http.ServerResponse) => void;
@@ -40,15 +40,7 @@ function stubResolver(table: Record<string, string[]>): HostResolver & jest.Mock
 	}) as unknown as HostResolver & jest.Mock;
 }
 
-async function failure(promise: Promise<unknown>): Promise<ImageGenError> {
-	try {
-		await promise;
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error('expected the fetch to fail');
-}
+const failure = (promise: Promise<unknown>) => rejectedImageGenError(promise, 'the fetch');
 
 const options = { field: 'image', maxBytes: 1024 };
 

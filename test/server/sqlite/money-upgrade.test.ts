@@ -10,6 +10,7 @@ import { SqliteKeyStore } from '../../../server/src/keys/sqlite-key-store';
 import { migrateSqlite } from '../../../server/src/sqlite/migrate';
 import { SQLITE_MIGRATIONS } from '../../../server/src/sqlite/migrations';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../support/money-upgrade';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-money-upgrade-');
@@ -60,27 +61,11 @@ it('reports what it reported, in micro-dollars rounded half up, and keeps spend,
 
 	const ledger = new SqliteUsageLedger(database, { log });
 	// What the pico-dollar ledger answered: each day total rounded half up to the micro-dollar.
-	expect(await ledger.rows('key-a')).toEqual([
-		{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.000005 },
-		{ date: '2030-03-10', model: 'textimage-v2', images: 2, cost_usd: 0.012346 },
-		{ date: '2030-03-11', model: 'p-image', images: 2, cost_usd: 0.007 },
-	]);
+	expect(await ledger.rows('key-a')).toEqual(UPGRADED_DAYS);
 	await ledger.close();
-	expect(database.prepare('SELECT request_id, cost_micros FROM usage_lines ORDER BY request_id').raw().all()).toEqual([
-		['r1', 2],
-		['r2', 2],
-		['r3', 2],
-		['r4', 12_346],
-		['r5', 0],
-		['r6', 7_000],
-	]);
+	expect(database.prepare('SELECT request_id, cost_micros FROM usage_lines ORDER BY request_id').raw().all()).toEqual(UPGRADED_LINES);
 
-	const keys = new SqliteKeyStore(database);
-	expect((await keys.get('key-a'))!.budget).toEqual({ limitUsd: 0.0105, period: 'total' });
-	// 3,500 settled + 3,500 of the live reservation; the expired one no longer counted and is gone.
-	expect(await keys.spent('key-a', new Date(0))).toBe(0.007);
-	const reservation = { keyId: 'key-a', amountUsd: 0.0035, limitUsd: 0.0105, since: new Date(0) };
-	expect(await keys.reserve({ ...reservation, id: 'fits' })).toEqual({ admitted: true });
-	expect(await keys.reserve({ ...reservation, id: 'over' })).toEqual({ admitted: false, spentUsd: 0.0105 });
+	// Spent: 3,500 settled + 3,500 of the live reservation; the expired one no longer counted and is gone.
+	await expectBudgetKept(new SqliteKeyStore(database));
 	expect(database.prepare("SELECT name FROM sqlite_schema WHERE name = 'key_reservations'").all()).toEqual([]);
 });

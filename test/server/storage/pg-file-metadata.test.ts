@@ -6,16 +6,14 @@ import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import { PgFileMetadataStore } from '../../../server/src/storage/pg-file-metadata';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { describeFileMetadataContract } from '../support/file-metadata-contract';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { usePostgresCluster } from '../support/postgres';
 
-let postgres: TestPostgres;
+const postgres = usePostgresCluster();
 let url: string;
 beforeAll(async () => {
-	postgres = await startTestPostgres();
 	url = await postgres.createDatabase();
 	await (await openDatabase(url)).close();
 });
-afterAll(() => postgres?.stop());
 
 async function replicas() {
 	const databases: Database[] = [];

@@ -10,9 +10,7 @@
  * stops whatever runs). Every request is recorded; the next answers of a route can be scripted.
  */
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RecordedCall } from './fake-hosts';
+import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
 
 export interface ComfyScripted {
 	status: number;
@@ -67,8 +65,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 	let nextFailure: ExecutionError | undefined;
 	let number = 0;
 	let outputCount = 0;
-	const calls: RecordedCall[] = [];
-	const scripts: Array<{ method: string; prefix: string; answer: ComfyScripted }> = [];
+	const scripts = scriptedAnswers<ComfyScripted>();
 	const pending: Prompt[] = [];
 	let running: { prompt: Prompt; timer: NodeJS.Timeout } | undefined;
 	const history = new Map<string, unknown>();
@@ -183,38 +180,27 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		return { status: 200, body: { name, subfolder: '', type: 'input' } };
 	}
 
-	const server = http.createServer((request, response) => {
-		const chunks: Buffer[] = [];
-		request.on('data', (chunk: Buffer) => chunks.push(chunk));
-		request.on('end', () => {
-			const body = Buffer.concat(chunks);
-			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body, at: Date.now() };
-			if ((request.headers['content-type'] ?? '').includes('json')) call.json = JSON.parse(body.toString() || 'null');
-			calls.push(call);
-			const scripted = scripts.findIndex((each) => each.method === call.method && call.path.startsWith(each.prefix));
-			if (scripted >= 0) {
-				const { answer } = scripts.splice(scripted, 1)[0]!;
-				const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body ?? {});
-				response.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' }).end(text);
-				return;
-			}
-			const answer = route(call, new URL(call.path, 'http://comfyui.local'));
-			if (answer.bytes) response.writeHead(answer.status, { 'content-type': 'image/png' }).end(answer.bytes);
-			else if (answer.body === undefined) response.writeHead(answer.status).end();
-			else response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
-		});
+	const recorder = await startRecordingServer((call, response) => {
+		const scripted = scripts.take(call);
+		if (scripted) {
+			const text = typeof scripted.body === 'string' ? scripted.body : JSON.stringify(scripted.body ?? {});
+			return void response.writeHead(scripted.status, { 'content-type': scripted.contentType ?? 'application/json' }).end(text);
+		}
+		const answer = route(call, new URL(call.path, 'http://comfyui.local'));
+		if (answer.bytes) response.writeHead(answer.status, { 'content-type': 'image/png' }).end(answer.bytes);
+		else if (answer.body === undefined) response.writeHead(answer.status).end();
+		else response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
 	});
-	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-	const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	const { origin, calls } = recorder;
 
 	return {
 		origin,
 		calls,
-		callsTo: (method, prefix) => calls.filter((call) => call.method === method && call.path.startsWith(prefix)),
+		callsTo: recorder.callsTo,
 		setImage: (bytes) => void (image = bytes),
 		setRunMs: (ms) => void (runMs = ms),
 		failNext: (error) => void (nextFailure = error),
-		script: (method, prefix, answer) => void scripts.push({ method, prefix, answer }),
+		script: (method, prefix, answer) => scripts.add(method, prefix, answer),
 		async queueDirectly(workflow, clientId = 'someone-else') {
 			const response = await fetch(`${origin}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: workflow, client_id: clientId }) });
 			const answer = (await response.json()) as { prompt_id: string };
@@ -224,7 +210,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		uploads: () => [...inputs],
 		reset() {
 			calls.length = 0;
-			scripts.length = 0;
+			scripts.clear();
 			pending.length = 0;
 			if (running) clearTimeout(running.timer);
 			running = undefined;
@@ -233,10 +219,9 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 			nextFailure = undefined;
 			runMs = 50;
 		},
-		async close() {
+		close() {
 			if (running) clearTimeout(running.timer);
-			server.closeAllConnections();
-			await new Promise<void>((resolve) => server.close(() => resolve()));
+			return recorder.close();
 		},
 	};
 }

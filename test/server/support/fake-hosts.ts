@@ -10,18 +10,10 @@
  * Replicate's predictions name `urls.get` and `urls.cancel`, and both hosts' status routes answer
  * 404 for an id they never made.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
 
-export interface RecordedCall {
-	method: string;
-	path: string;
-	headers: http.IncomingHttpHeaders;
-	body: Buffer;
-	json?: any;
-	/** When the request had arrived whole (Date.now()). */
-	at: number;
-}
+export type { RecordedCall } from './recording-server';
 
 export interface Scripted {
 	status: number;
@@ -55,8 +47,7 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 	let image: Buffer = Buffer.alloc(0);
 	let pendingPolls = 0;
 	let predictionMs = 0;
-	const calls: RecordedCall[] = [];
-	const scripts: Array<{ method: string; prefix: string; answer: Scripted }> = [];
+	const scripts = scriptedAnswers<Scripted>();
 	const polls = new Map<string, number>();
 	/** When each prediction that takes time is ready (Date.now()). */
 	const readyAt = new Map<string, number>();
@@ -66,24 +57,13 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 	/** Replicate's files are numbered from 1 after each reset: `rf1`, `rf2`, … in the order they arrive. */
 	let nextReplicateFile = 1;
 
-	const server = http.createServer((request, response) => {
-		const chunks: Buffer[] = [];
-		request.on('data', (chunk: Buffer) => chunks.push(chunk));
-		request.on('end', () => {
-			const body = Buffer.concat(chunks);
-			const call: RecordedCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers, body, at: Date.now() };
-			if ((request.headers['content-type'] ?? '').includes('json')) call.json = JSON.parse(body.toString() || 'null');
-			calls.push(call);
-			const scripted = scripts.findIndex((entry) => entry.method === call.method && call.path.startsWith(entry.prefix));
-			if (scripted >= 0) {
-				const { answer } = scripts.splice(scripted, 1)[0]!;
-				if (answer.afterMaking) makePrediction(String(call.headers.authorization ?? '').startsWith('Bearer ') ? 'r' : 'p');
-				if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
-				return;
-			}
-			route(call, response);
-		});
+	const recorder = await startRecordingServer((call, response) => {
+		const answer = scripts.take(call);
+		if (!answer) return route(call, response);
+		if (answer.afterMaking) makePrediction(String(call.headers.authorization ?? '').startsWith('Bearer ') ? 'r' : 'p');
+		if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
 	});
+	const { origin, calls } = recorder;
 
 	const sendJson = (response: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
 		response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
@@ -227,32 +207,47 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 		sendJson(response, 404, { detail: `No route for ${method} ${path}` });
 	}
 
-	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-	const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 	return {
 		origin,
 		calls,
 		setImage: (bytes) => (image = bytes),
-		script(method, pathPrefix, answer, count = 1) {
-			for (let i = 0; i < count; i++) scripts.push({ method, prefix: pathPrefix, answer });
-		},
+		script: scripts.add,
 		setPendingPolls: (count) => (pendingPolls = count),
 		setPredictionMs: (ms) => (predictionMs = ms),
 		predictionsMade: () => [...made],
-		callsTo: (method, prefix) => calls.filter((call) => call.method === method && call.path.startsWith(prefix)),
+		callsTo: recorder.callsTo,
 		reset() {
 			calls.length = 0;
-			scripts.length = 0;
+			scripts.clear();
 			made.length = 0;
 			pendingPolls = 0;
 			predictionMs = 0;
 			nextReplicateFile = 1;
 		},
-		close: () =>
-			new Promise<void>((resolve) => {
-				for (const timer of holds) clearTimeout(timer);
-				server.closeAllConnections();
-				server.close(() => resolve());
-			}),
+		close() {
+			for (const timer of holds) clearTimeout(timer);
+			return recorder.close();
+		},
 	};
+}
+
+/** Replicate and Pruna pointed at the stand-ins at `origin`, with the keys the tests send and short waits. */
+export const fakeHostsEnv = (origin: string): NodeJS.ProcessEnv => ({
+	IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10',
+	REPLICATE_POLL_INTERVAL_MS: '20',
+	PRUNA_POLL_INTERVAL_MS: '20',
+	REPLICATE_API_TOKEN: 'r8_token',
+	REPLICATE_BASE_URL: `${origin}/v1`,
+	PRUNA_API_KEY: 'pruna-key',
+	PRUNA_BASE_URL: `${origin}/v1`,
+});
+
+/** Creates a prediction at the stand-in as an earlier run of the service did; answers its id. */
+export async function createPredictionAt(origin: string, host: 'replicate' | 'pruna'): Promise<string> {
+	const response =
+		host === 'replicate'
+			? await fetch(`${origin}/v1/models/prunaai/p-image/predictions`, { method: 'POST', headers: { authorization: 'Bearer r8_token', 'content-type': 'application/json' }, body: '{"input":{}}' })
+			: await fetch(`${origin}/v1/predictions`, { method: 'POST', headers: { apikey: 'pruna-key', model: 'p-image', 'content-type': 'application/json' }, body: '{"input":{}}' });
+	const { id } = (await response.json()) as { id: string };
+	return id;
 }

@@ -34,6 +34,13 @@ export function postJson<T = any>(server: Reachable, path: string, body: unknown
 	});
 }
 
+/** A managed key made through the admin API with `adminKey` (201 expected): its id and secret. */
+export async function createManagedKey(server: Reachable, adminKey: string, fields: Record<string, unknown>): Promise<{ id: string; key: string }> {
+	const created = await postJson(server, '/v1/admin/keys', fields, { auth: `Bearer ${adminKey}` });
+	expect(created.status).toBe(201);
+	return created.body;
+}
+
 /** One call with this secret as the bearer, and a JSON body when one is given. */
 export function callAs<T = any>(server: Reachable, method: string, path: string, secret: string, body?: unknown) {
 	const json = body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };

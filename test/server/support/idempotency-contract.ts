@@ -3,6 +3,7 @@
  * embedded store here, PostgreSQL elsewhere), directly and through `runIdempotent`.
  */
 import { ImageGenError } from '../../../core/errors';
+import { rejectedImageGenError } from '../../helpers/image-gen-error';
 import { runIdempotent, type RunIdempotentOptions } from '../../../server/src/idempotency/idempotency';
 import type { IdempotencyClaim, IdempotencyStore, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 
@@ -40,16 +41,6 @@ function deferred<T>(): Deferred<T> {
 		reject = no;
 	});
 	return { promise, resolve, reject };
-}
-
-async function idempotencyError(promise: Promise<unknown>): Promise<ImageGenError> {
-	try {
-		await promise;
-	} catch (error) {
-		expect(error).toBeInstanceOf(ImageGenError);
-		return error as ImageGenError;
-	}
-	throw new Error('expected an ImageGenError');
 }
 
 export function describeIdempotencyStoreContract(name: string, factory: () => Promise<IdempotencyStoreHarness>): void {
@@ -267,7 +258,7 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 			it('answers another body under the same key with a 422', async () => {
 				await run({ run: async () => answer() });
 				let ran = false;
-				const error = await idempotencyError(run({ fingerprint: 'e'.repeat(64), run: async () => ((ran = true), answer()) }));
+				const error = await rejectedImageGenError(run({ fingerprint: 'e'.repeat(64), run: async () => ((ran = true), answer()) }));
 				expect(ran).toBe(false);
 				expect(error.status).toBe(422);
 				expect(error.code).toBe('idempotency_key_reused');
@@ -312,7 +303,7 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				});
 				await new Promise((resolve) => setTimeout(resolve, 20));
 				const started = Date.now();
-				const error = await idempotencyError(run({ waitMs: 150, run: async () => answer('never') }));
+				const error = await rejectedImageGenError(run({ waitMs: 150, run: async () => answer('never') }));
 				expect(Date.now() - started).toBeGreaterThanOrEqual(140);
 				expect(error.status).toBe(409);
 				expect(error.code).toBe('idempotency_in_progress');

@@ -12,14 +12,9 @@
  * Every request is recorded; `next` replaces the next answer (an error, an HTML page, an empty
  * list, bytes that are no image); `drawMs` makes each drawing take that long.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startRecordingServer, type RecordedCall } from './recording-server';
 
-export interface ImageApiCall {
-	method: string;
-	path: string;
-	headers: http.IncomingHttpHeaders;
-	json?: any;
+export interface ImageApiCall extends RecordedCall {
 	/** A multipart body's fields: text values, and files as `{ type, size }`. */
 	form?: Array<[string, string | { type: string; size: number }]>;
 }
@@ -53,54 +48,46 @@ interface HostBehaviour {
 
 async function startImageApiHost({ route, broken, onDrawStarted, servesFiles }: HostBehaviour): Promise<ImageApiHost> {
 	const scripted: NextAnswer[] = [];
-	const server = http.createServer((request, response) => {
-		const chunks: Buffer[] = [];
-		request.on('data', (chunk: Buffer) => chunks.push(chunk));
-		request.on('end', async () => {
-			const body = Buffer.concat(chunks);
-			const type = request.headers['content-type'] ?? '';
-			const call: ImageApiCall = { method: request.method ?? '', path: request.url ?? '', headers: request.headers };
-			if (type.includes('json')) call.json = JSON.parse(body.toString() || 'null');
-			if (type.startsWith('multipart/form-data')) {
-				const form = await new Request('http://stand-in', { method: 'POST', headers: { 'content-type': type }, body }).formData();
-				call.form = [...form.entries()].map(([name, value]) => [name, typeof value === 'string' ? value : { type: value.type, size: value.size }]);
-			}
-			host.calls.push(call);
-			if (servesFiles && call.method === 'GET' && call.path.startsWith('/files/')) return void response.writeHead(200, { 'content-type': 'image/png' }).end(host.image);
-			const send = (status: number, answer: unknown, headers: Record<string, string> = {}) => {
-				if (!response.destroyed) response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(answer));
-			};
-			const isDraw = call.method === 'POST' && !call.path.endsWith('/interrupt');
-			const answer = () => {
-				const next = isDraw ? scripted.shift() : undefined;
-				if (next === undefined) return route(call, send, host);
-				if (next === 'html') return void response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body>Welcome</body></html>');
-				if (next === 'empty' || next === 'not-image') return send(200, broken(next));
-				send(next.status, next.body, next.headers);
-			};
-			if (!isDraw || host.drawMs <= 0) return answer();
-			let done = false;
-			const finish = () => {
-				if (done) return;
-				done = true;
-				clearTimeout(timer);
-				stopListening?.();
-				answer();
-			};
-			const timer = setTimeout(finish, host.drawMs);
-			const stopListening = onDrawStarted?.(finish);
-			// A client that left is answered no more: its drawing must not take the next call's scripted answer.
-			response.on('close', () => {
-				done = true;
-				clearTimeout(timer);
-				stopListening?.();
-			});
+	const withForm = async (call: ImageApiCall): Promise<ImageApiCall> => {
+		const type = call.headers['content-type'] ?? '';
+		if (!type.startsWith('multipart/form-data')) return call;
+		const form = await new Request('http://stand-in', { method: 'POST', headers: { 'content-type': type }, body: call.body }).formData();
+		return { ...call, form: [...form.entries()].map(([name, value]) => [name, typeof value === 'string' ? value : { type: value.type, size: value.size }]) };
+	};
+	const recorder = await startRecordingServer<ImageApiCall>((call, response) => {
+		if (servesFiles && call.method === 'GET' && call.path.startsWith('/files/')) return void response.writeHead(200, { 'content-type': 'image/png' }).end(host.image);
+		const send = (status: number, answer: unknown, headers: Record<string, string> = {}) => {
+			if (!response.destroyed) response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(answer));
+		};
+		const isDraw = call.method === 'POST' && !call.path.endsWith('/interrupt');
+		const answer = () => {
+			const next = isDraw ? scripted.shift() : undefined;
+			if (next === undefined) return route(call, send, host);
+			if (next === 'html') return void response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body>Welcome</body></html>');
+			if (next === 'empty' || next === 'not-image') return send(200, broken(next));
+			send(next.status, next.body, next.headers);
+		};
+		if (!isDraw || host.drawMs <= 0) return answer();
+		let done = false;
+		const finish = () => {
+			if (done) return;
+			done = true;
+			clearTimeout(timer);
+			stopListening?.();
+			answer();
+		};
+		const timer = setTimeout(finish, host.drawMs);
+		const stopListening = onDrawStarted?.(finish);
+		// A client that left is answered no more: its drawing must not take the next call's scripted answer.
+		response.on('close', () => {
+			done = true;
+			clearTimeout(timer);
+			stopListening?.();
 		});
-	});
-	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	}, withForm);
 	const host: ImageApiHost = {
-		origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-		calls: [],
+		origin: recorder.origin,
+		calls: recorder.calls,
 		image: Buffer.alloc(0),
 		drawMs: 0,
 		next: (answer) => void scripted.push(answer),
@@ -109,11 +96,7 @@ async function startImageApiHost({ route, broken, onDrawStarted, servesFiles }: 
 			scripted.length = 0;
 			host.drawMs = 0;
 		},
-		close: () =>
-			new Promise<void>((resolve) => {
-				server.closeAllConnections();
-				server.close(() => resolve());
-			}),
+		close: recorder.close,
 	};
 	return host;
 }

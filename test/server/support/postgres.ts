@@ -106,6 +106,61 @@ async function stopRunner(child: ChildProcess): Promise<void> {
 	await exited;
 }
 
+/**
+ * The test file's cluster, started in beforeAll and stopped in afterAll: the answer stands for it
+ * from beforeAll on, so a suite declares it once instead of a variable and two hooks.
+ */
+export function usePostgresCluster(): TestPostgres {
+	let cluster: TestPostgres | undefined;
+	// Longer than the start's own limit, so that a slow start fails with PostgreSQL's words.
+	beforeAll(async () => {
+		cluster = await startTestPostgres();
+	}, START_TIMEOUT_MS + 30_000);
+	afterAll(() => cluster?.stop());
+	const started = (): TestPostgres => {
+		if (!cluster) throw new Error('usePostgresCluster: the cluster is started in beforeAll; use it from a hook or a test');
+		return cluster;
+	};
+	return {
+		get port() {
+			return started().port;
+		},
+		url: (database) => started().url(database),
+		createDatabase: () => started().createDatabase(),
+		admin: (databaseUrl, sql) => started().admin(databaseUrl, sql),
+		halt: () => started().halt(),
+		resume: () => started().resume(),
+		stop: () => started().stop(),
+	};
+}
+
+/**
+ * For an engine's contract: an empty database on `cluster`; each `open()` an engine on a pool of
+ * its own (a restart, or another replica), and `cleanup()` closes every pool.
+ */
+export async function poolPerOpen<Engine>(cluster: TestPostgres, engine: (database: Database) => Engine): Promise<{ open(): Promise<Engine>; cleanup(): Promise<void> }> {
+	const databaseUrl = await cluster.createDatabase();
+	const pools: Database[] = [];
+	return {
+		async open() {
+			const database = await openDatabase(databaseUrl);
+			pools.push(database);
+			return engine(database);
+		},
+		async cleanup() {
+			await Promise.all(pools.splice(0).map((database) => database.close()));
+		},
+	};
+}
+
+/** The service's two metadata engines, for `describe.each`: the data dir, and a fresh database on `cluster`. */
+export function metadataEngines(cluster: TestPostgres): Array<[string, () => Promise<string[]>]> {
+	return [
+		['data dir', async () => []],
+		['PostgreSQL', async () => ['--database-url', await cluster.createDatabase()]],
+	];
+}
+
 export interface DatabasePerTest {
 	/** The cluster of this test file (started in beforeAll). */
 	postgres(): TestPostgres;
@@ -118,19 +173,15 @@ export interface DatabasePerTest {
  * pools opened through `replicas()` are closed after each test.
  */
 export function useDatabasePerTest(): DatabasePerTest {
-	let cluster: TestPostgres;
+	const cluster = usePostgresCluster();
 	let url: string;
 	const open: Database[] = [];
-	beforeAll(async () => {
-		cluster = await startTestPostgres();
-	});
 	beforeEach(async () => {
 		url = await cluster.createDatabase();
 	});
 	afterEach(async () => {
 		await Promise.all(open.splice(0).map((database) => database.close()));
 	});
-	afterAll(() => cluster?.stop());
 	return {
 		postgres: () => cluster,
 		async replicas(count) {

@@ -10,15 +10,12 @@ import { join } from 'node:path';
 import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/usage/pg-usage-ledger';
 import { openDatabase, type Database } from '../../../server/src/db/postgres';
 import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { poolPerOpen, usePostgresCluster } from '../support/postgres';
 import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
 
-let postgres: TestPostgres;
+const postgres = usePostgresCluster();
 let url: string;
 const opened: Array<{ ledger: PgUsageLedger; database: Database }> = [];
-beforeAll(async () => {
-	postgres = await startTestPostgres();
-});
 beforeEach(async () => {
 	url = await postgres.createDatabase();
 });
@@ -28,7 +25,6 @@ afterEach(async () => {
 		await database.close();
 	}
 });
-afterAll(() => postgres?.stop());
 
 function errorLog() {
 	const errors: Array<{ details: Record<string, unknown>; message: string }> = [];
@@ -282,17 +278,4 @@ describe('PostgreSQL usage ledger', () => {
 	});
 });
 
-describeUsageLedgerContract('PostgreSQL', async () => {
-	const databaseUrl = await postgres.createDatabase();
-	const databases: Database[] = [];
-	return {
-		open: async () => {
-			const database = await openDatabase(databaseUrl);
-			databases.push(database);
-			return new PgUsageLedger(database.pool, { log: errorLog() });
-		},
-		cleanup: async () => {
-			await Promise.all(databases.map((database) => database.close()));
-		},
-	};
-});
+describeUsageLedgerContract('PostgreSQL', () => poolPerOpen(postgres, (database) => new PgUsageLedger(database.pool, { log: errorLog() })));

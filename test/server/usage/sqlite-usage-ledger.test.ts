@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
 import { eventually } from '../support/http';
+import { connectionPerOpen } from '../support/sqlite-data-dir';
 import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
 
 let dataDir: string;
@@ -84,18 +85,4 @@ test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-d
 	await ledger.close();
 });
 
-describeUsageLedgerContract('SQLite', async () => {
-	const directory = mkdtempSync(join(tmpdir(), 'imagegen-ledger-contract-'));
-	const opened: SqliteDatabase[] = [];
-	return {
-		open: async () => {
-			const database = openSqliteDatabase(directory);
-			opened.push(database);
-			return new SqliteUsageLedger(database, { log });
-		},
-		cleanup: async () => {
-			for (const database of opened) database.close();
-			rmSync(directory, { recursive: true, force: true });
-		},
-	};
-});
+describeUsageLedgerContract('SQLite', () => connectionPerOpen('imagegen-ledger-contract-', (database) => new SqliteUsageLedger(database, { log })));

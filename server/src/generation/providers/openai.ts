@@ -15,7 +15,8 @@
 import { FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
-import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
+import type { ModelId, ModelLimits } from '../../../../core/models';
+import { nearestSize, type ImageSize } from '../../../../core/openai-images';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages } from './inputs';
@@ -27,11 +28,6 @@ const DEFAULT_MODEL = 'gpt-image-1';
 const DEFAULT_SIZES = '1024x1024,1536x1024,1024x1536';
 /** Refusal codes of OpenAI's content checks: gpt-image's `moderation_blocked`, dall-e's `content_policy_violation`. */
 const CONTENT_FILTER_CODES = new Set(['moderation_blocked', 'content_policy_violation']);
-
-export interface ImageSize {
-	width: number;
-	height: number;
-}
 
 /** `OPENAI_IMAGE_SIZES`: `WIDTHxHEIGHT` entries separated by commas; a start-up error names a bad one. */
 export function parseImageSizes(text: string, name = 'OPENAI_IMAGE_SIZES'): ImageSize[] {
@@ -47,13 +43,6 @@ export function parseImageSizes(text: string, name = 'OPENAI_IMAGE_SIZES'): Imag
 		});
 	if (sizes.length === 0) throw new Error(`providers: ${name} lists no size`);
 	return sizes;
-}
-
-/** The size whose shape is nearest the ratio (distance of log(width/height)); the first listed on a tie. */
-export function nearestSize(sizes: readonly ImageSize[], ratio: AspectRatio): ImageSize {
-	const [w, h] = ratio.split(':').map(Number) as [number, number];
-	const distance = (size: ImageSize) => Math.abs(Math.log(size.width / size.height) - Math.log(w / h));
-	return sizes.reduce((best, size) => (distance(size) < distance(best) ? size : best));
 }
 
 /** gpt-image models answer base64 only and refuse `response_format` (OpenAI's images reference). */

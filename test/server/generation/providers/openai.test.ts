@@ -6,9 +6,10 @@
  * as a 502 with the host's words and nothing charged, and the settings refused at start.
  */
 import sharp from 'sharp';
+import { nearestSize } from '../../../../core/openai-images';
 import { parseProviderSelection } from '../../../../server/src/config/provider-selection';
 import { buildProviderTable } from '../../../../server/src/generation/providers';
-import { nearestSize, parseImageSizes } from '../../../../server/src/generation/providers/openai';
+import { parseImageSizes } from '../../../../server/src/generation/providers/openai';
 import { buildTestApp, type InProcessApp } from '../../support/app';
 import { startOpenAiHost, type ImageApiHost } from '../../support/image-api-hosts';
 import { makeImage } from '../../support/media';
