@@ -17,7 +17,12 @@ export interface SettledRequest extends Omit<GenerationRequest, 'aspect_ratio'> 
 	matchInputImage?: boolean;
 }
 
-export type ProviderImage = { bytes: Buffer } | { url: string };
+/**
+ * An image a host answered. `fresh`: the bytes were made for this answer alone (decoded from the
+ * host's base64, downloaded, drawn), so the runner gives their memory back as soon as it is done
+ * with them instead of leaving a few MB per generation to the next collection.
+ */
+export type ProviderImage = { bytes: Buffer; fresh?: boolean } | { url: string };
 
 /** A job a host accepted and named: the member of a chain that took it, and the host's own id. */
 export interface HostJobRef { provider: string; id: string }

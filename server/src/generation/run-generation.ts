@@ -168,7 +168,7 @@ export function createGenerationRunner(services: GenerationServices): Generation
 				// A host may hand out more than it was asked for; the client asked for (and the budget
 				// reserved) one image per call: the rest are neither fetched, hosted nor charged.
 				const output = ran.outputs[0]!;
-				const bytes = await providerBytes(output, ran.servedBy, inputs, signal, stopped, metrics);
+				const { bytes, fresh } = await providerBytes(output, ran.servedBy, inputs, signal, stopped, metrics);
 				const image = await normalizeOutput(bytes, settled, ran.servedBy, imageWork, signal);
 				const marked = await provenance.markGenerated({
 					...image,
@@ -177,9 +177,10 @@ export function createGenerationRunner(services: GenerationServices): Generation
 					source: image.bytes === bytes ? undefined : { bytes, media: sniffMedia(bytes)!, changes: image.changes },
 				});
 				// Each copy this generation made is given back once read, not when V8 next collects
-				// (media/release-bytes.ts); the provider's own bytes are left to their owner.
+				// (media/release-bytes.ts); the provider's bytes too when they were made for this answer.
 				if (image.bytes !== bytes && image.bytes !== marked.bytes) releaseBytes(image.bytes);
-				const ours = marked.bytes !== bytes;
+				if (fresh && marked.bytes !== bytes) releaseBytes(bytes);
+				const ours = fresh || marked.bytes !== bytes;
 				if (generation.response_format === 'b64_json' && !caller.keepsInlineImages) {
 					// Nobody will replay this answer: the marked image goes out from memory, in pieces.
 					data.push({ b64_json: new InlineBytes(marked.bytes, { releaseWhenSent: ours }), seed: imageSeed, provenance: marked.provenance });
@@ -365,10 +366,10 @@ async function providerBytes(
 	signal: AbortSignal,
 	stopped: () => ImageGenError,
 	metrics: ServiceMetrics,
-): Promise<Buffer> {
-	if ('bytes' in output) return output.bytes;
+): Promise<{ bytes: Buffer; fresh: boolean }> {
+	if ('bytes' in output) return { bytes: output.bytes, fresh: output.fresh === true };
 	try {
-		return await inputs.fetchRemote(new URL(output.url), { field: 'output', maxBytes: inputs.maxInputImageBytes * 2, signal });
+		return { bytes: await inputs.fetchRemote(new URL(output.url), { field: 'output', maxBytes: inputs.maxInputImageBytes * 2, signal }), fresh: true };
 	} catch (error) {
 		// A download cut short by our own limit is a time-out, not a broken output.
 		const failure = signal.aborted

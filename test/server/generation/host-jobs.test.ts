@@ -115,7 +115,7 @@ describe('the host names the job before it is polled', () => {
 		expect(told).toEqual([{ job: { provider: 'pruna', id }, pollsBefore: 0 }]);
 		expect(prunaCreates()[0]!.headers['try-sync']).toBeUndefined();
 		expect(polls().map((call) => call.path)).toEqual([`/v1/predictions/status/${id}`, `/v1/predictions/status/${id}`]);
-		expect(images).toEqual([{ bytes: expect.any(Buffer) }]);
+		expect(images).toEqual([{ bytes: expect.any(Buffer), fresh: true }]);
 	});
 
 	test('pruna without hostJobStarted keeps Try-Sync, which the stand-in honours', async () => {

@@ -1,8 +1,8 @@
 /**
  * What a generation does with the image copies it makes (server/src/generation/run-generation.ts):
  * each is given back once read (sharp's re-encode once marked, the marked image once stored), not
- * left for V8's next collection, and the provider's own bytes are never touched, so a host (or a
- * stand-in) may hand out the same buffer again.
+ * left for V8's next collection; the provider's bytes too when it made them for this answer
+ * (`fresh`), and never otherwise, so a host (or a stand-in) may hand out the same buffer again.
  */
 import { parseGenerationRequest } from '../../../core/schemas';
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
@@ -26,8 +26,10 @@ function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
 	};
 }
 
-function runnerWith(output: Buffer, provenance: ProvenanceMarker) {
+function runnerWith(output: Buffer, provenance: ProvenanceMarker, { fresh = false } = {}) {
 	const stored: Buffer[] = [];
+	// A fresh copy per answer, as a host's decoded base64 is; else the same buffer every time.
+	const handedOut: Buffer[] = [];
 	const hostedFiles = {
 		putBuffer: async (bytes: Buffer) => {
 			// What storage saw while it wrote, before the run was done with the bytes.
@@ -36,7 +38,14 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker) {
 		},
 		publicUrl: (file: { id: string }) => `http://127.0.0.1:1/files/${file.id}`,
 	};
-	const provider = { name: 'stand-in', generate: async () => [{ bytes: output }] };
+	const provider = {
+		name: 'stand-in',
+		generate: async () => {
+			if (!fresh) return [{ bytes: output }];
+			handedOut.push(Buffer.from(output));
+			return [{ bytes: handedOut.at(-1)!, fresh: true }];
+		},
+	};
 	const run = createGenerationRunner({
 		providers: { 'p-image': provider, 'p-image-edit': provider, 'textimage-v2': provider },
 		prices: {},
@@ -55,7 +64,7 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker) {
 			clientGone: new AbortController().signal,
 			keepsInlineImages,
 		});
-	return { generate, stored, hostedFiles };
+	return { generate, stored, hostedFiles, handedOut };
 }
 
 test('a re-encoded, marked and stored image: each copy given back once read; the providerâ€™s bytes untouched and served again', async () => {
@@ -94,4 +103,21 @@ test('an image nobody replays goes out from memory: marked bytes are the answerâ
 	await unmarked.generate('b64_json', true);
 	expect(output.byteLength).toBeGreaterThan(0);
 	expect(unmarked.stored[0]!.equals(output)).toBe(true);
+});
+
+test('bytes a provider made for this answer (fresh) are given back once used: after marking, or once stored or sent', async () => {
+	const output = await makeImage('png', 1024, 1024);
+	const marked = runnerWith(output, copyingMarker(), { fresh: true });
+	await marked.generate('url', false);
+	// Marked into a copy of its own: the provider's bytes were done with once read.
+	expect(marked.handedOut[0]!.byteLength).toBe(0);
+
+	const unmarked = runnerWith(output, UNMARKED, { fresh: true });
+	await unmarked.generate('url', false);
+	// Unmarked, they are the image itself: stored whole, then given back.
+	expect(unmarked.stored[0]!.equals(output)).toBe(true);
+	expect(unmarked.handedOut[0]!.byteLength).toBe(0);
+	const inline = (await unmarked.generate('b64_json', false)).data[0]!;
+	expect('b64_json' in inline && inline.b64_json instanceof InlineBytes && inline.b64_json.options.releaseWhenSent).toBe(true);
+	expect(output.byteLength).toBeGreaterThan(0);
 });

@@ -98,7 +98,7 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 		});
 		const first = Array.isArray(answer.images) ? answer.images[0] : undefined;
 		if (typeof first !== 'string' || !first) throw new ImageGenError(502, 'The automatic1111 provider returned no image: its answer had an empty images list', { code: 'upstream_no_output' });
-		return [{ bytes: Buffer.from(first, 'base64') }];
+		return [{ bytes: Buffer.from(first, 'base64'), fresh: true }];
 	} finally {
 		context.signal.removeEventListener('abort', stopDrawing);
 	}

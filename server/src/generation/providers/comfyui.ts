@@ -134,7 +134,7 @@ export function comfyuiProvider(model: ModelId, env: NodeJS.ProcessEnv, workflow
 		const image = firstImage(entry, workflow);
 		if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
 		const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
-		return [{ bytes: await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }) }];
+		return [{ bytes: await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }), fresh: true }];
 	}
 
 	/** Uploads the request's input images (as many as the workflow binds) and answers the names ComfyUI gave them. */

@@ -131,7 +131,7 @@ async function editForm(fields: Record<string, string | number>, images: Buffer[
 
 function imageOf(answer: OpenAiImages): ProviderImage {
 	const first = Array.isArray(answer.data) ? answer.data[0] : undefined;
-	if (typeof first?.b64_json === 'string' && first.b64_json) return { bytes: Buffer.from(first.b64_json, 'base64') };
+	if (typeof first?.b64_json === 'string' && first.b64_json) return { bytes: Buffer.from(first.b64_json, 'base64'), fresh: true };
 	if (typeof first?.url === 'string' && first.url) return { url: first.url };
 	const why = first ? 'an entry with neither b64_json nor url' : 'an empty data list';
 	throw new ImageGenError(502, `The openai provider returned no image: its answer had ${why}`, { code: 'upstream_no_output' });

@@ -71,7 +71,7 @@ export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): Generatio
 		const delivery = new URL(status.generation_url, `${root}/`);
 		if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
 		const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
-		return [{ bytes }];
+		return [{ bytes, fresh: true }];
 	}
 
 	return {

@@ -33,7 +33,7 @@ export function sandboxProvider(delayMs = 0): GenerationProvider {
 					),
 				{ signal: context.signal },
 			);
-			return [{ bytes }];
+			return [{ bytes, fresh: true }];
 		},
 	};
 }

@@ -36,7 +36,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				throw new ImageGenError(502, 'The upstream provider answered without a data array', { code: 'upstream_invalid_output' });
 			}
 			return answer.data.map<ProviderImage>((image) =>
-				'b64_json' in image ? { bytes: Buffer.from(image.b64_json, 'base64') } : { url: image.url },
+				'b64_json' in image ? { bytes: Buffer.from(image.b64_json, 'base64'), fresh: true } : { url: image.url },
 			);
 		},
 	};

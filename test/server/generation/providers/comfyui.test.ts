@@ -159,7 +159,7 @@ describe('the prompt as a host job', () => {
 		const id = comfy.callsTo('GET', '/history/')[0]!.path.slice('/history/'.length);
 		expect(told).toEqual([{ job: { provider: 'comfyui', id }, pollsBefore: 0 }]);
 		expect(provider.hasJobIds).toBe(true);
-		expect(images).toEqual([{ bytes: expect.any(Buffer) }]);
+		expect(images).toEqual([{ bytes: expect.any(Buffer), fresh: true }]);
 	});
 
 	test('a job not kept (hostJobStarted fails) is taken off ComfyUI’s queue', async () => {

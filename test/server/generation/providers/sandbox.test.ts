@@ -31,7 +31,7 @@ describe('the sandbox’s delay (--sandbox-delay-ms)', () => {
 		await jest.advanceTimersByTimeAsync(4_999);
 		expect(imageWork.run).not.toHaveBeenCalled();
 		await jest.advanceTimersByTimeAsync(1);
-		expect(await generated).toEqual([{ bytes: drawn }]);
+		expect(await generated).toEqual([{ bytes: drawn, fresh: true }]);
 		expect(imageWork.run).toHaveBeenCalledTimes(1);
 	});
 
