@@ -38,6 +38,13 @@ export async function getGenerationForItem(context: IExecuteFunctions, itemIndex
 	const settings = readRequestSettings(context, itemIndex);
 	const { job } = await fetchGeneration({ context, itemIndex, settings }, id, 'generationId');
 	if (job.status !== 'succeeded') return [{ json: job.body }];
+	if (job.result === null || job.result === undefined) {
+		throw new NodeOperationError(context.getNode(), `Generation '${id}' succeeded, but its images are not kept`, {
+			itemIndex,
+			description:
+				"A synchronous generation answered with inline images (Response Format 'b64_json') keeps them only when it was made with an Idempotency-Key or a Webhook URL. Use the images from that run's own output, or generate again.",
+		});
+	}
 
 	const answer = readGenerationAnswer(context, itemIndex, job.result);
 	const subject: GenerationSubject = { model: answer.model ?? String(job.body.model ?? '') };

@@ -388,6 +388,18 @@ describe('Get Generation', () => {
 		expect(item!.pairedItem).toEqual({ item: 0 });
 	});
 
+	test('a synchronous inline generation, whose images are not kept: an error saying so, not an unusable answer', async () => {
+		const sync = await postJson(quick.server, GENERATIONS_PATH, { ...request, response_format: 'b64_json' });
+		expect(sync.status).toBe(200);
+		const listed = await call(quick.server, '/v1/generations?limit=1');
+		const [job] = listed.body.data;
+		expect(job).toMatchObject({ status: 'succeeded', result: null });
+		const result = await run(quick, [getGeneration(job.id)]);
+		const error = result.error('ImageGen');
+		expect(error?.message).toBe(`Generation '${job.id}' succeeded, but its images are not kept`);
+		expect(error?.description).toMatch(/Idempotency-Key or a Webhook URL/);
+	});
+
 	test('an unknown id: 404, an error naming Generation ID', async () => {
 		for (const id of ['gen_unknown', `gen_${'0'.repeat(32)}`]) {
 			const result = await run(quick, [getGeneration(id)]);
