@@ -75,6 +75,11 @@ export class LedgerQueue<T> {
 		return this.closed;
 	}
 
+	/** Nothing queued, being written or waiting for a retry: an entry written now passes none. */
+	get idle(): boolean {
+		return this.queue.length === 0 && !this.writing && !this.retryTimer && !this.scheduled && this.failures === 0 && !this.closed;
+	}
+
 	/** Resolves once the item is written (or kept safe at close). */
 	add(item: T): Promise<void> {
 		if (this.closed) return Promise.reject(new Error('the usage ledger is closed'));

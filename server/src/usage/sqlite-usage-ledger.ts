@@ -38,6 +38,9 @@ const ADD_TO_DAY = `INSERT INTO usage_days (api_key_id, day, model, images, cost
 
 export class SqliteUsageLedger implements UsageLedger {
 	private readonly writes: LedgerQueue<Line>;
+	private readonly writeNow: (line: Line) => Promise<unknown>;
+	/** Lines handed straight to the group commit, not yet committed or (having failed there) queued. */
+	private readonly direct = new Set<Promise<void>>();
 	private readonly selectRows;
 
 	constructor(
@@ -53,13 +56,34 @@ export class SqliteUsageLedger implements UsageLedger {
 		// Shared with the file metadata, so a generation's publish and usage line can share a commit.
 		const commits = groupCommitOf(database);
 		this.writes = new LedgerQueue<Line>({ store: 'the database', write: (lines) => commits.write(writeBatch(lines)) }, { retryDelayMs: 100, batchSize: Infinity, ...options });
+		this.writeNow = (line) => commits.write(writeBatch([line]));
 		this.selectRows = database.prepare<[Record<string, unknown>], UsageDayRow>(USAGE_ROWS_SQL);
 	}
 
-	/** Resolves once the entry's transaction has committed (synced to disk). */
+	/**
+	 * Resolves once the entry's transaction has committed (synced to disk). While the queue is idle
+	 * the line goes straight to the group commit, which groups it with whatever else is being
+	 * written, instead of waiting a turn for the queue's own batch and then for the group; one that
+	 * fails there is queued and retried like any other.
+	 */
 	record(entry: UsageEntry): Promise<void> {
+		const line = this.line(entry);
+		if (!this.writes.idle) return this.writes.add(line);
+		let queued: Promise<void> | undefined;
+		const attempt = this.writeNow(line).then(
+			() => undefined,
+			() => {
+				queued = this.writes.add(line);
+			},
+		);
+		this.direct.add(attempt);
+		void attempt.finally(() => this.direct.delete(attempt));
+		return attempt.then(() => queued);
+	}
+
+	private line(entry: UsageEntry): Line {
 		const at = (entry.at ?? this.options.now?.() ?? new Date()).getTime();
-		return this.writes.add({
+		return {
 			request_id: entry.requestId,
 			at,
 			api_key_id: entry.apiKeyId,
@@ -68,7 +92,7 @@ export class SqliteUsageLedger implements UsageLedger {
 			cost_micros: toMicros(entry.costUsd),
 			provider: entry.provider ?? null,
 			day: new Date(at).toISOString().slice(0, 10),
-		});
+		};
 	}
 
 	async rows(apiKeyId: string, from = '0000-00-00', to = '9999-99-99'): Promise<UsageRow[]> {
@@ -81,6 +105,8 @@ export class SqliteUsageLedger implements UsageLedger {
 
 	/** Waits for every queued entry (a retry is attempted at once), up to `timeoutMs`. */
 	async close(timeoutMs?: number): Promise<void> {
+		// A line sent straight on is committed or queued before the queue closes (and keeps what is left).
+		await Promise.all(this.direct);
 		await this.writes.close(timeoutMs);
 	}
 }
