@@ -6,7 +6,6 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeOwnCertificate } from './own-certificate';
 
 export interface SigningCredentials {
 	/** DER certificates, the signing one first. */
@@ -44,6 +43,8 @@ export async function loadSigningCredentials(sources: CredentialSources): Promis
 async function readOrMakeOwn(dir: string, sources: CredentialSources): Promise<{ chainPem: string; keyPem: string; created: boolean }> {
 	const existing = await readOwn(dir);
 	if (existing) return { ...existing, created: false };
+	// Loaded only to make one: the X.509 library is ≈ 4 MB of heap that every later start does without.
+	const { makeOwnCertificate } = await import('./own-certificate');
 	const made = await makeOwnCertificate(sources.organization);
 	// Both files appear at once (a directory renamed into place): a replica starting at the same
 	// moment either sees none and loses the race, or sees both.

@@ -9,10 +9,10 @@
  * revision the SDK speaks, dropped batching, and a batch would be one HTTP request carrying many
  * tool calls past the per-request rate limit. Refusing keeps "n requests a minute" meaning at most
  * n generations, with no second way of counting.
+ *
+ * The MCP SDK is loaded by the first MCP request, not at start: it is ≈ 14 MB of V8 heap that a
+ * service no agent calls would carry for ever.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
 import { keyPolicyOf } from '../keys/authenticate';
@@ -27,11 +27,11 @@ const SERVER_INFO = { name: 'imagegen', title: 'ImageGen', version: '1.0.0' };
 const INSTRUCTIONS =
 	'Generate images (generate_image) and host images or videos at public URLs (upload_file); every answer carries URLs, never image bytes. Files expire; get_file tells when, delete_file removes one early. get_generation and cancel_generation follow a generation by its id. list_models gives each model\'s fields, limits and price.';
 
-/** JSON-RPC's Invalid Request, with no id: a batch has no single id to answer. */
+/** JSON-RPC's Invalid Request (its code, as the SDK's ErrorCode.InvalidRequest), with no id: a batch has no single id to answer. */
 const BATCH_REFUSED = {
 	jsonrpc: '2.0',
 	id: null,
-	error: { code: ErrorCode.InvalidRequest, message: 'JSON-RPC batches are not accepted (MCP 2025-06-18 has none): send one message per request' },
+	error: { code: -32600, message: 'JSON-RPC batches are not accepted (MCP 2025-06-18 has none): send one message per request' },
 } as const;
 
 const JSON_RPC_ANSWER = { type: 'object', description: 'The JSON-RPC answer' };
@@ -66,6 +66,7 @@ export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
 		const apiKey = keyPolicyOf(request);
 		const caller: ToolCaller = { apiKeyId: request.apiKeyId, apiKey, clientGone: clientGoneSignal(reply) };
 		const tools = toolsFor(scope, apiKey);
+		const { Server, StreamableHTTPServerTransport, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } = await loadSdk();
 		const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
 		server.setRequestHandler(ListToolsRequestSchema, () => ({
 			tools: tools.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema, annotations })),
@@ -91,4 +92,15 @@ export default async function mcpRoutes(scope: FastifyInstance): Promise<void> {
 	};
 	scope.get(MCP_PATH, { schema: notOfferedSchema('mcpStream', 'Not offered (stateless)') }, notOffered);
 	scope.delete(MCP_PATH, { schema: notOfferedSchema('mcpSession', 'Not offered (no sessions)') }, notOffered);
+}
+
+let sdk: Promise<typeof import('@modelcontextprotocol/sdk/server/index.js') & typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js') & typeof import('@modelcontextprotocol/sdk/types.js')> | undefined;
+
+function loadSdk(): NonNullable<typeof sdk> {
+	sdk ??= Promise.all([
+		import('@modelcontextprotocol/sdk/server/index.js'),
+		import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+		import('@modelcontextprotocol/sdk/types.js'),
+	]).then(([server, transport, types]) => ({ ...server, ...transport, ...types }));
+	return sdk;
 }
