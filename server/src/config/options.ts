@@ -204,7 +204,7 @@ export const OPTIONS = [
 		flag: 'marking-threads',
 		type: wholeNumber(0, 16),
 		default: undefined,
-		defaultText: '1 per core beyond the first, up to 2; 0 before Node 24',
+		defaultText: '1 per core beyond the first, up to 2',
 		help: 'Worker threads that mark images of 256 KB and more (0: the event loop marks every image)',
 	}),
 	option({

@@ -57,13 +57,11 @@ function provenanceConfig(values: Values): ProvenanceConfig {
 }
 
 /**
- * One core stays with the event loop. Before Node 24 none: on Node 22 the worker costs ≈ 38 MB of
- * resident memory under a run of large inline answers, on Node 24 ≈ 24 MB (bench/RESULTS.md,
- * "Inline generations: memory given back as it is used"), and Node 22's service already sits above
- * its memory bound without it.
+ * One core stays with the event loop. On Node 22 too: with the C2PA engine's memory in a worker,
+ * 1,200 large inline answers peaked 20–26 MB lower than with the event loop marking them
+ * (bench/RESULTS.md, "Marking threads on Node 22").
  */
 function defaultMarkingThreads(): number {
-	if (Number(process.versions.node.split('.')[0]) < 24) return 0;
 	return Math.max(1, Math.min(2, availableParallelism() - 1));
 }
 

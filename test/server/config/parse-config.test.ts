@@ -139,9 +139,8 @@ describe('parseConfig', () => {
 		expect(() => parseConfig([], { IMAGEGEN_MAX_IMAGE_PIXELS: 'lots' })).toThrow(/--max-image-pixels \(IMAGEGEN_MAX_IMAGE_PIXELS\)/);
 	});
 
-	it('reads --marking-threads: one per core beyond the first, up to two, on Node 24 and later; none before', () => {
-		const cores = availableParallelism();
-		const expected = Number(process.versions.node.split('.')[0]) >= 24 ? Math.max(1, Math.min(2, cores - 1)) : 0;
+	it('reads --marking-threads: one per core beyond the first, up to two, on every Node line', () => {
+		const expected = Math.max(1, Math.min(2, availableParallelism() - 1));
 		expect(parseConfig([], {})).toMatchObject({ provenance: { markingThreads: expected } });
 		expect(parseConfig(['--marking-threads', '0'], {})).toMatchObject({ provenance: { markingThreads: 0 } });
 		expect(parseConfig([], { IMAGEGEN_MARKING_THREADS: '3' })).toMatchObject({ provenance: { markingThreads: 3 } });
