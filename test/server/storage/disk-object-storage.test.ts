@@ -1,14 +1,15 @@
 /**
- * Hosted bytes are on the disk before the row that publishes them: each write syncs its temp file
- * before the rename and the directory after it, and only then resolves, for bytes held in memory
- * (generated images, JSON uploads) and for streams (multipart uploads) alike.
+ * Hosted bytes are on the disk before the row that publishes them: each write syncs its file, then
+ * the directory, and only then resolves. A stream (multipart uploads) is written to a temp file
+ * renamed into place; bytes held in memory (generated images, JSON uploads) go straight to their
+ * name, since no row publishes them before the write resolves.
  *
  * Seen from outside the process: the built driver runs in a child under strace, which reports the
  * system calls in the order they finished; a sync of another descriptor or a rename without one
  * shows there as it would on the disk.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,31 +78,60 @@ function parseTrace(trace: string): Event[] {
 	return events;
 }
 
-(straceAvailable ? it : it.skip)('syncs the temp file before the rename and the directory after it, before the write resolves, for buffers and streams', () => {
+function eventIndex(events: Event[], call: Event['call'], path: string): number {
+	const index = events.findIndex((event) => event.call === call && event.path === path);
+	if (index < 0) throw new Error(`no ${call} of ${path} in ${JSON.stringify(events)}`);
+	return index;
+}
+
+/** The directory's sync after `from`, which must come before the write of `key` resolved. */
+function expectDirectorySynced(events: Event[], from: number, key: string): void {
+	const directorySynced = events.findIndex((event, index) => index > from && event.call === 'sync' && event.path === directory);
+	expect(directorySynced).toBeGreaterThan(from);
+	expect(directorySynced).toBeLessThan(eventIndex(events, 'written', `written-${key}`));
+}
+
+(straceAvailable ? it : it.skip)("syncs a stream's temp file before the rename and the directory after it, before the write resolves", () => {
 	const events = traceWrites();
-	const at = (call: Event['call'], path: string) => {
-		const index = events.findIndex((event) => event.call === call && event.path === path);
-		if (index < 0) throw new Error(`no ${call} of ${path} in ${JSON.stringify(events)}`);
-		return index;
-	};
-	for (const key of ['buffered.png', 'streamed.mp4']) {
-		const renamed = at('rename', `${directory}/.tmp-${key} -> ${directory}/${key}`);
-		expect(at('sync', `${directory}/.tmp-${key}`)).toBeLessThan(renamed);
-		const directorySynced = events.findIndex((event, index) => index > renamed && event.call === 'sync' && event.path === directory);
-		expect(directorySynced).toBeGreaterThan(renamed);
-		expect(directorySynced).toBeLessThan(at('written', `written-${key}`));
-	}
+	const renamed = eventIndex(events, 'rename', `${directory}/.tmp-streamed.mp4 -> ${directory}/streamed.mp4`);
+	expect(eventIndex(events, 'sync', `${directory}/.tmp-streamed.mp4`)).toBeLessThan(renamed);
+	expectDirectorySynced(events, renamed, 'streamed.mp4');
 });
 
-(straceAvailable ? it : it.skip)('writes with synced: false without a sync of the file or its directory, renamed into place before it resolves', () => {
+(straceAvailable ? it : it.skip)('writes bytes in memory straight to their name, synced and then the directory, before the write resolves', () => {
+	const events = traceWrites();
+	expect(events.some((event) => event.call === 'rename' && event.path.includes('buffered.png'))).toBe(false);
+	expectDirectorySynced(events, eventIndex(events, 'sync', `${directory}/buffered.png`), 'buffered.png');
+});
+
+(straceAvailable ? it : it.skip)('writes with synced: false without a sync of the file or its directory', () => {
 	const events = traceWrites(`
 		await storage.write('unsynced.png', Buffer.alloc(4096, 1), { contentType: 'image/png', synced: false });
 		mark('written-unsynced.png');
+		await storage.write('unsynced.mp4', Readable.from([Buffer.alloc(70000, 2)]), { contentType: 'video/mp4', synced: false });
+		mark('written-unsynced.mp4');
 	`);
 	expect(events).toEqual([
-		{ call: 'rename', path: `${directory}/.tmp-unsynced.png -> ${directory}/unsynced.png` },
 		{ call: 'written', path: 'written-unsynced.png' },
+		{ call: 'rename', path: `${directory}/.tmp-unsynced.mp4 -> ${directory}/unsynced.mp4` },
+		{ call: 'written', path: 'written-unsynced.mp4' },
 	]);
+});
+
+it('a write of bytes in memory that fails leaves nothing behind, and never removes an object it did not make', async () => {
+	const failing = new DiskObjectStorage({ directory, writeBytes: async (path) => {
+		writeFileSync(path, 'half');
+		throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+	} });
+	await failing.init();
+	await expect(failing.write('cut.png', Buffer.alloc(4096, 1), { contentType: 'image/png' })).rejects.toThrow(/no space/);
+	expect(readdirSync(directory)).toEqual([]);
+
+	const storage = new DiskObjectStorage({ directory });
+	await storage.write('kept.png', Buffer.alloc(4096, 1), { contentType: 'image/png' });
+	await expect(storage.write('kept.png', Buffer.alloc(10, 2), { contentType: 'image/png' })).rejects.toMatchObject({ code: 'EEXIST' });
+	expect(readdirSync(directory)).toEqual(['kept.png']);
+	expect((await buffer((await storage.read('kept.png'))!)).length).toBe(4096);
 });
 
 it('a read that names the size it expects finds an object of another size (cut short by a power cut) missing', async () => {
