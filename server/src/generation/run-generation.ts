@@ -79,6 +79,12 @@ export interface GenerationCaller {
 	 */
 	stillWanted?(): Promise<boolean>;
 	/**
+	 * Told the answer in the same turn as its usage line is handed to the ledger, so that what the
+	 * caller writes of it (a job's end) goes to the disk in the same commit; awaited before the
+	 * answer is returned, and its failure fails the generation.
+	 */
+	succeeded?(answer: GenerationAnswer): Promise<void>;
+	/**
 	 * Follows a host's job accepted before a restart instead of creating one (provider `resume`);
 	 * `hold` stands for what the budget admitted then (nothing is admitted again).
 	 */
@@ -217,22 +223,25 @@ export function createGenerationRunner(services: GenerationServices): Generation
 		}
 		const costUsd = roundUsd(price * data.length);
 		await settleHold(hold, costUsd, services.log);
-		const recorded = usageLedger
-			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, requestId: randomUUID(), provider: servedBy })
-			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
-		// The billing line is durable before the answer, so a crash right after it loses nothing and
-		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays
-		// queued (retried, reported by /healthz) and the answer does not wait longer than this.
-		let gaveUp: NodeJS.Timeout | undefined;
-		await Promise.race([recorded, new Promise((resolve) => (gaveUp = setTimeout(resolve, USAGE_WAIT_MS)))]);
-		clearTimeout(gaveUp);
-		return {
+		const answer: GenerationAnswer = {
 			created: Math.floor(Date.now() / 1000),
 			model: generation.model,
 			output_format: generation.output_format,
 			data,
 			usage: { images: data.length, cost_usd: costUsd },
 		};
+		const recorded = usageLedger
+			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, requestId: randomUUID(), provider: servedBy })
+			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
+		const told = caller.succeeded?.(answer);
+		// The billing line is durable before the answer, so a crash right after it loses nothing and
+		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays
+		// queued (retried, reported by /healthz) and the answer does not wait longer than this.
+		let gaveUp: NodeJS.Timeout | undefined;
+		await Promise.race([recorded, new Promise((resolve) => (gaveUp = setTimeout(resolve, USAGE_WAIT_MS)))]);
+		clearTimeout(gaveUp);
+		await told;
+		return answer;
 	};
 	return observed;
 }

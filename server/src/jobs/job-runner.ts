@@ -150,12 +150,21 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 	 */
 	const drive = (id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> => {
 		let stopLease = () => undefined as void;
+		let finished: Promise<unknown> | undefined;
+		// Written as the runner records the usage line, so both share one commit (run-generation.ts `succeeded`).
+		const succeeded = async (answer: GenerationAnswer) => {
+			const { body, inlineFiles } = inlineAnswerBody(answer);
+			const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
+			finished = finish(id, { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() });
+			await finished;
+		};
 		const run = (async () => {
 			try {
 				const answer = await runGeneration(generation, {
 					...caller,
 					clientGone: controller.signal,
 					keepsInlineImages: caller.keepsInlineImages ?? true,
+					succeeded,
 					hostJobStarted: (job) => store.hostJobStarted(id, job),
 					// A read, not a write: a cancel that reached another process shows in the row.
 					stillWanted: async () => {
@@ -181,9 +190,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 						},
 					}),
 				});
-				const { body, inlineFiles } = inlineAnswerBody(answer);
-				const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
-				await finish(id, { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() });
+				await (finished ?? succeeded(answer));
 				return answer;
 			} catch (error) {
 				const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';
