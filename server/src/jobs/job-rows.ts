@@ -33,6 +33,8 @@ export const JOB_SQL = {
 	charged: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
 	refunded: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
+	/** One row's three columns by its key: asked once per generation, where `get` would read and parse the whole job. */
+	isRunning: "SELECT 1 AS running FROM generation_jobs WHERE id = $1 AND owner = $2 AND status = 'running'",
 	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
 		ORDER BY created_at DESC, id DESC LIMIT $3`,
 	/** Every key's newest jobs, for the operator (a top-`$1` sort over the table; retention bounds it). */

@@ -167,10 +167,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 					succeeded,
 					hostJobStarted: (job) => store.hostJobStarted(id, job),
 					// A read, not a write: a cancel that reached another process shows in the row.
-					stillWanted: async () => {
-						const job = controller.signal.aborted ? null : await store.get(id, caller.apiKeyId);
-						return job?.status === 'running' && job.owner === owner;
-					},
+					stillWanted: async () => !controller.signal.aborted && (await store.isRunning(id, owner)),
 					...(created && {
 						admitted: async ({ generation: admitted, chargedUsd }) => {
 							const job = {

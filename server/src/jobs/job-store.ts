@@ -109,6 +109,8 @@ export interface JobStore {
 	cancel(id: string, apiKeyId: string, at: Date): Promise<{ job: Job; canceledNow: boolean } | null>;
 	/** A job of `apiKeyId`, or null (another key's jobs are not found). */
 	get(id: string, apiKeyId: string): Promise<Job | null>;
+	/** Whether the job is still `owner`'s running job: false once canceled (by any process), ended or taken over. */
+	isRunning(id: string, owner: string): Promise<boolean>;
 	/** The key's jobs, newest first. */
 	list(apiKeyId: string, listing: JobListing): Promise<Job[]>;
 	/** Every key's jobs, newest first, at most `limit` (the operator page). */

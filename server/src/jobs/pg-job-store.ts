@@ -69,6 +69,11 @@ export class PgJobStore implements JobStore {
 		return rows[0] ? toJob(rows[0]) : null;
 	}
 
+	async isRunning(id: string, owner: string): Promise<boolean> {
+		const { rowCount } = await this.pool.query(JOB_SQL.isRunning, [id, owner]);
+		return rowCount === 1;
+	}
+
 	async list(apiKeyId: string, listing: JobListing): Promise<Job[]> {
 		const { rows } = await this.pool.query<JobRow>(JOB_SQL.list, [apiKeyId, listing.status ?? null, listing.limit]);
 		return rows.map(toJob);

@@ -88,6 +88,10 @@ export class SqliteJobStore implements JobStore {
 		return row ? toJob(row) : null;
 	}
 
+	async isRunning(id: string, owner: string): Promise<boolean> {
+		return this.statement(JOB_SQL.isRunning).get(bindNumbered([id, owner])) !== undefined;
+	}
+
 	async list(apiKeyId: string, listing: JobListing): Promise<Job[]> {
 		return (this.statement(JOB_SQL.list).all(bindNumbered([apiKeyId, listing.status ?? null, listing.limit])) as JobRow[]).map(toJob);
 	}

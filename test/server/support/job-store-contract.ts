@@ -132,7 +132,19 @@ export function describeJobStoreContract(name: string, factory: () => Promise<Jo
 			expect((await store.recent(2)).map((job) => job.id)).toEqual([newest.id, other.id]);
 		});
 
-		it('renews the lease of its own running job only', async () => {
+		it("tells whether a job is still its owner's running one", async () => {
+			const job = await started();
+			expect(await store.isRunning(job.id, 'process-1')).toBe(true);
+			expect(await store.isRunning(job.id, 'process-2')).toBe(false);
+			expect(await store.isRunning('gen_unknown', 'process-1')).toBe(false);
+			await (await harness.open()).jobs.cancel(job.id, 'key-a', at(1000));
+			expect(await store.isRunning(job.id, 'process-1')).toBe(false);
+			const ended = await started();
+			await store.finish(ended.id, 'process-1', { status: 'succeeded', result: RESULT, finishedAt: at(1000) });
+			expect(await store.isRunning(ended.id, 'process-1')).toBe(false);
+		});
+
+				it('renews the lease of its own running job only', async () => {
 			const job = await started();
 			expect(await store.renew(job.id, 'process-1', at(2 * MINUTE))).toBe(true);
 			expect(await store.renew(job.id, 'process-2', at(3 * MINUTE))).toBe(false);
