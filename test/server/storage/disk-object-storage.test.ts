@@ -9,7 +9,7 @@
  * shows there as it would on the disk.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,6 +116,26 @@ function expectDirectorySynced(events: Event[], from: number, key: string): void
 		{ call: 'rename', path: `${directory}/.tmp-unsynced.mp4 -> ${directory}/unsynced.mp4` },
 		{ call: 'written', path: 'written-unsynced.mp4' },
 	]);
+});
+
+it('syncs the directory through one descriptor of its own, kept from the first sync until close', async () => {
+	const descriptorsOn = (path: string) => readdirSync('/proc/self/fd').filter((fd) => {
+		try {
+			return readlinkSync(`/proc/self/fd/${fd}`) === path;
+		} catch {
+			return false;
+		}
+	}).length;
+	const storage = new DiskObjectStorage({ directory });
+	await storage.init();
+	expect(descriptorsOn(directory)).toBe(0);
+	for (const key of ['a.png', 'b.png', 'c.png']) await storage.write(key, Buffer.alloc(4096, 1), { contentType: 'image/png' });
+	expect(descriptorsOn(directory)).toBe(1);
+	await storage.close();
+	expect(descriptorsOn(directory)).toBe(0);
+	await storage.write('d.png', Buffer.alloc(4096, 1), { contentType: 'image/png' });
+	expect(descriptorsOn(directory)).toBe(1);
+	await storage.close();
 });
 
 it('a write of bytes in memory that fails leaves nothing behind, and never removes an object it did not make', async () => {
