@@ -234,6 +234,8 @@ export function createGenerationRunner(services: GenerationServices): Generation
 			.record({ apiKeyId: caller.apiKeyId, model: generation.model, images: data.length, costUsd, requestId: randomUUID(), provider: servedBy })
 			.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 		const told = caller.succeeded?.(answer);
+		// Awaited below, after the usage line: its failure meanwhile is not an unhandled rejection.
+		told?.catch(() => undefined);
 		// The billing line is durable before the answer, so a crash right after it loses nothing and
 		// /v1/usage on any replica already counts it. While the ledger's engine fails, the line stays
 		// queued (retried, reported by /healthz) and the answer does not wait longer than this.
