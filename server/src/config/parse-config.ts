@@ -59,7 +59,7 @@ function provenanceConfig(values: Values): ProvenanceConfig {
 /**
  * One core stays with the event loop. On Node 22 too: with the C2PA engine's memory in a worker,
  * 1,200 large inline answers peaked 20–26 MB lower than with the event loop marking them
- * (bench/RESULTS.md, "Marking threads on Node 22").
+ * (bench/RESULTS.md, "Fewer trips per hosted image, a lighter start").
  */
 function defaultMarkingThreads(): number {
 	return Math.max(1, Math.min(2, availableParallelism() - 1));

@@ -3,14 +3,14 @@
  * `.tmp-<key>` in the same directory and is renamed into place when complete, so a reader never
  * sees half an object and a crash leaves only a temp file, which `removeIncomplete` (or the
  * start-up cleanup) deletes. Bytes already in memory (a generated image) are written straight to
- * `<key>` through one descriptor, without the rename's trip to the thread pool (a third of a write's
- * CPU): nothing reads an object before its row publishes it, which happens only once the write has
- * resolved, and one cut short by a crash has no row, so the orphan sweep deletes it. Either file is
- * synced, and the directory after it, before the write resolves: the row that publishes an object
- * is synced too, and after a power cut it must not point at a name the disk never got, or at an
- * empty file. Writes that finish while a directory sync is under way share the next one. A write
- * with `synced: false` skips both syncs; a read that names the size it expects finds such an
- * object cut short by a power cut missing, never short.
+ * `<key>` through one descriptor, without the rename's trip to the thread pool (a fifth to a third
+ * of a write's CPU): nothing reads an object before its row publishes it, which happens only once
+ * the write has resolved, and one cut short by a crash is removed with its reservation at the next
+ * start (`removeIncomplete`). Either file is synced, and the directory after it, before the write
+ * resolves: the row that publishes an object is synced too, and after a power cut it must not
+ * point at a name the disk never got, or at an empty file. Writes that finish while a directory
+ * sync is under way share the next one. A write with `synced: false` skips both syncs; a read that
+ * names the size it expects finds such an object cut short by a power cut missing, never short.
  */
 import { close, createWriteStream, fsync, open as openDescriptor } from 'node:fs';
 import { promisify } from 'node:util';

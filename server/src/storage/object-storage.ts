@@ -45,8 +45,8 @@ export interface ObjectStorage {
 	readonly driver: StorageDriverName;
 	/**
 	 * Stores `source` under `key` and answers the byte count. The object is complete before its
-	 * row publishes it (nothing reads an unpublished key); on any failure nothing is left and incomplete parts are removed
-	 * (a crash in between is cleaned by `removeIncomplete`). A stream is never held whole in memory;
+	 * row publishes it (nothing reads an unpublished key); on any failure nothing is left and
+	 * incomplete parts are removed (a crash in between is cleaned by `removeIncomplete`). A stream is never held whole in memory;
 	 * bytes the caller already holds (a generated image) may be written in one go.
 	 */
 	write(key: string, source: Readable | Buffer, options: ObjectWriteOptions): Promise<number>;
