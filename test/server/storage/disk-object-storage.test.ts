@@ -152,6 +152,7 @@ it('a write of bytes in memory that fails leaves nothing behind, and never remov
 	await expect(storage.write('kept.png', Buffer.alloc(10, 2), { contentType: 'image/png' })).rejects.toMatchObject({ code: 'EEXIST' });
 	expect(readdirSync(directory)).toEqual(['kept.png']);
 	expect((await buffer((await storage.read('kept.png'))!)).length).toBe(4096);
+	await storage.close();
 });
 
 it('a read that names the size it expects finds an object of another size (cut short by a power cut) missing', async () => {
