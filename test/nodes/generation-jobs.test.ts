@@ -2,9 +2,10 @@
  * The ImageGen node with generations as jobs, run by n8n-core's engine against the real service in
  * process (a recording proxy in front): Wait for Result "wait" polls the job and outputs what a
  * synchronous run does, "submit" outputs the generation object, Get Generation fetches one, and the
- * service's signed webhook reaches `$execution.resumeUrl`. Two services: a quick one, and a slow
- * one whose sandbox takes SLOW_MS per image, so the node really polls and a Max Wait of 1 s ends
- * while the job runs. A job that fails is a p-image-edit whose input URL the media host answers 404.
+ * service's signed webhook reaches `$execution.resumeUrl`. A job runs as long as a test needs: it
+ * is a p-image-edit whose input image the media host holds back, so the node polls it running and a
+ * Max Wait of 1 s ends while it runs; the job ends when the test releases the image, or fails when
+ * the host refuses it (404). No test waits on the sandbox's clock.
  * What only a gateway between node and service does (hold a request back, answer a cancel with a
  * 500, add Retry-After, drop `Prefer` as a service from before jobs ignores it) is the proxy's part.
  */
@@ -15,14 +16,12 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workf
 import { MODELS } from '../../core/models';
 import { call, eventually, postJson } from '../server/support/http';
 import { makeImage } from '../server/support/media';
+import type { HeldMedia } from '../server/support/media-host';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../server/support/webhook-receiver';
 import { binaryBytes, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment, type NodeTestEnvironment } from './support/environment';
 
-// Long against the node's first pause (1 s) and a Max Wait of 1 s, short for a suite.
-const SLOW_MS = 2000;
 const quick = useNodeTestEnvironment(['--webhook-allow-private']);
-const slow = useNodeTestEnvironment(['--sandbox-delay-ms', String(SLOW_MS)]);
 
 const GENERATION = { model: 'p-image', prompt: 'A harbour at dawn', aspectRatio: '1:1', outputFormat: 'png', responseFormat: 'url' };
 const GENERATIONS_PATH = '/v1/images/generations';
@@ -38,7 +37,7 @@ function generate(options: Record<string, unknown> = {}, parameters: Record<stri
 
 /**
  * A p-image-edit generation from the image at `url`: a job that fails when the URL answers 404.
- * With a ratio of its own, the sandbox fetches the image after its delay, not before the run.
+ * With a ratio of its own, the image is fetched by the job as it runs, not before it is accepted.
  */
 function edit(url: string, options: Record<string, unknown> = {}, extra: Partial<WorkflowNode> = {}): WorkflowNode {
 	return generate(options, { model: 'p-image-edit', prompt: 'Make it blue', aspectRatio: '1:1', images: { image: [{ source: 'url', url }] } }, extra);
@@ -52,6 +51,25 @@ const submits = (env: NodeTestEnvironment) => env.proxy.requests.filter((request
 const polls = (env: NodeTestEnvironment) => env.proxy.requests.filter((request) => request.method === 'GET' && request.path.startsWith('/v1/generations/'));
 const cancels = (env: NodeTestEnvironment) => env.proxy.requests.filter((request) => request.method === 'POST' && CANCEL.test(request.path));
 const gaps = (times: number[]) => times.slice(1).map((time, index) => time - times[index]!);
+
+let holds: HeldMedia[] = [];
+/** An input image the media host answers only when the test says: the job fetching it runs until then. */
+function held(): HeldMedia {
+	const media = quick.media.hold(`/held-${holds.length}.png`, picture, { 'content-type': 'image/png' });
+	holds.push(media);
+	return media;
+}
+// A job still fetching its input ends before the next test, whatever this one asserted.
+afterEach(() => {
+	for (const media of holds) media.release();
+	holds = [];
+});
+
+/** Once the node has polled `count` times and been answered: it has seen the job running that often. */
+async function polledRunning(count: number): Promise<void> {
+	expect(await eventually(() => polls(quick)[count - 1]?.response !== undefined, 15_000, 10)).toBe(true);
+	expect(polls(quick).slice(0, count).map((poll) => poll.response?.status)).toEqual(Array(count).fill(200));
+}
 
 /** The path of the job the node submitted, from the service's Location (once it has answered). */
 async function submittedJob(env: NodeTestEnvironment): Promise<string> {
@@ -92,35 +110,39 @@ beforeAll(async () => {
 
 describe('Wait for Result "wait" (the default)', () => {
 	test('the job is submitted with Prefer: respond-async and polled until it succeeds; the item is the synchronous one', async () => {
-		const result = await run(slow, [generate()]);
+		const input = held();
+		const running = run(quick, [edit(input.url)]);
+		await polledRunning(1);
+		input.release();
+		const result = await running;
 		expect(result.error()).toBeUndefined();
 
-		const [submit] = submits(slow);
+		const [submit] = submits(quick);
 		expect(submit!.prefer).toBe('respond-async');
 		expect(submit!.idempotencyKey).toMatch(/^[0-9a-f]{64}$/);
-		expect(JSON.parse(submit!.json!)).toEqual({ model: 'p-image', prompt: 'A harbour at dawn', aspect_ratio: '1:1', output_format: 'png', response_format: 'url' });
+		expect(JSON.parse(submit!.json!)).toEqual({ model: 'p-image-edit', prompt: 'Make it blue', images: [input.url], aspect_ratio: '1:1', output_format: 'png', response_format: 'url' });
 		expect(submit!.response!.status).toBe(202);
 		const location = String(submit!.response!.headers.location);
-		// The node stops at the first final state: a second poll means the first saw the job running.
-		expect(polls(slow).length).toBeGreaterThanOrEqual(2);
-		expect(new Set(polls(slow).map((poll) => poll.path))).toEqual(new Set([location]));
+		// The node stops at the first final state: it polled on after seeing the job running.
+		expect(polls(quick).length).toBeGreaterThanOrEqual(2);
+		expect(new Set(polls(quick).map((poll) => poll.path))).toEqual(new Set([location]));
 
-		const job = await jobOnService(slow, location.split('/').pop()!);
+		const job = await jobOnService(quick, location.split('/').pop()!);
 		expect(job.status).toBe('succeeded');
 		const [image] = job.result.data;
 		const items = result.output('ImageGen');
 		expect(items).toHaveLength(1);
 		expect(items[0]!.json).toMatchObject({
-			model: 'p-image',
-			prompt: 'A harbour at dawn',
+			model: 'p-image-edit',
+			prompt: 'Make it blue',
 			url: image.url,
 			expiresAt: image.expires_at,
 			outputFormat: 'png',
 			mimeType: 'image/png',
 			seed: image.seed,
-			costUsd: MODELS['p-image'].priceUsd,
+			costUsd: MODELS['p-image-edit'].priceUsd,
 		});
-		expect(items[0]!.json.fileName).toMatch(/^p-image-.+\.png$/);
+		expect(items[0]!.json.fileName).toMatch(/^p-image-edit-.+\.png$/);
 		const bytes = await served(image.url);
 		expect((await binaryBytes(items[0]!)).equals(bytes)).toBe(true);
 		expect(items[0]!.json.sizeBytes).toBe(bytes.length);
@@ -128,23 +150,32 @@ describe('Wait for Result "wait" (the default)', () => {
 	});
 
 	test('the service sends no Retry-After: the pauses start at 250 ms and grow by half', async () => {
-		const result = await run(slow, [generate({}, { responseFormat: 'b64_json' })]);
+		const input = held();
+		const inline = edit(input.url);
+		inline.parameters = { ...inline.parameters, responseFormat: 'b64_json' };
+		const running = run(quick, [inline]);
+		await polledRunning(2);
+		input.release();
+		const result = await running;
 		expect(result.error()).toBeUndefined();
-		expect(submits(slow)[0]!.response!.headers['retry-after']).toBeUndefined();
-		const [first, second] = gaps([submits(slow)[0]!.at, ...polls(slow).map((request) => request.at)]);
+		expect(submits(quick)[0]!.response!.headers['retry-after']).toBeUndefined();
+		const [first, second] = gaps([submits(quick)[0]!.at, ...polls(quick).map((request) => request.at)]);
 		expect(first).toBeGreaterThanOrEqual(240);
 		expect(second).toBeGreaterThanOrEqual(365);
 		expect(result.output('ImageGen')[0]!.binary?.data?.mimeType).toBe('image/png');
 	});
 
 	test('a Retry-After on the answers (a gateway in front of the service) sets the pause instead', async () => {
-		slow.proxy.addAnswerHeaders({ 'retry-after': '0' });
-		const result = await run(slow, [generate()]);
+		quick.proxy.addAnswerHeaders({ 'retry-after': '0' });
+		const input = held();
+		const running = run(quick, [edit(input.url)]);
+		await polledRunning(4);
+		input.release();
+		const result = await running;
 		expect(result.error()).toBeUndefined();
-		const times = [submits(slow)[0]!.at, ...polls(slow).map((request) => request.at)];
-		// Retry-After: 0 polls at the node's shortest pause (250 ms), not after its own 1 s.
-		expect(polls(slow).length).toBeGreaterThanOrEqual(4);
-		expect(Math.max(...gaps(times))).toBeLessThan(900);
+		const times = [submits(quick)[0]!.at, ...polls(quick).map((request) => request.at)];
+		// Retry-After: 0 polls at the node's shortest pause (250 ms), not after its growing one (562 ms by the third).
+		expect(Math.max(...gaps(times))).toBeLessThan(500);
 	});
 
 	test("a job that fails: the item fails with the API's message, pointing at the parameter behind its field", async () => {
@@ -173,66 +204,76 @@ describe('Wait for Result "wait" (the default)', () => {
 	});
 
 	test('a job canceled through the API while the node waits fails the item saying so', async () => {
-		const running = run(slow, [generate()]);
-		const location = await submittedJob(slow);
-		const canceled = await call(slow.server, `${location}/cancel`, { method: 'POST' });
+		const input = held();
+		const running = run(quick, [edit(input.url)]);
+		const location = await submittedJob(quick);
+		await input.requested;
+		const canceled = await call(quick.server, `${location}/cancel`, { method: 'POST' });
 		expect(canceled.body.status).toBe('canceled');
 		const result = await running;
 		expect(result.error('ImageGen')?.message).toBe(`Generation ${canceled.body.id} ended canceled without an image`);
 	});
 
 	test('Max Wait reached: the item fails naming Max Wait, and the job is canceled on the service', async () => {
+		const input = held();
 		const started = Date.now();
-		const result = await run(slow, [generate({ maxWaitSeconds: 1 })]);
+		const result = await run(quick, [edit(input.url, { maxWaitSeconds: 1 })]);
 		const elapsed = Date.now() - started;
-		const location = await submittedJob(slow);
+		const location = await submittedJob(quick);
 		const id = location.split('/').pop()!;
 		const error = result.error('ImageGen');
 		expect(error?.message).toBe(`Max Wait (Seconds) reached: generation ${id} was still running after 1 s; it was canceled`);
 		expect(error?.description).toMatch(/'Max Wait \(Seconds\)' \(maxWaitSeconds\)/);
-		expect(cancels(slow).map((request) => [request.path, request.response?.status])).toEqual([[`${location}/cancel`, 200]]);
+		expect(cancels(quick).map((request) => [request.path, request.response?.status])).toEqual([[`${location}/cancel`, 200]]);
 		expect(elapsed).toBeGreaterThanOrEqual(1000);
-		expect(elapsed).toBeLessThan(SLOW_MS);
-		expect(await jobOnService(slow, id)).toMatchObject({ status: 'canceled', result: null });
-		// Still canceled once the sandbox would have drawn it.
-		await new Promise((resolve) => setTimeout(resolve, SLOW_MS - elapsed + 300));
-		expect((await jobOnService(slow, id)).status).toBe('canceled');
+		expect(await jobOnService(quick, id)).toMatchObject({ status: 'canceled', result: null });
+		// Still canceled once its input arrives, which the job would have drawn from.
+		input.release();
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect((await jobOnService(quick, id)).status).toBe('canceled');
 	});
 
 	test('a job that ends while Max Wait runs out is taken from the answer to the cancel', async () => {
 		// The cancel is held back on its way until the job has succeeded, as over a slow network.
-		const hold = slow.proxy.holdNext(CANCEL);
-		const running = run(slow, [generate({ maxWaitSeconds: 1 })]);
+		const hold = quick.proxy.holdNext(CANCEL);
+		const input = held();
+		const running = run(quick, [edit(input.url, { maxWaitSeconds: 1 })]);
 		await hold.arrived;
-		const id = (await submittedJob(slow)).split('/').pop()!;
-		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'succeeded', 15_000)).toBe(true);
+		input.release();
+		const id = (await submittedJob(quick)).split('/').pop()!;
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000, 20)).toBe(true);
 		hold.release();
 		const result = await running;
 		expect(result.error()).toBeUndefined();
-		expect(cancels(slow)).toHaveLength(1);
-		const job = await jobOnService(slow, id);
-		expect(result.output('ImageGen')[0]!.json).toMatchObject({ model: 'p-image', url: job.result.data[0].url });
+		expect(cancels(quick)).toHaveLength(1);
+		const job = await jobOnService(quick, id);
+		expect(result.output('ImageGen')[0]!.json).toMatchObject({ model: 'p-image-edit', url: job.result.data[0].url });
 	});
 
 	test("a job that failed while Max Wait runs out fails the item with the API's message", async () => {
-		const hold = slow.proxy.holdNext(CANCEL);
-		const running = run(slow, [edit(`${slow.media.origin}/missing.png`, { maxWaitSeconds: 1 })]);
+		const hold = quick.proxy.holdNext(CANCEL);
+		const input = held();
+		const running = run(quick, [edit(input.url, { maxWaitSeconds: 1 })]);
 		await hold.arrived;
-		const id = (await submittedJob(slow)).split('/').pop()!;
-		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'failed', 15_000)).toBe(true);
+		input.refuse(404);
+		const id = (await submittedJob(quick)).split('/').pop()!;
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'failed', 15_000, 20)).toBe(true);
 		hold.release();
 		const result = await running;
-		expect(result.error('ImageGen')?.message).toBe((await jobOnService(slow, id)).error.message);
+		expect(result.error('ImageGen')?.message).toBe((await jobOnService(quick, id)).error.message);
+		expect(result.error('ImageGen')?.message).toContain('HTTP 404');
 	});
 
 	test('Max Wait reached and the cancel refused: the item fails saying the cancel was not confirmed', async () => {
-		slow.proxy.failNext({ status: 500, body: { error: { message: 'The cancel failed', type: 'server_error', param: null, code: 'internal_error' } } }, 1, CANCEL);
-		const result = await run(slow, [generate({ maxWaitSeconds: 1 })]);
-		const id = (await submittedJob(slow)).split('/').pop()!;
+		quick.proxy.failNext({ status: 500, body: { error: { message: 'The cancel failed', type: 'server_error', param: null, code: 'internal_error' } } }, 1, CANCEL);
+		const input = held();
+		const result = await run(quick, [edit(input.url, { maxWaitSeconds: 1 })]);
+		const id = (await submittedJob(quick)).split('/').pop()!;
 		expect(result.error('ImageGen')?.message).toBe(`Max Wait (Seconds) reached: generation ${id} was still running after 1 s; a cancel was asked for but not confirmed`);
 		// Best effort: one cancel, not retried; the job goes on to its image.
-		expect(cancels(slow)).toHaveLength(1);
-		expect(await eventually(async () => (await jobOnService(slow, id)).status === 'succeeded', 15_000)).toBe(true);
+		expect(cancels(quick)).toHaveLength(1);
+		input.release();
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000, 20)).toBe(true);
 	});
 });
 
@@ -345,6 +386,7 @@ describe('options the service would refuse are refused before anything is sent',
 
 describe('Get Generation', () => {
 	const request = { model: 'p-image', prompt: 'A harbour at dawn', output_format: 'webp', response_format: 'url' };
+	const editing = (url: string) => ({ ...request, model: 'p-image-edit', images: [url], aspect_ratio: '1:1' });
 
 	test('a generation that succeeded: the image items a synchronous run gives, downloaded as binary', async () => {
 		const job = await submitDirectly(quick, request, ['succeeded']);
@@ -373,16 +415,16 @@ describe('Get Generation', () => {
 	});
 
 	test.each([
-		['running', () => submitDirectly(slow, request)],
-		['failed', () => submitDirectly(slow, { ...request, model: 'p-image-edit', images: [`${slow.media.origin}/missing.png`] }, ['failed'])],
-		['canceled', async () => (await call(slow.server, `/v1/generations/${(await submitDirectly(slow, request)).id}/cancel`, { method: 'POST' })).body],
+		['running', () => submitDirectly(quick, editing(held().url))],
+		['failed', () => submitDirectly(quick, editing(`${quick.media.origin}/missing.png`), ['failed'])],
+		['canceled', async () => (await call(quick.server, `/v1/generations/${(await submitDirectly(quick, editing(held().url))).id}/cancel`, { method: 'POST' })).body],
 	] as const)('a generation that is %s: the generation object, as the service answers it', async (status, make) => {
 		const job = await make();
 		expect(job.status).toBe(status);
-		const result = await run(slow, [getGeneration(job.id)]);
+		const result = await run(quick, [getGeneration(job.id)]);
 		expect(result.error()).toBeUndefined();
 		const [item] = result.output('ImageGen');
-		expect(item!.json).toEqual(await jobOnService(slow, job.id));
+		expect(item!.json).toEqual(await jobOnService(quick, job.id));
 		expect(item!.json.status).toBe(status);
 		expect(item!.binary).toBeUndefined();
 		expect(item!.pairedItem).toEqual({ item: 0 });
@@ -427,9 +469,10 @@ describe('the jobs examples', () => {
 	};
 
 	test('imagegen-jobs-wait.json: the image after the job was polled', async () => {
-		const result = await run(slow, [saved(example('imagegen-jobs-wait.json'), 'Generate and wait')]);
+		const result = await run(quick, [saved(example('imagegen-jobs-wait.json'), 'Generate and wait')]);
 		expect(result.error()).toBeUndefined();
-		expect(polls(slow).length).toBeGreaterThanOrEqual(2);
+		expect(submits(quick).map((submit) => submit.response?.status)).toEqual([202]);
+		expect(polls(quick).length).toBeGreaterThanOrEqual(1);
 		expect(result.output('Generate and wait')[0]!.binary?.data?.mimeType).toBe('image/png');
 	});
 

@@ -2,9 +2,22 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/**
+ * A path whose answer waits for the test: a generation that fetches it stays running until it is
+ * released (the image sent) or refused (an error status), as long as the test needs, with no clock.
+ */
+export interface HeldMedia {
+	url: string;
+	/** Settles when the path is first asked for. */
+	requested: Promise<void>;
+	release(): void;
+	refuse(status: number): void;
+}
+
 export interface MediaHost {
 	origin: string;
 	put(path: string, bytes: Buffer, headers?: Record<string, string>): string;
+	hold(path: string, bytes: Buffer, headers?: Record<string, string>): HeldMedia;
 	redirect(path: string, location: string): string;
 	hits(): number;
 	close(): Promise<void>;
@@ -26,6 +39,27 @@ export async function startMediaHost(): Promise<MediaHost> {
 		put(path, bytes, headers = {}) {
 			routes.set(path, (response) => response.writeHead(200, { 'content-type': 'application/octet-stream', ...headers }).end(bytes));
 			return `${origin}${path}`;
+		},
+		hold(path, bytes, headers = {}) {
+			const waiting: http.ServerResponse[] = [];
+			let answer: ((response: http.ServerResponse) => void) | undefined;
+			let requested!: () => void;
+			const held: HeldMedia = {
+				url: `${origin}${path}`,
+				requested: new Promise((resolve) => (requested = resolve)),
+				release: () => settle((response) => response.writeHead(200, { 'content-type': 'application/octet-stream', ...headers }).end(bytes)),
+				refuse: (status) => settle((response) => response.writeHead(status).end('refused')),
+			};
+			const settle = (respond: (response: http.ServerResponse) => void) => {
+				answer ??= respond;
+				for (const response of waiting.splice(0)) answer(response);
+			};
+			routes.set(path, (response) => {
+				requested();
+				if (answer) answer(response);
+				else waiting.push(response);
+			});
+			return held;
 		},
 		redirect(path, location) {
 			routes.set(path, (response) => response.writeHead(302, { location }).end());
