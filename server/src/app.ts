@@ -12,6 +12,7 @@ import type { ServiceConfig } from './config';
 import { ImageGenError } from '../../core/errors';
 import { answerClientError, installConnectionHandling } from './http/connections';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './http/error-handler';
+import { scope } from './http/scope';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
@@ -200,32 +201,21 @@ async function registerService(
 	await app.register(jobsPlugin, { listeners: parts.jobEndListeners });
 	await app.register(uploadsPlugin);
 
-	await app.register(healthRoutes);
-	await app.register(fileRoutes);
-	await app.register(metricsRoutes);
-	await app.register(adminPageRoutes);
-	await app.register(docsPageRoutes);
-	await app.register(openApiRoutes);
-	await app.register(
-		async (v1) => {
-			await v1.register(apiGuard);
-			installNotFoundHandler(v1);
-			await v1.register(modelRoutes);
-			await v1.register(uploadRoutes);
-			await v1.register(fileInfoRoutes);
-			await v1.register(generationRoutes);
-			await v1.register(jobRoutes);
-			await v1.register(usageRoutes);
-			await v1.register(webhookRoutes);
-			await v1.register(adminRoutes);
-		},
-		{ prefix: '/v1' },
-	);
-	// MCP clients authenticate and are rate limited exactly like /v1 callers.
-	await app.register(async (mcp) => {
-		await mcp.register(apiGuard);
-		await mcp.register(mcpRoutes);
-	});
+	for (const routes of [healthRoutes, fileRoutes, metricsRoutes, adminPageRoutes, docsPageRoutes, openApiRoutes]) await app.register(scope(routes));
+	await app.register(scope(v1Api), { prefix: '/v1' });
+	await app.register(scope(mcpApi));
+}
+
+async function v1Api(v1: FastifyInstance): Promise<void> {
+	await v1.register(apiGuard);
+	installNotFoundHandler(v1);
+	for (const routes of [modelRoutes, uploadRoutes, fileInfoRoutes, generationRoutes, jobRoutes, usageRoutes, webhookRoutes, adminRoutes]) await v1.register(scope(routes));
+}
+
+/** MCP clients authenticate and are rate limited exactly like /v1 callers. */
+async function mcpApi(mcp: FastifyInstance): Promise<void> {
+	await mcp.register(apiGuard);
+	await mcp.register(scope(mcpRoutes));
 }
 
 function defaultPublicUrl(host: string, port: number): string {

@@ -241,7 +241,7 @@ describe('Wait for Result "wait" (the default)', () => {
 		await hold.arrived;
 		input.release();
 		const id = (await submittedJob(quick)).split('/').pop()!;
-		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000, 20)).toBe(true);
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000)).toBe(true);
 		hold.release();
 		const result = await running;
 		expect(result.error()).toBeUndefined();
@@ -257,7 +257,7 @@ describe('Wait for Result "wait" (the default)', () => {
 		await hold.arrived;
 		input.refuse(404);
 		const id = (await submittedJob(quick)).split('/').pop()!;
-		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'failed', 15_000, 20)).toBe(true);
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'failed', 15_000)).toBe(true);
 		hold.release();
 		const result = await running;
 		expect(result.error('ImageGen')?.message).toBe((await jobOnService(quick, id)).error.message);
@@ -273,7 +273,7 @@ describe('Wait for Result "wait" (the default)', () => {
 		// Best effort: one cancel, not retried; the job goes on to its image.
 		expect(cancels(quick)).toHaveLength(1);
 		input.release();
-		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000, 20)).toBe(true);
+		expect(await eventually(async () => (await jobOnService(quick, id)).status === 'succeeded', 15_000)).toBe(true);
 	});
 });
 

@@ -225,8 +225,15 @@ describe('the prompt as a host job', () => {
 
 	test('through the service: a prompt that outlasts the time limit is a 504, and ComfyUI stops drawing it', async () => {
 		comfy.setRunMs(60_000);
-		const answer = await generate({ model: 'p-image', prompt: 'x' });
-		expect(answer.status).toBe(504);
-		expect(await eventually(() => comfy.callsTo('POST', '/interrupt').length === 1)).toBe(true);
+		// A service of its own, whose time limit is reached in half a second.
+		const hurried = await startInProcessServer({ args: ['--generation-timeout-seconds', '0.5', '--providers', 'p-image=comfyui', '--comfyui-workflow', `p-image=${SDXL}`], env });
+		try {
+			const answer = await postJson(hurried, '/v1/images/generations', { model: 'p-image', prompt: 'x' });
+			expect(answer.status).toBe(504);
+			expect(answer.body.error.code).toBe('generation_timeout');
+			expect(await eventually(() => comfy.callsTo('POST', '/interrupt').length === 1)).toBe(true);
+		} finally {
+			await hurried.stop({ removeData: true });
+		}
 	});
 });
