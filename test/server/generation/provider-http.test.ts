@@ -27,7 +27,8 @@ beforeAll(async () => {
 			res.writeHead(200);
 			let sent = 0;
 			const more = () => {
-				while (sent < size) {
+				// A client that stopped reading ends the answer: writes to a closed socket do not push back.
+				while (sent < size && !res.destroyed) {
 					const piece = Buffer.alloc(Math.min(16_384, size - sent), 7);
 					sent += piece.length;
 					if (!res.write(piece)) return void res.once('drain', more);
