@@ -246,7 +246,8 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 			parameters: (node.parameters ?? {}) as INode['parameters'],
 			credentials: node.type === SEED ? undefined : credentialsReference,
 			...(node.onError ? { onError: node.onError } : {}),
-			...(node.retry ? { retryOnFail: true, maxTries: node.retry.maxTries, waitBetweenTries: node.retry.waitBetweenTries ?? 0 } : {}),
+			// n8n takes a Wait Between Tries of 0 for its default of 1,000 ms (`waitBetweenTries || 1000`).
+			...(node.retry ? { retryOnFail: true, maxTries: node.retry.maxTries, waitBetweenTries: node.retry.waitBetweenTries ?? 10 } : {}),
 		})),
 	];
 	const connections: IConnections = {};
