@@ -65,10 +65,11 @@ afterEach(() => {
 	holds = [];
 });
 
-/** Once the node has polled `count` times and been answered: it has seen the job running that often. */
+/** Once the node has polled `count` times and been answered, while its job (held) still runs. */
 async function polledRunning(count: number): Promise<void> {
 	expect(await eventually(() => polls(quick)[count - 1]?.response !== undefined, 15_000, 10)).toBe(true);
 	expect(polls(quick).slice(0, count).map((poll) => poll.response?.status)).toEqual(Array(count).fill(200));
+	expect((await jobOnService(quick, (await submittedJob(quick)).split('/').pop()!)).status).toBe('running');
 }
 
 /** The path of the job the node submitted, from the service's Location (once it has answered). */
