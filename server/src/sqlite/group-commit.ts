@@ -68,8 +68,11 @@ const one = database.transaction((write) => {
 	return answer;
 });
 const group = database.transaction((writes) => writes.map((write) => attempt(() => one(write)))).immediate;
+// A pragma is compiled at every call: set only when a group's durability differs from the last one's.
+let synced = true;
 parentPort.on('message', ({ writes, durable }) => {
-	database.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
+	if (durable !== synced) database.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
+	synced = durable;
 	const committed = attempt(() => (writes.length === 0 ? [] : group(writes)));
 	parentPort.postMessage(committed.ok ? committed.value : writes.map(() => committed));
 });

@@ -69,14 +69,16 @@ it('drain waits for every queued write to be committed before the database may c
 	expect(other.prepare('SELECT COUNT(*) AS n FROM files').get()).toEqual({ n: 20 });
 });
 
-it('a group with a durable write commits with synchronous = FULL; one of reservations alone skips the sync', async () => {
+it('a group with a durable write commits with synchronous = FULL; one of reservations alone skips the sync, and the next durable one syncs again', async () => {
 	const database = dataDir.openDatabase();
 	const group = groupCommitOf(database);
 	const synchronous = [{ sql: 'PRAGMA synchronous', values: [], row: true }];
 	const mixed = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous)]);
 	const unsynced = await Promise.all([group.write(synchronous, { durable: false }), group.write(synchronous, { durable: false })]);
+	// The thread sets the pragma only when it changes: a durable group after unsynced ones syncs again.
+	const again = await group.write(synchronous);
 	// 2 is FULL (SQLite syncs the log before the commit returns), 1 NORMAL.
-	expect({ mixed, unsynced }).toEqual({ mixed: [{ synchronous: 2 }, { synchronous: 2 }], unsynced: [{ synchronous: 1 }, { synchronous: 1 }] });
+	expect({ mixed, unsynced, again }).toEqual({ mixed: [{ synchronous: 2 }, { synchronous: 2 }], unsynced: [{ synchronous: 1 }, { synchronous: 1 }], again: { synchronous: 2 } });
 });
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {
