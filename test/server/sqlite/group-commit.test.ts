@@ -4,7 +4,10 @@
  * write-ahead log serve them; a group with a write that must be on the disk commits with
  * `synchronous = FULL`. (test/server/sqlite/crash-safety.test.ts checks what a kill keeps.)
  */
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
 import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
@@ -79,6 +82,30 @@ it('a group with a durable write commits with synchronous = FULL; one of reserva
 	const again = await group.write(synchronous);
 	// 2 is FULL (SQLite syncs the log before the commit returns), 1 NORMAL.
 	expect({ mixed, unsynced, again }).toEqual({ mixed: [{ synchronous: 2 }, { synchronous: 2 }], unsynced: [{ synchronous: 1 }, { synchronous: 1 }], again: { synchronous: 2 } });
+});
+
+it('databases of one process commit through one thread, each on its own connection; one closed leaves the others committing', async () => {
+	const otherDir = mkdtempSync(join(tmpdir(), 'imagegen-sqlite-group-other-'));
+	const first = dataDir.openDatabase();
+	const second = openSqliteDatabase(otherDir);
+	try {
+		const reserve = (database: SqliteDatabase, id: string) =>
+			new SqliteFileMetadata(database).reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+		await Promise.all([reserve(first, 'first-0000000000000000000'), reserve(second, 'second-000000000000000000')]);
+		expect(first.prepare('SELECT id FROM files').all()).toEqual([{ id: 'first-0000000000000000000' }]);
+		expect(second.prepare('SELECT id FROM files').all()).toEqual([{ id: 'second-000000000000000000' }]);
+
+		await groupCommitOf(first).close();
+		first.close();
+		// The thread's connection went with it: the last connection to close checkpoints and removes the log.
+		expect(existsSync(`${first.name}-wal`)).toBe(false);
+		await reserve(second, 'again-0000000000000000000');
+		expect(second.prepare('SELECT COUNT(*) AS n FROM files').get()).toEqual({ n: 2 });
+	} finally {
+		await groupCommitOf(second).close();
+		second.close();
+		rmSync(otherDir, { recursive: true, force: true });
+	}
 });
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {

@@ -1,13 +1,14 @@
 /**
  * A fresh data dir for each test, whose database a test opens as often as it needs: each opening
- * is a connection of its own, as another process's would be. All are closed and the data dir
- * removed after the test.
+ * is a connection of its own, as another process's would be. All are closed (their group commits
+ * first) and the data dir removed after the test.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
 
 export interface SqliteDataDir {
 	path(): string;
@@ -46,8 +47,12 @@ export function useSqliteDataDir(prefix: string): SqliteDataDir {
 	beforeEach(() => {
 		dataDir = mkdtempSync(join(tmpdir(), prefix));
 	});
-	afterEach(() => {
-		for (const database of opened.splice(0)) database.close();
+	afterEach(async () => {
+		// Its connection in the process's commit thread too, as the service's close does.
+		for (const database of opened.splice(0)) {
+			if (database.open) await groupCommitOf(database).close();
+			database.close();
+		}
 		rmSync(dataDir, { recursive: true, force: true });
 	});
 	return {
