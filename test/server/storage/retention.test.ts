@@ -6,17 +6,27 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startInProcessServer } from '../support/app';
 import { useFakeClock } from '../support/clock';
-import { download, eventually, postJson } from '../support/http';
+import { call, download, eventually, postJson } from '../support/http';
 import { makeImage } from '../support/media';
 
 const filesIn = (dataDir: string) => readdirSync(join(dataDir, 'files'));
+const ADMIN_KEY = 'admin-key-0123456789abcdef';
+
+/**
+ * Passes the sweeper has finished (its metric). A pass still under way when the clock reaches the
+ * next one makes the sweeper skip that one, so a test waits for a pass before moving past the next.
+ */
+async function sweepsFinished(server: Parameters<typeof call>[0]): Promise<number> {
+	const metrics = await call<string>(server, '/metrics', { auth: `Bearer ${ADMIN_KEY}` });
+	return [...metrics.body.matchAll(/^imagegen_sweeps_total\{outcome="\w+"\} (\d+)$/gm)].reduce((sum, [, count]) => sum + Number(count), 0);
+}
 
 beforeEach(useFakeClock);
 afterEach(() => jest.useRealTimers());
 
 describe('retention', () => {
 	it('with --retention-seconds 60 a file becomes 404 at its expiry and its bytes leave the disk at the next sweep', async () => {
-		const server = await startInProcessServer({ args: ['--retention-seconds', '60'] });
+		const server = await startInProcessServer({ args: ['--retention-seconds', '60', '--admin-key', ADMIN_KEY] });
 		try {
 			const png = await makeImage('png');
 			const answer = await postJson(server, '/v1/uploads', { image: png.toString('base64') });
@@ -28,7 +38,9 @@ describe('retention', () => {
 			expect(filesIn(server.dataDir)).toEqual([name]);
 
 			// The sweeps at 30 s and just before the expiry leave it alone; reads still find it.
+			expect(await eventually(async () => (await sweepsFinished(server)) === 1, 8_000)).toBe(true);
 			jest.advanceTimersByTime(expiresAt - Date.now() - 1);
+			expect(await eventually(async () => (await sweepsFinished(server)) === 2, 8_000)).toBe(true);
 			expect((await download(answer.body.imageUrl)).status).toBe(200);
 			expect(filesIn(server.dataDir)).toEqual([name]);
 			// 404 at the expiry time it announced, before any sweep ran.
