@@ -1,9 +1,9 @@
 /**
  * The thread that commits every group (sqlite/group-commit.ts) of this process: one worker, with a
  * connection of its own per database it is sent. A worker costs ≈ 37 ms of CPU to start (an
- * isolate, the driver's addon, the file opened): one per connection made every data dir a test,
- * a command or an embedding opens and closes pay that again. The service has one database, so its
- * groups are committed as before; two databases in one process take turns on the thread.
+ * isolate, the driver's addon, the file opened); with one per connection, every data dir a test, a
+ * command or an embedding opened paid that again. The service has one database, so its groups are
+ * committed as before; two databases in one process take turns on the thread.
  *
  * The worker is held open (ref) only while a group waits for its answer, and ends a second after
  * its last connection closed. One that fails or stops answers a failure to every group waiting;
@@ -65,7 +65,6 @@ const connect = ({ file, busyTimeoutMs }) => {
 		return answer;
 	});
 	const group = database.transaction((writes) => writes.map((write) => attempt(() => one(write)))).immediate;
-	// A pragma is compiled at every call: set only when a group's durability differs from the last one's.
 	return { database, group, synced: true };
 };
 parentPort.on('message', ({ id, connection: spec, writes, durable, close }) => {
@@ -78,6 +77,7 @@ parentPort.on('message', ({ id, connection: spec, writes, durable, close }) => {
 	if (!opened.ok) return parentPort.postMessage({ id, outcomes: writes.map(() => opened) });
 	const connection = opened.value;
 	connections.set(id, connection);
+	// A pragma is compiled at every call: set only when a group's durability differs from the last one's.
 	if (durable !== connection.synced) connection.database.pragma(durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
 	connection.synced = durable;
 	const committed = attempt(() => (writes.length === 0 ? [] : connection.group(writes)));

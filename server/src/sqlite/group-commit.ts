@@ -3,10 +3,10 @@
  * syncs the write-ahead log before a commit returns: on the service's connection that would stop
  * the event loop for a disk sync (3.6 ms p50, 12 ms p90 on a small VM) three times per hosted
  * generation. The writes handed to `write()` therefore run in the process's commit thread
- * (sqlite/commit-thread.ts) on a connection of its own; those that arrive while a group commits share the next group's IMMEDIATE transaction
- * (each in a savepoint, so one that fails rolls back alone), one sync serves them all, and each
- * caller is answered once its group is on the disk. Another process's write lock is waited for in
- * SQLite's busy handler, which stops only the worker.
+ * (sqlite/commit-thread.ts) on a connection of its own; those that arrive while a group commits
+ * share the next group's IMMEDIATE transaction (each in a savepoint, so one that fails rolls back
+ * alone), one sync serves them all, and each caller is answered once its group is on the disk.
+ * Another process's write lock is waited for in SQLite's busy handler, which stops only that thread.
  *
  * A group of writes that need no sync of their own (see `write`) commits with `synchronous =
  * NORMAL`, which in WAL mode skips the sync; the next synced commit syncs the log those frames are
@@ -27,13 +27,13 @@ interface Queued {
 	reject: (error: unknown) => void;
 }
 
-/** Names this connection's own connection in the commit thread. */
-let connections = 0;
+/** Numbers the group commits of this process: each names its connection in the commit thread. */
+let numbered = 0;
 
 export class SqliteGroupCommit {
 	private queue: Queued[] = [];
 	private committing: Promise<void> | null = null;
-	private readonly id = ++connections;
+	private readonly id = ++numbered;
 	/**
 	 * Read at the first group. The thread's connection waits for another process's lock itself; the
 	 * service's own connection (busy_timeout 0: it waits from timers) lends it `BUSY_WAIT_MS`.
