@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { commitThread } from '../../../server/src/sqlite/commit-thread';
 import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
@@ -106,6 +107,19 @@ it('databases of one process commit through one thread, each on its own connecti
 		second.close();
 		rmSync(otherDir, { recursive: true, force: true });
 	}
+});
+
+it('a commit thread that dies fails the group it held; the next group starts a new thread and commits', async () => {
+	const database = dataDir.openDatabase();
+	const store = new SqliteFileMetadata(database);
+	await store.reserve({ id: 'before-000000000000000000', storageKey: 'before.png', ownerKeyId: 'owner', expiresAt: EXPIRES });
+	// A message the thread cannot even answer (no list of writes): it throws outside its guard and exits.
+	const broken = { length: 1 } as unknown as Parameters<typeof commitThread.commit>[2];
+	const [outcome] = await commitThread.commit(-1, { file: database.name, busyTimeoutMs: 0 }, broken, true);
+	expect(outcome).toMatchObject({ ok: false, error: { message: expect.stringMatching(/commit thread (failed|stopped)/) } });
+	await commitThread.close(-1);
+	await store.reserve({ id: 'after-0000000000000000000', storageKey: 'after.png', ownerKeyId: 'owner', expiresAt: EXPIRES });
+	expect(database.prepare('SELECT id FROM files ORDER BY id').all()).toEqual([{ id: 'after-0000000000000000000' }, { id: 'before-000000000000000000' }]);
 });
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {
