@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks,provider-answers` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,13 +16,14 @@ import { ROOT, flatPeakRows, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { markingFairnessBench } from './marking-fairness.mjs';
 import { provenanceBench } from './provenance.mjs';
+import { providerAnswersBench } from './provider-answers.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { storesBench } from './stores.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
 import { webhooksBench } from './webhooks.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks', 'provider-answers'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -224,6 +225,23 @@ if (only.includes('webhooks')) {
 	rows.push(['webhooks bench errors', `${w.errors} (${w.deliveriesReceived} deliveries held open)`, '', '', '0', w.errors === 0 ? 'yes' : 'NO']);
 	const o = w.otherKey;
 	rows.push(['another key\'s webhooks to a healthy receiver meanwhile: arrived, p50 / max after the 202', `${o.received} of ${o.sent}, ${o.p50Ms} / ${o.maxMs} ms`, '', '', `all, p50 < ${WEBHOOKS_OTHER_P50_MS} ms`, o.received === o.sent && o.p50Ms < WEBHOOKS_OTHER_P50_MS ? 'yes' : 'NO']);
+}
+
+// A host's image answers read as they arrive: well under the whole read's peak memory (issue 28), for no more CPU.
+const PROVIDER_ANSWERS_MAX_RSS_RATIO = 0.8;
+const PROVIDER_ANSWERS_MAX_CPU_RATIO = 1.15;
+
+if (only.includes('provider-answers')) {
+	log('provider-answers: 6 MB images as b64_json, 4 at once, decoded as they arrive vs read whole, parsed and decoded, under this Node and Node 24');
+	results.providerAnswers = [];
+	for (const node of await thisNodeAndNode24()) {
+		const p = await providerAnswersBench({ node });
+		results.providerAnswers.push(p);
+		const label = `provider answers (${p.imageMb} MB b64_json, ${p.atOnce} at once), ${p.node}`;
+		rows.push([`${label}: peak RSS, as they arrive vs whole`, `${p.stream.peakRssMb} MB`, `${p.whole.peakRssMb} MB`, p.rssRatio, `≤ ${PROVIDER_ANSWERS_MAX_RSS_RATIO}`, p.rssRatio <= PROVIDER_ANSWERS_MAX_RSS_RATIO ? 'yes' : 'NO']);
+		rows.push([`${label}: peak V8 heap / array buffers`, `${p.stream.peakHeapMb} / ${p.stream.peakArrayBuffersMb} MB`, `${p.whole.peakHeapMb} / ${p.whole.peakArrayBuffersMb} MB`, '', '', '']);
+		rows.push([`${label}: CPU per answer`, `${p.stream.cpuMsPerAnswer} ms`, `${p.whole.cpuMsPerAnswer} ms`, p.cpuRatio, `≤ ${PROVIDER_ANSWERS_MAX_CPU_RATIO}`, p.cpuRatio <= PROVIDER_ANSWERS_MAX_CPU_RATIO ? 'yes' : 'NO']);
+	}
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -2,6 +2,7 @@
  * Small real test media: images encoded by sharp, and videos that are minimal but carry the real
  * container signatures (ISO BMFF `ftyp` boxes, an EBML header with DocType webm).
  */
+import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 
 export async function makeImage(
@@ -56,6 +57,11 @@ export function makeWebm(payloadBytes = 2048): Buffer {
 /** Bytes that are neither image nor video. */
 export function makePdf(): Buffer {
 	return Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n', 'latin1');
+}
+
+/** A PNG of random pixels, which compresses to nothing: about a byte a pixel for each channel. */
+export async function noisyPng(width: number, height: number, channels: 1 | 3 = 3): Promise<Buffer> {
+	return await sharp(randomBytes(width * height * channels), { raw: { width, height, channels } }).png().toBuffer();
 }
 
 export function patterned(length: number, seed = 7): Buffer {

@@ -15,7 +15,8 @@ import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models'
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
-import { postOnce, providerJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+import { base64Bytes } from './image-json';
+import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
 
 /**
  * About one megapixel: the size SDXL and Flux checkpoints were trained at (1024×1024), and what
@@ -85,7 +86,7 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 	const stopDrawing = () => void interrupt(settings);
 	context.signal.addEventListener('abort', stopDrawing, { once: true });
 	try {
-		const answer = await providerJson<A1111Answer>({
+		const answer = await providerImageJson<A1111Answer>({
 			provider: 'automatic1111',
 			method: 'POST',
 			url: `${settings.root}/sdapi/v1/${edit ? 'img2img' : 'txt2img'}`,
@@ -96,9 +97,9 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 			submit: true,
 			retry: settings.retry,
 		});
-		const first = Array.isArray(answer.images) ? answer.images[0] : undefined;
-		if (typeof first !== 'string' || !first) throw new ImageGenError(502, 'The automatic1111 provider returned no image: its answer had an empty images list', { code: 'upstream_no_output' });
-		return [{ bytes: Buffer.from(first, 'base64'), fresh: true }];
+		const bytes = base64Bytes(Array.isArray(answer.images) ? answer.images[0] : undefined);
+		if (!bytes) throw new ImageGenError(502, 'The automatic1111 provider returned no image: its answer had an empty images list', { code: 'upstream_no_output' });
+		return [{ bytes, fresh: true }];
 	} finally {
 		context.signal.removeEventListener('abort', stopDrawing);
 	}

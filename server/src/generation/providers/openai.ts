@@ -20,7 +20,8 @@ import { nearestSize, type ImageSize } from '../../../../core/openai-images';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { baseUrl, loadInputImages } from './inputs';
-import { providerJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+import { base64Bytes } from './image-json';
+import { providerImageJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 const DEFAULT_MODEL = 'gpt-image-1';
@@ -103,7 +104,7 @@ async function generateImage(settings: OpenAiSettings, request: SettledRequest, 
 	};
 	const edit = request.model === 'p-image-edit';
 	const body = edit ? { form: await editForm(fields, await loadInputImages(request, context), isGptImage(settings.model)) } : { json: fields };
-	const answer = await providerJson<OpenAiImages>({
+	const answer = await providerImageJson<OpenAiImages>({
 		provider: 'openai',
 		method: 'POST',
 		url: `${settings.root}/images/${edit ? 'edits' : 'generations'}`,
@@ -131,7 +132,8 @@ async function editForm(fields: Record<string, string | number>, images: Buffer[
 
 function imageOf(answer: OpenAiImages): ProviderImage {
 	const first = Array.isArray(answer.data) ? answer.data[0] : undefined;
-	if (typeof first?.b64_json === 'string' && first.b64_json) return { bytes: Buffer.from(first.b64_json, 'base64'), fresh: true };
+	const bytes = base64Bytes(first?.b64_json);
+	if (bytes) return { bytes, fresh: true };
 	if (typeof first?.url === 'string' && first.url) return { url: first.url };
 	const why = first ? 'an entry with neither b64_json nor url' : 'an empty data list';
 	throw new ImageGenError(502, `The openai provider returned no image: its answer had ${why}`, { code: 'upstream_no_output' });

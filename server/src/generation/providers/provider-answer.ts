@@ -4,6 +4,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
+import { ImageJsonReader, parseAnswer } from './image-json';
 
 /**
  * The most any answer of a model host may carry: a JSON answer with a base64 image of about 48 MB.
@@ -38,19 +39,26 @@ export class ProviderAnswer {
 	}
 
 	async bytes(): Promise<Buffer> {
-		if (Number(this.header('content-length')) > this.maxBytes) {
-			await this.discard();
-			this.tooLarge();
-		}
 		const chunks: Buffer[] = [];
 		let size = 0;
-		// Leaving the loop early (too large) closes the body.
-		for await (const chunk of this.answer.body) {
-			size += (chunk as Buffer).length;
-			if (size > this.maxBytes) this.tooLarge();
-			chunks.push(chunk as Buffer);
+		for await (const chunk of this.chunks()) {
+			chunks.push(chunk);
+			size += chunk.length;
 		}
 		return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+	}
+
+	/** The answer as JSON; throws a NotJsonError when it is not. */
+	async json(): Promise<unknown> {
+		return parseAnswer(await this.text());
+	}
+
+	/** The answer as JSON, its base64 images decoded as they arrive (image-json.ts); throws a NotJsonError when it is not JSON. */
+	async imageJson(): Promise<unknown> {
+		const length = Number(this.header('content-length'));
+		const reader = new ImageJsonReader(Number.isSafeInteger(length) ? length : undefined);
+		for await (const chunk of this.chunks()) reader.write(chunk);
+		return reader.end();
 	}
 
 	async text(): Promise<string> {
@@ -60,6 +68,20 @@ export class ProviderAnswer {
 	/** Reads nothing more: a short rest is drained so the connection can be reused, a long one cut. */
 	async discard(): Promise<void> {
 		await this.answer.body.dump().catch(() => undefined);
+	}
+
+	/** The body's chunks, within the byte bound. Leaving the loop early (too large) closes the body. */
+	private async *chunks(): AsyncGenerator<Buffer> {
+		if (Number(this.header('content-length')) > this.maxBytes) {
+			await this.discard();
+			this.tooLarge();
+		}
+		let size = 0;
+		for await (const chunk of this.answer.body) {
+			size += (chunk as Buffer).length;
+			if (size > this.maxBytes) this.tooLarge();
+			yield chunk as Buffer;
+		}
 	}
 
 	private tooLarge(): never {

@@ -16,6 +16,7 @@ import { request as undiciRequest, type FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
 import { isOwnOrigin, type HostCredentials } from './host-credentials';
+import { NotJsonError } from './image-json';
 import { ProviderAnswer } from './provider-answer';
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -154,13 +155,24 @@ export function hintedWaitMs(text: string): number | undefined {
 }
 
 export async function providerJson<T>(request: ProviderRequest): Promise<T> {
-	const response = await providerFetch(request);
-	const text = await response.text();
+	return (await parsed(request, async (answer) => await answer.json())) as T;
+}
+
+/**
+ * A JSON answer that carries base64 images: read as it arrives, each long string decoded to a
+ * Buffer in its place (image-json.ts; `base64Bytes` reads a field either way), never held as text.
+ */
+export async function providerImageJson<T>(request: ProviderRequest): Promise<T> {
+	return (await parsed(request, async (answer) => await answer.imageJson())) as T;
+}
+
+async function parsed(request: ProviderRequest, parse: (answer: ProviderAnswer) => Promise<unknown>): Promise<unknown> {
+	const answer = await providerFetch(request);
 	try {
-		return JSON.parse(text) as T;
-	} catch {
-		// A base URL that names the host's web page rather than its API is answered with HTML.
-		const page = /^\s*</.test(text) ? ' but an HTML page (is its base URL the address of its API?)' : '';
+		return await parse(answer);
+	} catch (error) {
+		if (!(error instanceof NotJsonError)) throw error;
+		const page = error.htmlPage ? ' but an HTML page (is its base URL the address of its API?)' : '';
 		throw new ImageGenError(502, `The ${request.provider} provider answered something that is not JSON${page}`, { code: 'upstream_invalid_output' });
 	}
 }

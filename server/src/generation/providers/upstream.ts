@@ -5,11 +5,16 @@
  * can (loopback, private networks), and asked for `b64_json`, which saves a second download.
  */
 import { ImageGenError } from '../../../../core/errors';
-import type { GenerationResponse } from '../../../../core/api';
 import type { GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials } from './host-credentials';
 import { loadInputImages, requiredEnv, baseUrl, toDataUri } from './inputs';
-import { providerJson, providerRetryPolicy } from './provider-http';
+import { base64Bytes } from './image-json';
+import { providerImageJson, providerRetryPolicy } from './provider-http';
+
+/** Our own answer (core/api.ts) as the reader gives it: a long `b64_json` arrives decoded. */
+interface UpstreamAnswer {
+	data?: Array<{ b64_json?: string | Buffer; url?: unknown }>;
+}
 
 export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): GenerationProvider {
 	const root = baseUrl(env, 'UPSTREAM_BASE_URL', requiredEnv(env, 'UPSTREAM_BASE_URL', 'upstream', model));
@@ -20,7 +25,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 		name: 'upstream',
 		async generate(request, context) {
 			const images = request.images ? (await loadInputImages(request, context)).map(toDataUri) : undefined;
-			const answer = await providerJson<GenerationResponse>({
+			const answer = await providerImageJson<UpstreamAnswer>({
 				provider: 'upstream',
 				method: 'POST',
 				url: `${root}/images/generations`,
@@ -36,7 +41,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 				throw new ImageGenError(502, 'The upstream provider answered without a data array', { code: 'upstream_invalid_output' });
 			}
 			return answer.data.map<ProviderImage>((image) =>
-				'b64_json' in image ? { bytes: Buffer.from(image.b64_json, 'base64'), fresh: true } : { url: image.url },
+				'b64_json' in image ? { bytes: base64Bytes(image.b64_json) ?? Buffer.alloc(0), fresh: true } : { url: image.url as string },
 			);
 		},
 	};

@@ -13,7 +13,7 @@ import { sizeForRatio } from '../../../../server/src/generation/providers/automa
 import { buildTestApp, type InProcessApp } from '../../support/app';
 import { startA1111Host, type ImageApiHost } from '../../support/image-api-hosts';
 import { eventually } from '../../support/http';
-import { makeImage } from '../../support/media';
+import { makeImage, noisyPng, samePixels } from '../../support/media';
 import { generateIn } from '../support/generate-in';
 import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
 
@@ -52,6 +52,14 @@ test('p-image: txt2img with prompt, seed, size from the ratio and the configured
 	expect(call!.json).toEqual({ prompt: 'a red fox', negative_prompt: '', seed: 42, width: 1368, height: 768, steps: 20, batch_size: 1, n_iter: 1, save_images: false });
 	const hosted = await sharp(Buffer.from(await (await app.request(answer.body.data[0].url)).arrayBuffer())).metadata();
 	expect(hosted.width! / hosted.height!).toBeCloseTo(16 / 9, 2);
+});
+
+test('a 1024×1024 grey image of noise, 1 MB as base64 in `images`: read as it arrives and hosted with the same pixels', async () => {
+	const noise = await noisyPng(1024, 1024, 1);
+	webui.image = noise;
+	const answer = await generateIn(app, { model: 'p-image', prompt: 'static', aspect_ratio: '1:1' });
+	expect(answer.status).toBe(200);
+	expect(await samePixels(Buffer.from(await (await app.request(answer.body.data[0].url)).arrayBuffer()), noise)).toBe(true);
 });
 
 test('textimage-v2: its negative prompt is sent', async () => {

@@ -12,7 +12,7 @@ import { buildProviderTable } from '../../../../server/src/generation/providers'
 import { parseImageSizes } from '../../../../server/src/generation/providers/openai';
 import { buildTestApp, type InProcessApp } from '../../support/app';
 import { startOpenAiHost, type ImageApiHost } from '../../support/image-api-hosts';
-import { makeImage } from '../../support/media';
+import { makeImage, noisyPng, samePixels } from '../../support/media';
 import { generateIn } from '../support/generate-in';
 import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
 
@@ -96,6 +96,16 @@ describe('gpt-image-1 on OpenAI', () => {
 		const answer = await generateIn(app, { model: 'textimage-v2', prompt: 'a poster', aspect_ratio: '1:1', style_type: 'DESIGN', magic_prompt_option: 'ON', negative_prompt: 'text' });
 		expect(answer.status).toBe(200);
 		expect(openai.calls[0]!.json).toEqual({ model: 'gpt-image-1', prompt: 'a poster', n: 1, size: '1024x1024' });
+	});
+
+	test('a 1024×1024 grey image of noise, 1 MB as b64_json: read as it arrives and hosted with the same pixels', async () => {
+		const noise = await noisyPng(1024, 1024, 1);
+		expect(noise.length).toBeGreaterThan(1_000_000);
+		openai.image = noise;
+		const answer = await generateIn(app, { model: 'p-image', prompt: 'static', aspect_ratio: '1:1' });
+		expect(answer.status).toBe(200);
+		const hosted = await app.request(answer.body.data[0].url);
+		expect(await samePixels(Buffer.from(await hosted.arrayBuffer()), noise)).toBe(true);
 	});
 
 	test('a url answer is fetched (without the key) and hosted', async () => {
