@@ -4,11 +4,13 @@
  * that refuses the connection is named as such (and proves nothing was made), a body that is
  * never read does not bring the process down when the call is stopped, and connections are reused.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ImageGenError } from '../../../core/errors';
 import { request } from 'undici';
 import { ProviderAnswer } from '../../../server/src/generation/providers/provider-answer';
+import { dataUri } from '../../../server/src/generation/providers/json-body';
 import { NothingMadeError, providerBytes, providerJson } from '../../../server/src/generation/providers/provider-http';
 import { closedPort } from '../support/closed-port';
 
@@ -18,6 +20,8 @@ const sockets = new Set<unknown>();
 
 beforeAll(async () => {
 	server = http.createServer((req, res) => {
+		if (req.url === '/echo') return void echo(req, res);
+		if (req.url === '/moved') return void req.resume().once('end', () => res.writeHead(307, { location: '/echo' }).end());
 		req.resume();
 		const size = Number(new URL(req.url!, 'http://x').searchParams.get('size') ?? 10);
 		if (req.url!.startsWith('/declared')) {
@@ -51,6 +55,18 @@ afterAll(async () => {
 	server.closeAllConnections();
 	await new Promise((resolve) => server.close(resolve));
 });
+
+/** Answers what it received: the declared and the counted length, and the JSON's images as bytes. */
+function echo(req: http.IncomingMessage, res: http.ServerResponse): void {
+	const chunks: Buffer[] = [];
+	req.on('data', (chunk: Buffer) => chunks.push(chunk));
+	req.once('end', () => {
+		const body = Buffer.concat(chunks);
+		const { prompt, images } = JSON.parse(body.toString()) as { prompt: string; images: string[] };
+		const sha = (uri: string) => createHash('sha256').update(Buffer.from(uri.slice(uri.indexOf(',') + 1), 'base64')).digest('hex');
+		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ declared: Number(req.headers['content-length']), received: body.length, prompt, images: images.map(sha) }));
+	});
+}
 
 const answerOf = async (path: string, maxBytes: number) => new ProviderAnswer('test', await request(`${origin}${path}`), maxBytes);
 
@@ -96,6 +112,22 @@ test('JSON is parsed, and connections to the host are reused', async () => {
 		expect(await providerJson({ provider: 'test', method: 'GET', url: `${origin}/json`, signal: new AbortController().signal })).toEqual({ ok: true });
 	}
 	expect(sockets.size - before).toBeLessThanOrEqual(1);
+});
+
+test('a JSON body with images is written from their bytes, its length declared, and written whole again after a 307', async () => {
+	const [first, second] = [randomBytes(700_000), randomBytes(5)];
+	const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+	for (const path of ['/echo', '/moved']) {
+		const echoed = await providerJson<{ declared: number; received: number; prompt: string; images: string[] }>({
+			provider: 'test',
+			method: 'POST',
+			url: `${origin}${path}`,
+			json: { prompt: 'a fox', images: [dataUri(first), dataUri(second)] },
+			signal: new AbortController().signal,
+		});
+		expect(echoed).toMatchObject({ prompt: 'a fox', images: [sha(first), sha(second)] });
+		expect(echoed.received).toBe(echoed.declared);
+	}
 });
 
 test('a refused connection is named as such, and on a submit proves nothing was made', async () => {

@@ -16,6 +16,7 @@ import type { GenerationContext, GenerationProvider, ProviderImage, SettledReque
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { baseUrl, requiredEnv } from './inputs';
 import { base64Bytes } from './image-json';
+import { Base64Text } from './json-body';
 import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
 
 /**
@@ -82,7 +83,7 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 		save_images: false,
 	};
 	const edit = request.model === 'p-image-edit';
-	if (edit) payload.init_images = [(await context.loadInputImage(0)).toString('base64')];
+	if (edit) payload.init_images = [new Base64Text(await context.loadInputImage(0))];
 	const stopDrawing = () => void interrupt(settings);
 	context.signal.addEventListener('abort', stopDrawing, { once: true });
 	try {

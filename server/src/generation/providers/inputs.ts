@@ -20,15 +20,6 @@ export function aspectRatioSent(request: SettledRequest): AspectRatioChoice {
 	return request.matchInputImage ? MATCH_INPUT_IMAGE : request.aspect_ratio;
 }
 
-export function toDataUri(bytes: Buffer): string {
-	return `data:${sniffMedia(bytes)?.mimeType ?? 'application/octet-stream'};base64,${bytes.toString('base64')}`;
-}
-
-/** Length of toDataUri(bytes) without building it: the prefix and 4 base64 characters per 3 bytes. */
-export function dataUriLength(bytes: Buffer): number {
-	return `data:${sniffMedia(bytes)?.mimeType ?? 'application/octet-stream'};base64,`.length + 4 * Math.ceil(bytes.length / 3);
-}
-
 export interface FilesApi {
 	provider: string;
 	/** The host's files route, e.g. `https://api.replicate.com/v1/files`. */

@@ -11,12 +11,14 @@
  * and objects around it, which cost a generation more CPU than everything else it does.
  */
 import { STATUS_CODES } from 'node:http';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request as undiciRequest, type FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
 import { isOwnOrigin, type HostCredentials } from './host-credentials';
 import { NotJsonError } from './image-json';
+import { jsonBody, type JsonBody } from './json-body';
 import { ProviderAnswer } from './provider-answer';
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -191,14 +193,15 @@ export async function postOnce(request: Omit<ProviderRequest, 'method' | 'retry'
 		.catch(() => undefined);
 }
 
-type RequestBody = string | FormData | undefined;
+type RequestBody = string | JsonBody | FormData | undefined;
 
 async function send(request: ProviderRequest): Promise<ProviderAnswer> {
 	const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
 	let body: RequestBody;
 	if (request.json !== undefined) {
 		headers['content-type'] = 'application/json';
-		body = JSON.stringify(request.json);
+		body = jsonBody(request.json);
+		if (typeof body === 'object') headers['content-length'] = String(body.length);
 	} else if (request.form) {
 		body = request.form;
 	}
@@ -218,14 +221,17 @@ async function send(request: ProviderRequest): Promise<ProviderAnswer> {
 			method = 'GET';
 			body = undefined;
 			delete headers['content-type'];
+			delete headers['content-length'];
 		}
 	}
 }
 
 async function sendOnce(request: ProviderRequest, url: string, method: 'GET' | 'POST', headers: Record<string, string>, body: RequestBody): Promise<ProviderAnswer> {
 	try {
-		// A FormData body (undici's own class) is encoded by undici, with its boundary in content-type.
-		const answer = await undiciRequest(url, { method, headers, body, signal: request.signal });
+		// A FormData body (undici's own class) is encoded by undici, with its boundary in content-type;
+		// a JSON body with images is written from its start on every hop and every retry.
+		const sent = body !== undefined && typeof body === 'object' && 'chunks' in body ? Readable.from(body.chunks()) : body;
+		const answer = await undiciRequest(url, { method, headers, body: sent, signal: request.signal });
 		return new ProviderAnswer(request.provider, answer);
 	} catch (error) {
 		if (request.signal.aborted) throw error;

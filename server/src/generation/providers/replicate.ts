@@ -23,7 +23,8 @@ import { ImageGenError } from '../../../../core/errors';
 import { MODEL_IDS, isModelId, type ModelId, type ModelLimits } from '../../../../core/models';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
-import { aspectRatioSent, baseUrl, dataUriLength, loadInputImages, requiredEnv, toDataUri, uploadInputImage, type FilesApi } from './inputs';
+import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, uploadInputImage, type FilesApi } from './inputs';
+import { dataUri, type Base64Text } from './json-body';
 import { postOnce, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
 
 const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
@@ -95,9 +96,9 @@ interface Prediction {
 }
 
 /** Data URIs while they fit together in 1 MiB; otherwise every input through the files API. */
-async function replicateImages(images: Buffer[], files: FilesApi): Promise<string[]> {
-	const inline = images.reduce((total, bytes) => total + dataUriLength(bytes), 0) <= INLINE_INPUTS_MAX_BYTES;
-	if (inline) return images.map(toDataUri);
+async function replicateImages(images: Buffer[], files: FilesApi): Promise<Array<string | Base64Text>> {
+	const uris = images.map(dataUri);
+	if (uris.reduce((total, uri) => total + uri.length, 0) <= INLINE_INPUTS_MAX_BYTES) return uris;
 	return await Promise.all(images.map(async (bytes, index) => await uploadInputImage(bytes, index, files)));
 }
 

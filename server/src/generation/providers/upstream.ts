@@ -7,7 +7,8 @@
 import { ImageGenError } from '../../../../core/errors';
 import type { GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials } from './host-credentials';
-import { loadInputImages, requiredEnv, baseUrl, toDataUri } from './inputs';
+import { loadInputImages, requiredEnv, baseUrl } from './inputs';
+import { dataUri } from './json-body';
 import { base64Bytes } from './image-json';
 import { providerImageJson, providerRetryPolicy } from './provider-http';
 
@@ -24,7 +25,7 @@ export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): Generat
 	return {
 		name: 'upstream',
 		async generate(request, context) {
-			const images = request.images ? (await loadInputImages(request, context)).map(toDataUri) : undefined;
+			const images = request.images ? (await loadInputImages(request, context)).map(dataUri) : undefined;
 			const answer = await providerImageJson<UpstreamAnswer>({
 				provider: 'upstream',
 				method: 'POST',
