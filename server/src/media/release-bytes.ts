@@ -13,5 +13,21 @@ export function releaseBytes(bytes: Uint8Array): void {
 	const { buffer } = bytes;
 	if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return;
 	if (bytes.byteOffset !== 0 || bytes.byteLength !== buffer.byteLength) return;
-	(buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
+	transfer(buffer, 0);
+}
+
+/**
+ * The first `length` bytes of a buffer that owns its whole memory, in a buffer of exactly that
+ * length (larger: the rest unset), its old memory given back at once. A buffer that is a view on
+ * part of its memory could not be released by releaseBytes, so bytes meant to be released later
+ * are brought to their size this way.
+ */
+export function resizedBytes(bytes: Buffer, length: number): Buffer {
+	if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) throw new Error('resizedBytes: the buffer must own its whole memory');
+	return Buffer.from(transfer(bytes.buffer as ArrayBuffer, length));
+}
+
+/** ArrayBuffer.prototype.transfer (ES2024, Node 21+), which the TypeScript library in use does not declare. */
+function transfer(buffer: ArrayBuffer, length: number): ArrayBuffer {
+	return (buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(length);
 }

@@ -15,6 +15,7 @@
  * Buffer.indexOf, native; the decoding is Node's own base64.
  */
 import { randomBytes } from 'node:crypto';
+import { resizedBytes } from '../../media/release-bytes';
 
 /** Strings longer than this (bytes as sent) are decoded as base64 on the way: no answer field but an image's is this long. */
 const LONG_STRING_BYTES = 64 * 1024;
@@ -196,20 +197,20 @@ class Base64Decoder {
 		this.bytes = Buffer.allocUnsafeSlow(capacity ?? FIRST_CAPACITY);
 	}
 
+	/**
+	 * The image in a buffer of its own size that owns its memory: the runner releases a fresh image's
+	 * memory as soon as it is done with it (releaseBytes), which a view on part of a larger buffer
+	 * would escape, its few MB left to the next collection.
+	 */
 	end(): Buffer {
 		if (this.carry) this.put(this.carry);
-		// A buffer sized for more than the answer held (a second image, a long rest) is not kept at that size.
-		return this.written < this.bytes.length * 0.75 ? Buffer.from(this.bytes.subarray(0, this.written)) : this.bytes.subarray(0, this.written);
+		return resizedBytes(this.bytes, this.written);
 	}
 
 	/** Decodes whole base64 text into the buffer, growing it when the answer's length did not tell its size. */
 	private put(text: string): void {
 		const most = Math.ceil((text.length * 3) / 4);
-		if (this.written + most > this.bytes.length) {
-			const grown = Buffer.allocUnsafeSlow(Math.max(this.bytes.length * 2, this.written + most));
-			this.bytes.copy(grown, 0, 0, this.written);
-			this.bytes = grown;
-		}
+		if (this.written + most > this.bytes.length) this.bytes = resizedBytes(this.bytes, Math.max(this.bytes.length * 2, this.written + most));
 		this.written += this.bytes.write(text, this.written, 'base64');
 	}
 
