@@ -45,7 +45,7 @@ export function parseAnswer(text: string, reviver?: (key: string, value: unknown
 }
 
 export class ImageJsonReader {
-	/** Bytes of the answer written before the current chunk. */
+	/** Bytes of the answer written so far. */
 	private consumed = 0;
 	/** The small part of the answer, copied out of the chunks so that they can go. */
 	private readonly kept: Buffer[] = [];
@@ -56,7 +56,6 @@ export class ImageJsonReader {
 	private stringParts: Buffer[] = [];
 	private stringBytes = 0;
 	private decoder: Base64Decoder | undefined;
-	private chunkStart = 0;
 	private readonly decoded = new Map<string, Buffer>();
 	/** Names a long string's place: a string the host sends cannot take it. */
 	private readonly tokenPrefix = `\u0000${randomBytes(9).toString('base64')}:`;
@@ -65,7 +64,7 @@ export class ImageJsonReader {
 	constructor(private readonly length?: number) {}
 
 	write(chunk: Buffer): void {
-		this.chunkStart = this.consumed;
+		const chunkStart = this.consumed;
 		this.consumed += chunk.length;
 		let at = 0;
 		while (at < chunk.length) {
@@ -79,7 +78,7 @@ export class ImageJsonReader {
 			}
 			const end = this.stringEnd(chunk, at);
 			const partEnd = end === -1 ? chunk.length : end;
-			this.addToString(chunk.subarray(at, partEnd), this.chunkStart + partEnd);
+			this.addToString(chunk.subarray(at, partEnd), chunkStart + partEnd);
 			if (end === -1) return;
 			this.endString();
 			this.kept.push(Buffer.from('"'));
@@ -168,6 +167,14 @@ class Base64Decoder {
 	/** Inside an escape: '\\' after the backslash, or '\\u' and the hex digits so far. */
 	private escape = '';
 
+	/**
+	 * @param capacity the most bytes the string can decode to, when the answer's length tells it:
+	 * the image is decoded into one buffer of that size, neither grown nor joined.
+	 */
+	constructor(capacity: number | undefined) {
+		this.bytes = Buffer.allocUnsafeSlow(capacity ?? FIRST_CAPACITY);
+	}
+
 	write(part: Buffer): void {
 		let text = '';
 		let at = 0;
@@ -187,14 +194,6 @@ class Base64Decoder {
 			}
 		}
 		this.decode(text);
-	}
-
-	/**
-	 * @param capacity the most bytes the string can decode to, when the answer's length tells it:
-	 * the image is decoded into one buffer of that size, neither grown nor joined.
-	 */
-	constructor(capacity: number | undefined) {
-		this.bytes = Buffer.allocUnsafeSlow(capacity ?? FIRST_CAPACITY);
 	}
 
 	/**
