@@ -55,8 +55,7 @@ export class ProviderAnswer {
 
 	/** The answer as JSON, its base64 images decoded as they arrive (image-json.ts); throws a NotJsonError when it is not JSON. */
 	async imageJson(): Promise<unknown> {
-		const length = Number(this.header('content-length'));
-		const reader = new ImageJsonReader(Number.isSafeInteger(length) ? length : undefined);
+		const reader = new ImageJsonReader(this.declaredLength());
 		for await (const chunk of this.chunks()) reader.write(chunk);
 		return reader.end();
 	}
@@ -72,7 +71,7 @@ export class ProviderAnswer {
 
 	/** The body's chunks, within the byte bound. Leaving the loop early (too large) closes the body. */
 	private async *chunks(): AsyncGenerator<Buffer> {
-		if (Number(this.header('content-length')) > this.maxBytes) {
+		if ((this.declaredLength() ?? 0) > this.maxBytes) {
 			await this.discard();
 			this.tooLarge();
 		}
@@ -82,6 +81,12 @@ export class ProviderAnswer {
 			if (size > this.maxBytes) this.tooLarge();
 			yield chunk as Buffer;
 		}
+	}
+
+	/** The length the host declared (Content-Length), when it declared a whole number. */
+	private declaredLength(): number | undefined {
+		const length = Number(this.header('content-length') ?? Number.NaN);
+		return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 	}
 
 	private tooLarge(): never {

@@ -157,7 +157,7 @@ export function hintedWaitMs(text: string): number | undefined {
 }
 
 export async function providerJson<T>(request: ProviderRequest): Promise<T> {
-	return (await parsed(request, async (answer) => await answer.json())) as T;
+	return (await parsed(request, (answer) => answer.json())) as T;
 }
 
 /**
@@ -165,7 +165,7 @@ export async function providerJson<T>(request: ProviderRequest): Promise<T> {
  * Buffer in its place (image-json.ts; `base64Bytes` reads a field either way), never held as text.
  */
 export async function providerImageJson<T>(request: ProviderRequest): Promise<T> {
-	return (await parsed(request, async (answer) => await answer.imageJson())) as T;
+	return (await parsed(request, (answer) => answer.imageJson())) as T;
 }
 
 async function parsed(request: ProviderRequest, parse: (answer: ProviderAnswer) => Promise<unknown>): Promise<unknown> {
