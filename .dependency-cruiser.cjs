@@ -1,7 +1,7 @@
 // The layers of server/src (server/src/README.md), checked by test/server/layers.test.ts and by
 // `npx depcruise server/src core`. A folder belongs to exactly one layer; a new folder must be
 // placed in one here before it may import anything.
-const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db', 'sqlite'];
+const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db'];
 const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'jobs', 'schema-docs', 'mcp', 'webhooks'];
 const WIRING = ['plugins', 'routes', 'cli'];
 

@@ -14,7 +14,7 @@ const INTEGRATION = [
 	'test/e2e/',
 	'test/package/',
 	'test/server/cli/keys-cli.test.ts',
-	'test/server/db/',
+	'test/server/db/postgres/',
 	'test/server/generation/provider-fallback.test.ts',
 	'test/server/http/connections.test.ts',
 	'test/server/idempotency/delete-forgets-idempotency.test.ts',

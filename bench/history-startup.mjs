@@ -19,7 +19,7 @@ import { insertIdempotencyRecords, insertUsageLines, missingHistoryColumns } fro
 
 const require = createRequire(import.meta.url);
 const dist = join(ROOT, 'server', 'dist', 'server', 'src');
-const { openSqliteDatabase, databasePath } = require(join(dist, 'sqlite', 'database.js'));
+const { openSqliteDatabase, databasePath } = require(join(dist, 'db', 'sqlite', 'database.js'));
 const { fingerprintJson } = require(join(dist, 'idempotency', 'idempotency.js'));
 const { apiKeyIdOf } = require(join(dist, 'keys', 'authenticate.js'));
 

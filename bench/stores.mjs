@@ -13,10 +13,10 @@ import { ROOT, round } from './lib.mjs';
 
 export async function storesBench({ dist = join(ROOT, 'server', 'dist'), writers = 16, seconds = 4 } = {}) {
 	const load = createRequire(join(dist, 'server', 'src', 'index.js'));
-	const { openSqliteDatabase } = load('./sqlite/database.js');
+	const { openSqliteDatabase } = load('./db/sqlite/database.js');
 	const { SqliteFileMetadata } = load('./storage/sqlite-file-metadata.js');
 	const { SqliteUsageLedger } = load('./usage/sqlite-usage-ledger.js');
-	const { groupCommitOf } = load('./sqlite/group-commit.js');
+	const { groupCommitOf } = load('./db/sqlite/group-commit.js');
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-stores-'));
 	const database = openSqliteDatabase(dataDir, { serving: true });
 	const files = new SqliteFileMetadata(database);

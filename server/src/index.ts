@@ -6,7 +6,7 @@ export { createSafeFetcher, type FetchPolicy, type HostResolver, type RemoteFetc
 export { openBackends, type Backends } from './plugins/backends';
 export { DiskObjectStorage } from './storage/disk-object-storage';
 export { SqliteFileMetadata } from './storage/sqlite-file-metadata';
-export { openSqliteDatabase } from './sqlite/database';
+export { openSqliteDatabase } from './db/sqlite/database';
 export { HostedFiles } from './storage/hosted-files';
 export { SqliteUsageLedger } from './usage/sqlite-usage-ledger';
 export { MemoryRateLimiter } from './limits/memory-rate-limiter';

@@ -7,8 +7,8 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { parseConfig } from '../config';
-import { BackupRefused, backupSqliteDatabase } from '../sqlite/backup';
-import { databasePath } from '../sqlite/database';
+import { BackupRefused, backupSqliteDatabase } from '../db/sqlite/backup';
+import { databasePath } from '../db/sqlite/database';
 import { reportUsageError, UsageError, USAGE_EXIT_CODE, type CommandOutput } from './usage-error';
 
 const BACKUP_HELP = `Usage: imagegen-server backup --to <file> [--data-dir <dir>] [--force]

@@ -9,10 +9,10 @@
 import { parseArgs } from 'node:util';
 import { ImageGenError } from '../../../core/errors';
 import { lacksValue, parseConfig, SERVICE_ARG_OPTIONS, type ServiceConfig } from '../config';
-import { openDatabase } from '../db/postgres';
+import { openDatabase } from '../db/postgres/postgres';
 import { PgKeyStore } from '../keys/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
-import { openSqliteDatabase } from '../sqlite/database';
+import { openSqliteDatabase } from '../db/sqlite/database';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import { StoreClock } from '../keys/store-clock';
 import { KeyAdmin, type KeyObject } from '../keys/key-admin';

@@ -10,9 +10,9 @@
  * Clock: the `now` passed in, else this machine's (shared by every process on one data dir).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { whenUnlocked } from '../sqlite/busy';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { releaseFreePages } from '../sqlite/free-pages';
+import { whenUnlocked } from '../db/sqlite/busy';
+import { bindNumbered, type SqliteDatabase } from '../db/sqlite/database';
+import { releaseFreePages } from '../db/sqlite/free-pages';
 import {
 	RELEASE_SQL,
 	sweepableSql,

@@ -4,7 +4,7 @@
  * transaction with it.
  */
 import type { Pool, PoolClient } from 'pg';
-import { withConnection } from '../db/connection';
+import { withConnection } from '../db/postgres/connection';
 import type { HostJobRef } from '../generation/provider';
 import { CANCELED_ERROR, countsOf, finishValues, insertValues, JOB_SQL, refundValues, toJob, type JobRow } from './job-rows';
 import type { GenerationStatus, Job, JobEnd, JobListing, JobStore, NewJob } from './job-store';

@@ -5,9 +5,9 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { HostJobRef } from '../generation/provider';
-import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../sqlite/database';
-import { releaseFreePages } from '../sqlite/free-pages';
-import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
+import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../db/sqlite/database';
+import { releaseFreePages } from '../db/sqlite/free-pages';
+import { groupCommitOf, type SqliteGroupCommit } from '../db/sqlite/group-commit';
 import { CANCELED_ERROR, countsOf, finishValues, insertValues, JOB_SQL, toJob, type JobRow } from './job-rows';
 import type { GenerationStatus, Job, JobEnd, JobListing, JobStore, NewJob } from './job-store';
 

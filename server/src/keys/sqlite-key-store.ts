@@ -7,8 +7,8 @@
  * price only if it fits: two processes admitting at once are applied one after another.
  */
 import { fromMicros, toMicros } from '../../../core/units';
-import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../sqlite/database';
-import { whenUnlocked } from '../sqlite/busy';
+import { bindNumbered, statementCache, type SqliteDatabase, type SqliteStatement } from '../db/sqlite/database';
+import { whenUnlocked } from '../db/sqlite/busy';
 import { HeldCharges, utcDay, type SpendChange } from './held-charges';
 import type { Admission, KeyPatch, KeyStore, Reservation } from './key-store';
 import { KEY_SQL, keyValues, patchStatement, rotateValues, toManagedKey, type KeyRow } from './key-rows';

@@ -12,9 +12,9 @@
  * Clock: the `now` passed in, else this machine's, shared by every process on one data dir.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { releaseFreePages } from '../sqlite/free-pages';
-import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
+import { bindNumbered, type SqliteDatabase } from '../db/sqlite/database';
+import { releaseFreePages } from '../db/sqlite/free-pages';
+import { groupCommitOf, type SqliteGroupCommit } from '../db/sqlite/group-commit';
 import { BUCKET_SQL, BucketRateLimiter, FORGET_BATCH } from './bucket-rows';
 
 interface SqliteRateLimiterOptions {

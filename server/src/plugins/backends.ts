@@ -19,14 +19,13 @@ import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { SqliteRateLimiter } from '../limits/sqlite-rate-limiter';
-import { openSqliteDatabase } from '../sqlite/database';
-import { conditionOf } from '../sqlite/condition';
-import { groupCommitOf } from '../sqlite/group-commit';
+import { openSqliteDatabase } from '../db/sqlite/database';
+import { SqliteAdapter } from '../db/sqlite/sqlite-adapter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
-import { reportLegacyFiles } from '../sqlite/legacy-files';
+import { reportLegacyFiles } from '../db/sqlite/legacy-files';
 import type { LedgerLog } from '../usage/ledger-queue';
 import { SqliteUsageLedger } from '../usage/sqlite-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
@@ -64,6 +63,7 @@ export interface Backends extends Engines {
 export async function openBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
 	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
 	const database = openSqliteDatabase(config.dataDir, { log, serving: true });
+	const adapter = new SqliteAdapter(database);
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqliteFileMetadata(database);
@@ -81,11 +81,9 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 		} else {
 			await reportLegacyFiles(config.dataDir, log);
 		}
-		// Now rather than at the first write, which would wait for the thread to load (0.2 s and more).
-		await groupCommitOf(database).start();
+		// Now rather than at the first write, which would wait for the commit thread to load.
+		await adapter.start();
 		const usageLedger = new SqliteUsageLedger(database, { log });
-		const condition = conditionOf(database);
-		condition.start();
 		return {
 			storage,
 			fileMetadata,
@@ -95,16 +93,11 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			keyStore: new SqliteKeyStore(database),
 			jobStore: new SqliteJobStore(database),
 			outboxStore: new SqliteOutboxStore(database),
-			noteFailure: (error) => condition.noteFailure(error),
-			close: async () => {
-				await condition.stop();
-				await groupCommitOf(database).close();
-				database.close();
-			},
+			noteFailure: (error) => adapter.noteFailure(error),
+			close: () => adapter.close(),
 		};
 	} catch (error) {
-		await groupCommitOf(database).close();
-		database.close();
+		await adapter.close();
 		throw error;
 	}
 }

@@ -2,7 +2,7 @@
  * Every PostgreSQL engine in one module, so that the service loads `pg` and them with one dynamic
  * import when `--database-url` is given, and never otherwise (backends.ts).
  */
-export { openDatabase } from '../db/postgres';
+export { openDatabase } from '../db/postgres/postgres';
 export { PgFileMetadataStore } from '../storage/pg-file-metadata';
 export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgRateLimiter } from '../limits/pg-rate-limiter';

@@ -9,7 +9,7 @@
  * drift; `now` exists for callers (tests) that must fix the instant themselves.
  */
 import type { Pool } from 'pg';
-import { withConnection } from '../db/connection';
+import { withConnection } from '../db/postgres/connection';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
 import { FILE_SQL, toFileRecord, type FileRow } from './file-rows';
 

@@ -8,11 +8,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import { conditionOf } from '../sqlite/condition';
-import { whenUnlocked } from '../sqlite/busy';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { releaseFreePages } from '../sqlite/free-pages';
-import { groupCommitOf, type SqliteGroupCommit } from '../sqlite/group-commit';
+import { conditionOf } from '../db/sqlite/condition';
+import { whenUnlocked } from '../db/sqlite/busy';
+import { bindNumbered, type SqliteDatabase } from '../db/sqlite/database';
+import { releaseFreePages } from '../db/sqlite/free-pages';
+import { groupCommitOf, type SqliteGroupCommit } from '../db/sqlite/group-commit';
 import type { ExpiredEntry, FileMetadataStore, FileRecord, FileReservation, PublishOptions } from './file-metadata';
 import { FILE_SQL, toFileRecord, type FileRow } from './file-rows';
 

@@ -10,8 +10,8 @@
  * ledgers' write queue (ledger-queue.ts), as on PostgreSQL.
  */
 import { toMicros } from '../../../core/units';
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { groupCommitOf, type WriteStatement } from '../sqlite/group-commit';
+import { bindNumbered, type SqliteDatabase } from '../db/sqlite/database';
+import { groupCommitOf, type WriteStatement } from '../db/sqlite/group-commit';
 import { LedgerQueue, type LedgerQueueOptions } from './ledger-queue';
 import { USAGE_ROWS_SQL, toUsageRow, type LedgerHealth, type UsageDayRow, type UsageEntry, type UsageLedger, type UsageRow } from './usage-ledger';
 

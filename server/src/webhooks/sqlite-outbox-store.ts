@@ -6,8 +6,8 @@
  * write lock, so two processes never claim the same row; the once-a-second poll takes that lock only when a read
  * found something due.
  */
-import { bindNumbered, type SqliteDatabase } from '../sqlite/database';
-import { groupCommitOf, type SqliteGroupCommit, type WriteStatement } from '../sqlite/group-commit';
+import { bindNumbered, type SqliteDatabase } from '../db/sqlite/database';
+import { groupCommitOf, type SqliteGroupCommit, type WriteStatement } from '../db/sqlite/group-commit';
 import { CLAIMED_COLUMNS, OUTBOX_SQL, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
 const MARK_ALERT = 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';

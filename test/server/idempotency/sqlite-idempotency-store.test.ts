@@ -7,7 +7,7 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { SqliteIdempotencyStore, SWEEP_BATCH } from '../../../server/src/idempotency/sqlite-idempotency-store';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 jest.setTimeout(60_000);

@@ -1,6 +1,6 @@
 /** The data dir's key store (SQLite): the contract, plus what only a store shared by processes on one file must do. */
 import { SqliteKeyStore } from '../../../server/src/keys/sqlite-key-store';
-import { openSqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { describeKeyStoreContract, managedKey } from '../support/key-store-contract';
 import { connectionPerOpen } from '../support/sqlite-data-dir';
 

@@ -3,9 +3,9 @@
  * its own pool) on one database admit together at most the configured requests per minute per key.
  */
 import { Pool } from 'pg';
-import { migrate } from '../../../server/src/db/migrate';
-import { MIGRATIONS } from '../../../server/src/db/migrations';
-import { openDatabase } from '../../../server/src/db/postgres';
+import { migrate } from '../../../server/src/db/postgres/migrate';
+import { MIGRATIONS } from '../../../server/src/db/postgres/migrations';
+import { openDatabase } from '../../../server/src/db/postgres/postgres';
 import { PgRateLimiter } from '../../../server/src/limits/pg-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { useDatabasePerTest } from '../support/postgres';

@@ -8,9 +8,9 @@ import Database from 'better-sqlite3';
 import { FORGET_BATCH } from '../../../server/src/limits/bucket-rows';
 import { SqliteRateLimiter } from '../../../server/src/limits/sqlite-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
-import { migrateSqlite } from '../../../server/src/sqlite/migrate';
-import { SQLITE_MIGRATIONS } from '../../../server/src/sqlite/migrations';
+import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import { migrateSqlite } from '../../../server/src/db/sqlite/migrate';
+import { SQLITE_MIGRATIONS } from '../../../server/src/db/sqlite/migrations';
 import { describeRateLimiterContract } from '../support/rate-limiter-contract';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 

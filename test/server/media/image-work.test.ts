@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS } from '../../../core/media';
 import { ImageWork } from '../../../server/src/media/image-work';
-import { openSqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../../server/src/storage/hosted-files';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';

@@ -6,7 +6,7 @@
  * file was lost. A DELETE never orphans bytes.
  */
 import { Client } from 'pg';
-import { openDatabase } from '../../../server/src/db/postgres';
+import { openDatabase } from '../../../server/src/db/postgres/postgres';
 import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { call, download, eventually, postJson, uploadFile, type ApiAnswer } from '../support/http';

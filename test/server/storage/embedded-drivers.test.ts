@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
 import { describeFileMetadataContract } from '../support/file-metadata-contract';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import sharp from 'sharp';
 import { MEDIA_DETAILS } from '../../../core/media';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../../server/src/storage/hosted-files';
 import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';

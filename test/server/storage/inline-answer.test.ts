@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { MEDIA_DETAILS } from '../../../core/media';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
 import { InlineBytes, InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';

@@ -2,7 +2,7 @@
  * PostgreSQL file metadata: the shared contract, with every `open()` a separate pool (a replica)
  * on one database, plus what only a database can do wrong: a sweeper's connection dying mid-batch.
  */
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
+import { openDatabase, type Database } from '../../../server/src/db/postgres/postgres';
 import { PgFileMetadataStore } from '../../../server/src/storage/pg-file-metadata';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { describeFileMetadataContract } from '../support/file-metadata-contract';

@@ -2,7 +2,7 @@
  * What the SQLite file metadata adds to the contract: a batch taken by a sweeper that died is
  * taken over once its lease has passed, and the pages of swept rows go back to the file system.
  */
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import type { ExpiredEntry } from '../../../server/src/storage/file-metadata';
 import { SqliteFileMetadata, SWEEP_LEASE_MS } from '../../../server/src/storage/sqlite-file-metadata';
 import { pngFileRecord } from '../support/file-records';

@@ -13,7 +13,7 @@ import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS } from '../../../core/media';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
 import { openBackends, type Backends } from '../../../server/src/plugins/backends';
-import { openSqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../../server/src/storage/hosted-files';
 import { makeMp4 } from '../support/media';

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
+import { openDatabase, type Database } from '../../../server/src/db/postgres/postgres';
 
 const RUNNER = join(__dirname, 'postgres-process.mjs');
 const START_TIMEOUT_MS = 60_000;

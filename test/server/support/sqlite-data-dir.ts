@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
+import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 
 export interface SqliteDataDir {
 	path(): string;

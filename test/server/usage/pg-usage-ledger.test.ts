@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PgUsageLedger, type PgUsageLedgerOptions } from '../../../server/src/usage/pg-usage-ledger';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
+import { openDatabase, type Database } from '../../../server/src/db/postgres/postgres';
 import type { UsageEntry } from '../../../server/src/usage/usage-ledger';
 import { poolPerOpen, usePostgresCluster } from '../support/postgres';
 import { describeUsageLedgerContract } from '../support/usage-ledger-contract';

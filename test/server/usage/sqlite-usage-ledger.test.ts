@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
 import { eventually } from '../support/http';
 import { connectionPerOpen } from '../support/sqlite-data-dir';

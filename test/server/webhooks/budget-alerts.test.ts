@@ -5,8 +5,8 @@
  * start again.
  */
 import type { ApiKeyPolicy } from '../../../server/src/keys/authenticate';
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
+import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
+import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 import { withBudgetAlerts } from '../../../server/src/webhooks/budget-alerts';
 import { WebhookOutbox } from '../../../server/src/webhooks/outbox';
 import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';

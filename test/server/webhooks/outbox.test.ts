@@ -4,8 +4,8 @@
  * pauses, giving up after the last, the address guard again at delivery, and receivers that hang
  * without holding up an enqueue.
  */
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
+import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
+import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 import { RETRY_PAUSES_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOptions } from '../../../server/src/webhooks/outbox';
 import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
 import { useFakeClock } from '../support/clock';

@@ -2,8 +2,8 @@
  * The outbox in the data dir's SQLite database: the contract, each open() a connection of its own
  * as another process on the data dir has.
  */
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
-import type { SqliteDatabase } from '../../../server/src/sqlite/database';
+import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
 import { describeOutboxStoreContract } from '../support/outbox-store-contract';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';

@@ -6,9 +6,9 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import fsPromises from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConfig, type ServiceConfig } from '../../../server/src/config';
-import { openBackends, type Backends } from '../../../server/src/plugins/backends';
-import { reportLegacyFiles } from '../../../server/src/sqlite/legacy-files';
+import { parseConfig, type ServiceConfig } from '../../../../server/src/config';
+import { openBackends, type Backends } from '../../../../server/src/plugins/backends';
+import { reportLegacyFiles } from '../../../../server/src/db/sqlite/legacy-files';
 
 const OLD_ID = 'AAAAAAAAAAAAAAAAAAAAAAAA';
 

@@ -5,13 +5,13 @@
  * the new amounts.
  */
 import { Pool } from 'pg';
-import { migrate } from '../../../server/src/db/migrate';
-import { MIGRATIONS } from '../../../server/src/db/migrations';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
-import { PgKeyStore } from '../../../server/src/keys/pg-key-store';
-import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
-import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../support/money-upgrade';
-import { usePostgresCluster } from '../support/postgres';
+import { migrate } from '../../../../server/src/db/postgres/migrate';
+import { MIGRATIONS } from '../../../../server/src/db/postgres/migrations';
+import { openDatabase, type Database } from '../../../../server/src/db/postgres/postgres';
+import { PgKeyStore } from '../../../../server/src/keys/pg-key-store';
+import { PgUsageLedger } from '../../../../server/src/usage/pg-usage-ledger';
+import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../../support/money-upgrade';
+import { usePostgresCluster } from '../../support/postgres';
 
 const postgres = usePostgresCluster();
 

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { runCli, startServer } from '../../helpers/server';
-import { openSqliteDatabase } from '../../../server/src/sqlite/database';
-import { SQLITE_MIGRATIONS } from '../../../server/src/sqlite/migrations';
+import { runCli, startServer } from '../../../helpers/server';
+import { openSqliteDatabase } from '../../../../server/src/db/sqlite/database';
+import { SQLITE_MIGRATIONS } from '../../../../server/src/db/sqlite/migrations';
 
 const NEWEST = Math.max(...SQLITE_MIGRATIONS.map((step) => step.version));
 const FROM_THE_FUTURE = NEWEST + 95;

@@ -9,9 +9,9 @@ import { chmod, copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { startTestPostgres, type TestPostgres } from '../../support/postgres';
 
-const ROOT = join(__dirname, '..', '..', '..');
+const ROOT = join(__dirname, '..', '..', '..', '..');
 const SUPPORT = join('test', 'server', 'support');
 
 describe('PostgreSQL for a clone in a private folder', () => {

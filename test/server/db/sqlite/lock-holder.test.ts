@@ -7,9 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
-import { call, download, uploadFile } from '../support/http';
-import { makeMp4 } from '../support/media';
+import { startServer, type RunningServer } from '../../../helpers/server';
+import { call, download, uploadFile } from '../../support/http';
+import { makeMp4 } from '../../support/media';
 
 jest.setTimeout(60_000);
 

@@ -10,9 +10,9 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startServer, type RunningServer } from '../../helpers/server';
-import { call, callAs, postJson, uploadFile } from '../support/http';
-import { makeMp4, patterned } from '../support/media';
+import { startServer, type RunningServer } from '../../../helpers/server';
+import { call, callAs, postJson, uploadFile } from '../../support/http';
+import { makeMp4, patterned } from '../../support/media';
 
 jest.setTimeout(120_000);
 

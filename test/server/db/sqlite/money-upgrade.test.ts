@@ -6,12 +6,12 @@
  */
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteKeyStore } from '../../../server/src/keys/sqlite-key-store';
-import { migrateSqlite } from '../../../server/src/sqlite/migrate';
-import { SQLITE_MIGRATIONS } from '../../../server/src/sqlite/migrations';
-import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
-import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../support/money-upgrade';
-import { useSqliteDataDir } from '../support/sqlite-data-dir';
+import { SqliteKeyStore } from '../../../../server/src/keys/sqlite-key-store';
+import { migrateSqlite } from '../../../../server/src/db/sqlite/migrate';
+import { SQLITE_MIGRATIONS } from '../../../../server/src/db/sqlite/migrations';
+import { SqliteUsageLedger } from '../../../../server/src/usage/sqlite-usage-ledger';
+import { expectBudgetKept, UPGRADED_DAYS, UPGRADED_LINES } from '../../support/money-upgrade';
+import { useSqliteDataDir } from '../../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-money-upgrade-');
 const log = { error: () => undefined, info: () => undefined };

@@ -8,9 +8,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../helpers/server';
-import { call, download, postJson, uploadFile } from '../support/http';
-import { makeMp4 } from '../support/media';
+import { startServer, type RunningServer } from '../../../helpers/server';
+import { call, download, postJson, uploadFile } from '../../support/http';
+import { makeMp4 } from '../../support/media';
 
 jest.setTimeout(60_000);
 

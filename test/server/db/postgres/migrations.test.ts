@@ -5,10 +5,10 @@
  */
 import { createServer } from 'node:net';
 import { Pool } from 'pg';
-import { migrate } from '../../../server/src/db/migrate';
-import { MIGRATIONS } from '../../../server/src/db/migrations';
-import { openDatabase, type Database } from '../../../server/src/db/postgres';
-import { usePostgresCluster } from '../support/postgres';
+import { migrate } from '../../../../server/src/db/postgres/migrate';
+import { MIGRATIONS } from '../../../../server/src/db/postgres/migrations';
+import { openDatabase, type Database } from '../../../../server/src/db/postgres/postgres';
+import { usePostgresCluster } from '../../support/postgres';
 
 const postgres = usePostgresCluster();
 const opened: Database[] = [];

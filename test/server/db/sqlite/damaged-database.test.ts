@@ -9,10 +9,10 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startServer, type RunningServer } from '../../helpers/server';
-import { openSqliteDatabase } from '../../../server/src/sqlite/database';
-import { SqliteCondition } from '../../../server/src/sqlite/condition';
-import { call, postJson } from '../support/http';
+import { startServer, type RunningServer } from '../../../helpers/server';
+import { openSqliteDatabase } from '../../../../server/src/db/sqlite/database';
+import { SqliteCondition } from '../../../../server/src/db/sqlite/condition';
+import { call, postJson } from '../../support/http';
 
 jest.setTimeout(60_000);
 

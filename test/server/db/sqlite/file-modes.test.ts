@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backupSqliteDatabase } from '../../../server/src/sqlite/backup';
-import { databasePath, openSqliteDatabase } from '../../../server/src/sqlite/database';
+import { backupSqliteDatabase } from '../../../../server/src/db/sqlite/backup';
+import { databasePath, openSqliteDatabase } from '../../../../server/src/db/sqlite/database';
 
 const modeOf = (file: string) => (statSync(file).mode & 0o777).toString(8);
 

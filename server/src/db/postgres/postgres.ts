@@ -1,21 +1,18 @@
 /**
- * The PostgreSQL connection of a replica (`--database-url`): one pool shared by the metadata
- * store, the usage ledger, the rate limiter and the idempotency store. Opening it brings the
+ * The PostgreSQL connection of a replica (`--database-url`): one pool shared by every store. Opening it brings the
  * schema up to date, so a replica never serves against a schema it does not know.
  */
 import { Pool } from 'pg';
 import { migrate } from './migrate';
+import { PostgresAdapter } from './postgres-adapter';
 
 interface DatabaseLog {
 	info(details: object, message: string): void;
 	error(details: object, message: string): void;
 }
 
-export interface Database {
-	pool: Pool;
-	/** Ends every connection; close the services that use the pool first. */
-	close(): Promise<void>;
-}
+/** The replica's database: its pool, and the stores' adapter on it. Close the stores that use it first. */
+export type Database = PostgresAdapter;
 
 interface DatabaseOptions {
 	log?: DatabaseLog;
@@ -58,10 +55,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
 		const reason = withoutPassword(error instanceof Error ? error.message : String(error), url);
 		throw new Error(`--database-url: cannot use the PostgreSQL database ${where}: ${reason}`, { cause: error });
 	}
-	return {
-		pool,
-		close: () => pool.end(),
-	};
+	return new PostgresAdapter(pool);
 }
 
 /** `user@host:port/database` for messages: never the password, never the query string. */

@@ -7,13 +7,13 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/sqlite/database';
-import { commitThread } from '../../../server/src/sqlite/commit-thread';
-import { groupCommitOf } from '../../../server/src/sqlite/group-commit';
-import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
-import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
-import { pngFileRecord } from '../support/file-records';
-import { useSqliteDataDir } from '../support/sqlite-data-dir';
+import { openSqliteDatabase, type SqliteDatabase } from '../../../../server/src/db/sqlite/database';
+import { commitThread } from '../../../../server/src/db/sqlite/commit-thread';
+import { groupCommitOf } from '../../../../server/src/db/sqlite/group-commit';
+import { SqliteFileMetadata } from '../../../../server/src/storage/sqlite-file-metadata';
+import { SqliteUsageLedger } from '../../../../server/src/usage/sqlite-usage-ledger';
+import { pngFileRecord } from '../../support/file-records';
+import { useSqliteDataDir } from '../../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-sqlite-group-');
 const log = { error: () => undefined, info: () => undefined };

@@ -5,9 +5,9 @@
  * deliveries enqueued after.
  */
 import Database from 'better-sqlite3';
-import { migrateSqlite } from '../../../server/src/sqlite/migrate';
-import { SQLITE_MIGRATIONS } from '../../../server/src/sqlite/migrations';
-import { originOf } from '../../../server/src/webhooks/outbox-store';
+import { migrateSqlite } from '../../../../server/src/db/sqlite/migrate';
+import { SQLITE_MIGRATIONS } from '../../../../server/src/db/sqlite/migrations';
+import { originOf } from '../../../../server/src/webhooks/outbox-store';
 
 const URLS = ['https://Hooks.Example:8443/a/b?c=1', 'http://127.0.0.1:9000/hook', 'https://hooks.example?x=1', 'https://hooks.example#top', 'HTTP://[::1]:8080/x'];
 
