@@ -41,7 +41,7 @@ const INTEGRATION = [
 	'test/server/storage/pg-file-metadata.test.ts',
 	'test/server/storage/s3-hosting.test.ts',
 	'test/server/storage/s3-object-storage.test.ts',
-	'test/server/usage/pg-usage-ledger.test.ts',
+	'test/server/usage/usage-ledger-postgres.test.ts',
 	'test/server/webhooks/pg-outbox-store.test.ts',
 ];
 

@@ -8,5 +8,6 @@ export { DiskObjectStorage } from './storage/disk-object-storage';
 export { SqliteFileMetadata } from './storage/sqlite-file-metadata';
 export { openSqliteDatabase } from './db/sqlite/database';
 export { HostedFiles } from './storage/hosted-files';
-export { SqliteUsageLedger } from './usage/sqlite-usage-ledger';
+export { SqlUsageLedger } from './usage/sql-usage-ledger';
+export { SqliteAdapter } from './db/sqlite/sqlite-adapter';
 export { MemoryRateLimiter } from './limits/memory-rate-limiter';

@@ -26,8 +26,8 @@ import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
 import { reportLegacyFiles } from '../db/sqlite/legacy-files';
-import type { LedgerLog } from '../usage/ledger-queue';
-import { SqliteUsageLedger } from '../usage/sqlite-usage-ledger';
+import type { LedgerLog } from '../usage/retry-queue';
+import { SqlUsageLedger } from '../usage/sql-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 import type { OutboxStore } from '../webhooks/outbox-store';
 import { SqliteOutboxStore } from '../webhooks/sqlite-outbox-store';
@@ -83,7 +83,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 		}
 		// Now rather than at the first write, which would wait for the commit thread to load.
 		await adapter.start();
-		const usageLedger = new SqliteUsageLedger(database, { log });
+		const usageLedger = new SqlUsageLedger(adapter, { log });
 		return {
 			storage,
 			fileMetadata,
@@ -129,12 +129,12 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter, PgUsageLedger } = await import('./postgres-engines');
+	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
 		// Lines the database could not take before a shutdown or crash are kept in the data dir.
-		const usageLedger = new PgUsageLedger(database.pool, { log, pendingDir: config.dataDir });
+		const usageLedger = new SqlUsageLedger(database, { log, pendingDir: config.dataDir });
 		await usageLedger.start();
 		return {
 			storage,

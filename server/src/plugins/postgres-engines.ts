@@ -6,7 +6,6 @@ export { openDatabase } from '../db/postgres/postgres';
 export { PgFileMetadataStore } from '../storage/pg-file-metadata';
 export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgRateLimiter } from '../limits/pg-rate-limiter';
-export { PgUsageLedger } from '../usage/pg-usage-ledger';
 export { PgKeyStore } from '../keys/pg-key-store';
 export { PgJobStore } from '../jobs/pg-job-store';
 export { PgOutboxStore } from '../webhooks/pg-outbox-store';

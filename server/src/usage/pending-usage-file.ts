@@ -1,6 +1,6 @@
 /**
- * Usage lines PostgreSQL could not take yet, kept on this replica's disk (`<data-dir>`), so that a
- * replica shut down or killed during a database outage loses no billing line. Each process writes
+ * Usage lines the database could not take yet, kept on this replica's disk (`<data-dir>`), so that
+ * a replica shut down or killed during a database outage loses no billing line. Each process writes
  * its own `usage-pending-<id>.jsonl`; a replica that starts claims every such file it finds (by
  * renaming it, so two starting replicas never take the same one) and writes its lines. The request
  * id is the table's key, so a line written twice (kept, then written by its own replica after all)
@@ -12,15 +12,13 @@ import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { UsageEntry } from './usage-ledger';
+import type { UsageLine } from './usage-lines';
 
 const PREFIX = 'usage-pending-';
 const SUFFIX = '.jsonl';
 
-export interface PendingUsage {
-	entry: UsageEntry;
-	/** This replica's time when the entry was recorded (see PgUsageLedger's one-clock stamping). */
-	recordedAt: Date;
-}
+/** A kept line: the entry and this replica's time when it was recorded (usage-lines.ts stamps by its age). */
+export type PendingUsage = UsageLine;
 
 export interface PendingUsageLog {
 	error(details: object, message: string): void;
@@ -56,7 +54,7 @@ export class PendingUsageFile {
 		});
 	}
 
-	/** Everything kept is in PostgreSQL: the files go. */
+	/** Everything kept is in the database: the files go. */
 	forget(): Promise<void> {
 		return this.enqueue(async () => {
 			for (const file of this.owned) await unlink(file).catch(ignoreMissing);

@@ -7,7 +7,7 @@
  */
 import { Client } from 'pg';
 import { openDatabase } from '../../../server/src/db/postgres/postgres';
-import { PgUsageLedger } from '../../../server/src/usage/pg-usage-ledger';
+import { SqlUsageLedger } from '../../../server/src/usage/sql-usage-ledger';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { call, download, eventually, postJson, uploadFile, type ApiAnswer } from '../support/http';
 import { makeImage } from '../support/media';
@@ -173,7 +173,7 @@ describe('PostgreSQL down (--database-url, S3 storage)', () => {
 	it('the usage ledger writes again within about a second of the database coming back, however long the outage', async () => {
 		const database = await openDatabase(await postgres.createDatabase());
 		const errors: unknown[] = [];
-		const ledger = new PgUsageLedger(database.pool, { log: { error: (details) => errors.push(details) } });
+		const ledger = new SqlUsageLedger(database, { log: { error: (details) => errors.push(details) } });
 		try {
 			await postgres.halt();
 			let durable = false;

@@ -11,7 +11,8 @@ import { openSqliteDatabase, type SqliteDatabase } from '../../../../server/src/
 import { commitThread } from '../../../../server/src/db/sqlite/commit-thread';
 import { groupCommitOf } from '../../../../server/src/db/sqlite/group-commit';
 import { SqliteFileMetadata } from '../../../../server/src/storage/sqlite-file-metadata';
-import { SqliteUsageLedger } from '../../../../server/src/usage/sqlite-usage-ledger';
+import { SqliteAdapter } from '../../../../server/src/db/sqlite/sqlite-adapter';
+import { SqlUsageLedger } from '../../../../server/src/usage/sql-usage-ledger';
 import { pngFileRecord } from '../../support/file-records';
 import { useSqliteDataDir } from '../../support/sqlite-data-dir';
 
@@ -27,7 +28,7 @@ function walFrames(database: SqliteDatabase): number {
 	return row!.log;
 }
 
-async function storeConcurrently(store: SqliteFileMetadata, ledger: SqliteUsageLedger, count: number): Promise<void> {
+async function storeConcurrently(store: SqliteFileMetadata, ledger: SqlUsageLedger, count: number): Promise<void> {
 	const ids = Array.from({ length: count }, (_, index) => `file-${String(index).padStart(20, '0')}`);
 	await Promise.all(
 		ids.map(async (id) => {
@@ -42,7 +43,7 @@ it('64 concurrent generations (reserve, publish, usage line each) share a few tr
 	const database = dataDir.openDatabase();
 	database.pragma('wal_autocheckpoint = 0');
 	walFrames(database);
-	await storeConcurrently(new SqliteFileMetadata(database), new SqliteUsageLedger(database, { log }), 64);
+	await storeConcurrently(new SqliteFileMetadata(database), new SqlUsageLedger(new SqliteAdapter(database), { log }), 64);
 	// Every page a transaction touches is one frame; 192 separate commits would write at least 192.
 	expect(walFrames(database)).toBeLessThan(40);
 	const other = dataDir.openDatabase();

@@ -1,10 +1,10 @@
 /**
- * The usage ledgers' write queue, one for both engines. Usage is billing data: an entry waits here
- * until a write of its batch succeeds. A failing write (the database down, the disk full, another
- * process holding the lock) leaves the entries queued and is retried with backoff, logged at error
- * level, and `health()` reports degraded until a write succeeds again; nothing is dropped. Entries
- * recorded in the same turn of the event loop go out in one write, and those recorded while a
- * write is under way in the next.
+ * The usage ledger's lines that a write failed for. Usage is billing data: a line waits here until
+ * a write of it succeeds. A failing write (the database down, the disk full, another process
+ * holding the lock) leaves the lines queued and is retried with backoff, logged at error level, and
+ * `health()` reports degraded until a write succeeds again; nothing is dropped. Lines added while
+ * lines wait join them (they would fail alike, and land after them); each retry writes what waits
+ * in one transaction. Grouping the writes of a healthy moment is the adapter's `write`, not this.
  */
 import type { LedgerHealth } from './usage-ledger';
 
@@ -13,29 +13,27 @@ export interface LedgerLog {
 	info?(details: object, message: string): void;
 }
 
-export interface LedgerQueueOptions {
+export interface RetryQueueOptions {
 	log: LedgerLog;
 	/**
 	 * First wait after a failed write; doubled per failure up to `maxRetryDelayMs`, which is short
-	 * (a second) so that entries are written, and health is ok again, within a second of the
+	 * (a second) so that lines are written, and health is ok again, within a second of the
 	 * store's return however long the outage was.
 	 */
 	retryDelayMs?: number;
 	maxRetryDelayMs?: number;
-	/** How long `close()` waits for queued entries. */
+	/** How long `close()` waits for queued lines. */
 	closeTimeoutMs?: number;
-	/** Entries written in one write. */
-	batchSize?: number;
 }
 
-export interface LedgerQueueHooks<T> {
-	/** Where the entries go, as the logs name it. */
+export interface RetryQueueHooks<T> {
+	/** Where the lines go, as the logs name it. */
 	store: string;
-	write(batch: readonly T[]): Promise<void>;
+	write(lines: readonly T[]): Promise<void>;
 	/** Told of what is queued after a write failed. */
 	onFailure?(queued: readonly T[]): void;
-	/** Told of a batch once it is written. */
-	onWritten?(batch: readonly T[]): void;
+	/** Told of lines once they are written. */
+	onWritten?(lines: readonly T[]): void;
 	/** At close, what is left unwritten; true when it is safe elsewhere (its `add` then resolves). */
 	keepAtClose?(left: readonly T[]): Promise<boolean>;
 }
@@ -46,9 +44,12 @@ interface Waiting<T> {
 	failed: (error: Error) => void;
 }
 
+/** Lines one retry writes: a long outage's backlog goes in transactions of bounded size. */
+const LINES_PER_RETRY = 500;
+
 const nobodyWaits = () => undefined;
 
-export class LedgerQueue<T> {
+export class RetryQueue<T> {
 	private queue: Array<Waiting<T>> = [];
 	private writing: Promise<void> | null = null;
 	private scheduled = false;
@@ -59,23 +60,21 @@ export class LedgerQueue<T> {
 	private readonly retryDelayMs: number;
 	private readonly maxRetryDelayMs: number;
 	private readonly closeTimeoutMs: number;
-	private readonly batchSize: number;
 
 	constructor(
-		private readonly hooks: LedgerQueueHooks<T>,
-		private readonly options: LedgerQueueOptions,
+		private readonly hooks: RetryQueueHooks<T>,
+		private readonly options: RetryQueueOptions,
 	) {
 		this.retryDelayMs = options.retryDelayMs ?? 200;
 		this.maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
 		this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
-		this.batchSize = options.batchSize ?? 500;
 	}
 
 	get closing(): boolean {
 		return this.closed;
 	}
 
-	/** Nothing queued, being written or waiting for a retry: an entry written now passes none. */
+	/** Nothing queued, being written or waiting for a retry: a line written now passes none. */
 	get idle(): boolean {
 		return this.queue.length === 0 && !this.writing && !this.retryTimer && !this.scheduled && this.failures === 0 && !this.closed;
 	}
@@ -128,7 +127,7 @@ export class LedgerQueue<T> {
 
 	/**
 	 * Writes until the queue is empty or the deadline passes, retrying without the backoff. A write
-	 * already sent is waited for even past the deadline: the entries it carries may still land, and
+	 * already sent is waited for even past the deadline: the lines it carries may still land, and
 	 * must not be reported lost (or kept for the next start) while they can. The store's own time-outs
 	 * bound that wait (PostgreSQL's statement time-out, SQLite's busy wait).
 	 */
@@ -150,30 +149,30 @@ export class LedgerQueue<T> {
 	}
 
 	private write(): Promise<void> {
-		this.writing = this.writeBatches().finally(() => {
+		this.writing = this.writeQueued().finally(() => {
 			this.writing = null;
-			// An entry queued after the last batch was taken, while the write was still under way.
+			// A line queued after the last write took its lines, while that write was under way.
 			if (this.queue.length > 0) this.flushSoon();
 		});
 		return this.writing;
 	}
 
 	/** Writes until the queue is empty or a write fails (then a retry is scheduled). */
-	private async writeBatches(): Promise<void> {
+	private async writeQueued(): Promise<void> {
 		while (this.queue.length > 0) {
-			const batch = this.queue.slice(0, this.batchSize);
-			const items = batch.map((waiting) => waiting.item);
+			const taken = this.queue.slice(0, LINES_PER_RETRY);
+			const items = taken.map((waiting) => waiting.item);
 			try {
 				await this.hooks.write(items);
 			} catch (error) {
 				this.failed(error);
 				return;
 			}
-			this.queue.splice(0, batch.length);
+			this.queue.splice(0, taken.length);
 			if (this.failures > 0) this.options.log.info?.({ failures: this.failures }, 'the usage ledger recovered; queued entries written');
 			this.failures = 0;
 			this.lastError = undefined;
-			for (const waiting of batch) waiting.durable();
+			for (const waiting of taken) waiting.durable();
 			this.hooks.onWritten?.(items);
 		}
 	}

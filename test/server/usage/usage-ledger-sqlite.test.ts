@@ -1,9 +1,10 @@
-/** The data dir's usage ledger (SQLite) in process: durable records, retries that lose and double nothing, health, exact sums. */
+/** The usage ledger on the data dir's SQLite database, in process: durable records, retries that lose and double nothing, health, exact sums. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
-import { SqliteUsageLedger } from '../../../server/src/usage/sqlite-usage-ledger';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
+import { SqlUsageLedger, type SqlUsageLedgerOptions } from '../../../server/src/usage/sql-usage-ledger';
 import { eventually } from '../support/http';
 import { connectionPerOpen } from '../support/sqlite-data-dir';
 import { describeUsageLedgerContract } from '../support/usage-ledger-contract';
@@ -26,10 +27,13 @@ afterEach(() => {
 	rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** The ledger over its own adapter on `database`, as the service builds it. */
+const ledgerOn = (database: SqliteDatabase, options: Partial<SqlUsageLedgerOptions> = {}) => new SqlUsageLedger(new SqliteAdapter(database), { log, ...options });
+
 const entry = (requestId: string, images = 1) => ({ apiKeyId: 'key-a', model: 'p-image', images, costUsd: 0.0035 * images, at: new Date('2030-01-02T03:04:05Z'), requestId });
 
 test('record resolves once the line is committed; another process on the file reads it', async () => {
-	const ledger = new SqliteUsageLedger(open(), { log });
+	const ledger = ledgerOn(open());
 	await Promise.all([ledger.record(entry('r1')), ledger.record(entry('r2', 2)), ledger.record({ ...entry('r3'), provider: 'replicate' })]);
 	const other = open();
 	expect(other.prepare('SELECT request_id, provider FROM usage_lines ORDER BY request_id').all()).toEqual([
@@ -37,13 +41,13 @@ test('record resolves once the line is committed; another process on the file re
 		{ request_id: 'r2', provider: null },
 		{ request_id: 'r3', provider: 'replicate' },
 	]);
-	expect(await new SqliteUsageLedger(other, { log }).rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 4, cost_usd: 0.014 }]);
+	expect(await ledgerOn(other).rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 4, cost_usd: 0.014 }]);
 	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });
 	await ledger.close();
 });
 
 test('a write lock held past the busy timeout: the entry is kept and retried, health is degraded, then it is written once', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 80 });
+	const ledger = ledgerOn(open(20), { retryDelayMs: 20, maxRetryDelayMs: 80 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
 	let durable = false;
@@ -60,7 +64,7 @@ test('a write lock held past the busy timeout: the entry is kept and retried, he
 });
 
 test('close waits for queued entries, and gives up (logged, the record rejected) when the lock is never released', async () => {
-	const ledger = new SqliteUsageLedger(open(20), { log, retryDelayMs: 20, maxRetryDelayMs: 40 });
+	const ledger = ledgerOn(open(20), { retryDelayMs: 20, maxRetryDelayMs: 40 });
 	const holder = open();
 	holder.exec('BEGIN IMMEDIATE');
 	const lost = ledger.record(entry('r1'));
@@ -73,7 +77,7 @@ test('close waits for queued entries, and gives up (logged, the record rejected)
 });
 
 test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-dollar, and a report reads the day totals, not the lines', async () => {
-	const ledger = new SqliteUsageLedger(open(), { log });
+	const ledger = ledgerOn(open());
 	// 40,000 × $0.3 in doubles is 11,999.999999999…; in micro-dollars it is exact. Half a micro-dollar rounds up, less down.
 	const many = Array.from({ length: 40_000 }, (_, index) => ({ ...entry(`r${index}`), costUsd: 0.3 }));
 	await Promise.all([...many, { ...entry('half'), costUsd: 0.0000005 }, { ...entry('less'), costUsd: 0.000000499 }].map((each) => ledger.record(each)));
@@ -85,4 +89,4 @@ test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-d
 	await ledger.close();
 });
 
-describeUsageLedgerContract('SQLite', () => connectionPerOpen('imagegen-ledger-contract-', (database) => new SqliteUsageLedger(database, { log })));
+describeUsageLedgerContract('SQLite', () => connectionPerOpen('imagegen-ledger-contract-', (database) => ledgerOn(database)));
