@@ -6,8 +6,8 @@
  */
 import { Readable } from 'node:stream';
 import { ImageGenError, invalidField } from '../../../core/errors';
-import { sniffMedia, type ImageType, type SniffedMedia } from '../../../core/media';
-import { outputFormatForVideo, parseUploadJson, type UploadOutputFormat } from '../../../core/schemas';
+import { sniffMedia, type ImageType, type MediaInput, type SniffedMedia } from '../../../core/media';
+import { outputFormatForVideo, parseUploadJson, type UploadJsonField, type UploadOutputFormat } from '../../../core/schemas';
 import { NO_PROVENANCE, type UploadResponse } from '../../../core/api';
 import { checkUploadOptionsFor, parseUploadOptions, type UploadOptions } from '../../../core/upload-options';
 import { fileTooLarge } from '../http/error-handler';
@@ -41,17 +41,20 @@ export interface Uploads {
 	failedKind(error: unknown): string | undefined;
 }
 
-export function createUploads({ store, openRemote, maxUploadBytes, retentionSeconds, metrics }: UploadServices): Uploads {
-	const limits = { retentionSeconds };
-	const failedKinds = new WeakMap<object, string>();
+/** The `Uploads` of the service: received bytes staged, checked, converted or fitted, then published. */
+export class UploadService implements Uploads {
+	private readonly failedKinds = new WeakMap<object, string>();
 
-	const describe = (file: FileRecord): UploadResponse => {
-		const url = store.publicUrl(file);
+	constructor(private readonly services: UploadServices) {}
+
+	describe(file: FileRecord): UploadResponse {
+		const url = this.services.store.publicUrl(file);
 		const details = { expiresAt: file.expiresAt.toISOString(), id: file.id, mimeType: file.mimeType, sizeBytes: file.size, provenance: file.provenance ?? NO_PROVENANCE };
 		return file.kind === 'video' ? { videoUrl: url, ...details } : { imageUrl: url, ...details };
-	};
+	}
 
-	const finish = async (staged: StagedFile, field: string, plan: UploadPlan, signal?: AbortSignal): Promise<UploadResponse> => {
+	async finish(staged: StagedFile, field: string, plan: UploadPlan, signal?: AbortSignal): Promise<UploadResponse> {
+		const { store, metrics } = this.services;
 		let current = staged;
 		try {
 			refuseImageOptionsForVideo(current.media, plan);
@@ -64,16 +67,16 @@ export function createUploads({ store, openRemote, maxUploadBytes, retentionSeco
 			}
 			const published = await store.publish(current, { lifetimeSeconds: expiresIn });
 			metrics.upload({ kind: current.media.kind, outcome: 'success', bytes: published.size });
-			return describe(published);
+			return this.describe(published);
 		} catch (error) {
-			if (error !== null && typeof error === 'object') failedKinds.set(error, current.media.kind);
+			if (error !== null && typeof error === 'object') this.failedKinds.set(error, current.media.kind);
 			// Already gone when converting or publishing failed; a second discard finds nothing.
 			await store.discard(current).catch(() => undefined);
 			throw error;
 		}
-	};
+	}
 
-	const fromJson = async (body: unknown, ownerKeyId: string, signal?: AbortSignal): Promise<UploadResponse> => {
+	async fromJson(body: unknown, ownerKeyId: string, signal?: AbortSignal): Promise<UploadResponse> {
 		if (body === undefined || body === null) {
 			throw new ImageGenError(
 				400,
@@ -82,48 +85,49 @@ export function createUploads({ store, openRemote, maxUploadBytes, retentionSeco
 			);
 		}
 		const upload = parseUploadJson(body);
-		const options = parseUploadOptions(body as Record<string, unknown>, limits);
+		const options = parseUploadOptions(body as Record<string, unknown>, { retentionSeconds: this.services.retentionSeconds });
 		const { field } = upload;
 		if (field === 'video') checkUploadOptionsFor('video', options);
 		const plan: UploadPlan = { outputFormat: upload.outputFormat, options };
-		// Refused as soon as the leading bytes are sniffed, before the rest is downloaded or stored.
-		const acceptKind = (media: SniffedMedia) => {
-			// `file` lets the bytes decide the kind; only image options make no sense for a video.
-			if (field === 'file') {
-				refuseImageOptionsForVideo(media, plan);
-			} else if (media.kind !== field) {
-				throw invalidField(
-					field,
-					`'${field}' holds ${media.kind === 'video' ? 'a video' : 'an image'} (${media.type}); send it as '${media.kind}'`,
-					'media_kind_mismatch',
-				);
-			}
-		};
 		// Fitting re-encodes anyway: converting first would only lose quality twice.
 		const convertTo = isFitting(options) ? undefined : upload.outputFormat;
-		let staged: StagedFile;
-		const stageOptions = { ownerKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept: acceptKind, signal };
-		if (upload.input.kind === 'url') {
-			const remote = await openRemote(upload.input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
-			// Converted as it streams in: the original never needs storing.
-			staged = await store.stage(remote, { ...stageOptions, convertTo });
-		} else {
-			const { bytes } = upload.input;
-			if (bytes.length > maxUploadBytes) throw fileTooLarge(field, maxUploadBytes);
-			const media = sniffMedia(bytes);
-			if (!media) throw unsupportedMedia(field);
-			acceptKind(media);
-			staged = convertTo
-				? await store.stage(Readable.from([bytes]), { ...stageOptions, convertTo })
-				: await store.stageBuffer(bytes, media, ownerKeyId);
-		}
+		const staged = await this.stageJson(upload.input, { field, ownerKeyId, plan, convertTo, signal });
 		// Already in its final format when converted on the way into storage.
-		return finish(staged, field, convertTo ? { options } : plan, signal);
-	};
+		return this.finish(staged, field, convertTo ? { options } : plan, signal);
+	}
 
-	const failedKind = (error: unknown) => (error !== null && typeof error === 'object' ? failedKinds.get(error) : undefined);
+	failedKind(error: unknown): string | undefined {
+		return error !== null && typeof error === 'object' ? this.failedKinds.get(error) : undefined;
+	}
 
-	return { describe, finish, fromJson, failedKind };
+	/** The bytes of a JSON upload into storage: a URL streamed in, inline bytes sniffed first; converted on the way when asked. */
+	private async stageJson(input: MediaInput, upload: { field: UploadJsonField; ownerKeyId: string; plan: UploadPlan; convertTo?: UploadOutputFormat; signal?: AbortSignal }): Promise<StagedFile> {
+		const { store, openRemote, maxUploadBytes } = this.services;
+		const { field, ownerKeyId, plan, convertTo, signal } = upload;
+		// Refused as soon as the leading bytes are sniffed, before the rest is downloaded or stored.
+		const accept = (media: SniffedMedia) => acceptKind(field, media, plan);
+		const stageOptions = { ownerKeyId, maxBytes: maxUploadBytes, field, oversizeStatus: 413 as const, accept, signal };
+		if (input.kind === 'url') {
+			const remote = await openRemote(input.url, { field, maxBytes: maxUploadBytes, oversizeStatus: 413 });
+			// Converted as it streams in: the original never needs storing.
+			return store.stage(remote, { ...stageOptions, convertTo });
+		}
+		const { bytes } = input;
+		if (bytes.length > maxUploadBytes) throw fileTooLarge(field, maxUploadBytes);
+		const media = sniffMedia(bytes);
+		if (!media) throw unsupportedMedia(field);
+		accept(media);
+		return convertTo ? store.stage(Readable.from([bytes]), { ...stageOptions, convertTo }) : store.stageBuffer(bytes, media, ownerKeyId);
+	}
+}
+
+/** `file` lets the bytes decide the kind; `image` and `video` must hold what they name. */
+function acceptKind(field: UploadJsonField, media: SniffedMedia, plan: UploadPlan): void {
+	// Only image options make no sense for a video.
+	if (field === 'file') return refuseImageOptionsForVideo(media, plan);
+	if (media.kind !== field) {
+		throw invalidField(field, `'${field}' holds ${media.kind === 'video' ? 'a video' : 'an image'} (${media.type}); send it as '${media.kind}'`, 'media_kind_mismatch');
+	}
 }
 
 export function isFitting(options: UploadOptions): boolean {
