@@ -25,7 +25,6 @@ import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
 import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
-import { reportLegacyFiles } from '../db/sqlite/legacy-files';
 import type { LedgerLog } from '../usage/retry-queue';
 import { SqlUsageLedger } from '../usage/sql-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
@@ -75,11 +74,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			// Every write is reserved in the database before its first byte and forgotten after its
 			// last, so bytes the database knows nothing of belong to no writer, here or in another
 			// process on this data dir: they go now, whatever their age.
-			// The old sidecars are among them: this one pass over the directory also finds those.
-			const removed = await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
-			await reportLegacyFiles(config.dataDir, log, removed);
-		} else {
-			await reportLegacyFiles(config.dataDir, log);
+			await storage.removeOrphans((key) => fileMetadata.holdsStorageKey(key), { olderThanMs: -1, now: Date.now() });
 		}
 		// Now rather than at the first write, which would wait for the commit thread to load.
 		await adapter.start();

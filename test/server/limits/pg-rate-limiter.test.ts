@@ -2,10 +2,6 @@
  * One rate limit for the fleet: the contract, and three PgRateLimiters (three replicas, each with
  * its own pool) on one database admit together at most the configured requests per minute per key.
  */
-import { Pool } from 'pg';
-import { migrate } from '../../../server/src/db/postgres/migrate';
-import { MIGRATIONS } from '../../../server/src/db/postgres/migrations';
-import { openDatabase } from '../../../server/src/db/postgres/postgres';
 import { PgRateLimiter } from '../../../server/src/limits/pg-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { useDatabasePerTest } from '../support/postgres';
@@ -82,31 +78,6 @@ describe('PostgreSQL rate limiter', () => {
 		expect(await limiter!.peek('auth-failures:198.51.100.7')).toEqual({ allowed: true, retryAfterSeconds: 0 });
 		expect((await limiter!.take('key-recent')).allowed).toBe(true);
 		expect((await limiter!.take('key-recent')).allowed).toBe(false);
-	});
-
-	it('buckets written by schema 7 (keyed by api_key_id, timed by timestamptz) are kept by migration 8 and still count', async () => {
-		const now = Date.parse('2030-01-01T00:00:00Z');
-		const url = await database.postgres().createDatabase();
-		const old = new Pool({ connectionString: url });
-		try {
-			await migrate(old, undefined, MIGRATIONS.filter((step) => step.version <= 7));
-			await old.query(`INSERT INTO rate_limit_buckets (api_key_id, tokens, allowed, updated_at) VALUES ('key-empty', 0, false, $1), ('key-half', 1.5, true, $2)`, [
-				new Date(now - 2000),
-				new Date(now),
-			]);
-		} finally {
-			await old.end();
-		}
-		const upgraded = await openDatabase(url);
-		try {
-			const limiter = new PgRateLimiter(upgraded.pool, 3, { now: () => new Date(now) });
-			// Emptied 2 s before the upgrade at 3/min: its next token is 18 s away.
-			expect(await limiter.take('key-empty')).toEqual({ allowed: false, retryAfterSeconds: 18 });
-			expect(await limiter.take('key-half')).toEqual({ allowed: true, retryAfterSeconds: 0 });
-			expect(await limiter.take('key-half')).toEqual({ allowed: false, retryAfterSeconds: 10 });
-		} finally {
-			await upgraded.close();
-		}
 	});
 
 	it('0 per minute writes no bucket', async () => {

@@ -3,14 +3,10 @@
  * three connections (three processes) admit together exactly the limit, peeks write nothing, and
  * idle buckets are deleted in bounded batches so client addresses never grow the table for ever.
  */
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { FORGET_BATCH } from '../../../server/src/limits/bucket-rows';
 import { SqliteRateLimiter } from '../../../server/src/limits/sqlite-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
-import { migrateSqlite } from '../../../server/src/db/sqlite/migrate';
-import { SQLITE_MIGRATIONS } from '../../../server/src/db/sqlite/migrations';
 import { describeRateLimiterContract } from '../support/rate-limiter-contract';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
@@ -43,23 +39,6 @@ describe('SQLite rate limiter on one data dir', () => {
 		now += 1000;
 		expect((await processes[2]!.take('key-a')).allowed).toBe(true);
 		expect((await processes[0]!.take('key-a')).allowed).toBe(false);
-	});
-
-	it('buckets written by schema 7 (keyed by bucket, refilled in JavaScript) are kept by migration 8 and still count', async () => {
-		const old = new Database(join(dataDir.path(), 'imagegen.db'));
-		migrateSqlite(old, undefined, SQLITE_MIGRATIONS.filter((step) => step.version <= 7));
-		const write = old.prepare('INSERT INTO rate_limit_buckets (bucket, tokens, updated_at) VALUES (?, ?, ?)');
-		write.run('key-empty', 0, now - 2000);
-		write.run('key-half', 1.5, now);
-		old.close();
-		const database = dataDir.openDatabase();
-		expect(database.pragma('user_version', { simple: true })).toBeGreaterThanOrEqual(8);
-		const limiter = new SqliteRateLimiter(database, 3, { now: clock });
-		limiters.push(limiter);
-		// Emptied 2 s before the upgrade at 3/min: its next token is 18 s away.
-		expect(await limiter.take('key-empty')).toEqual({ allowed: false, retryAfterSeconds: 18 });
-		expect(await limiter.take('key-half')).toEqual({ allowed: true, retryAfterSeconds: 0 });
-		expect(await limiter.take('key-half')).toEqual({ allowed: false, retryAfterSeconds: 10 });
 	});
 
 	it('peek and an unlimited take write no row', async () => {

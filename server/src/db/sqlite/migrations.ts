@@ -1,7 +1,8 @@
 /**
  * The embedded database's schema as an ordered list of steps, as for PostgreSQL
- * (db/migrations.ts). A released step is never edited: a change is a new step at the end.
- * Each domain's tables are written beside the others here so the whole schema reads in one place.
+ * (postgres/migrations.ts). Step 1 is the baseline: the whole schema of the first release. A
+ * released step is never edited: a change is a new step at the end. Each domain's tables are
+ * written beside the others here so the whole schema reads in one place.
  */
 export interface SqliteMigration {
 	version: number;
@@ -37,8 +38,10 @@ const FILES = `
 	CREATE INDEX files_reserved ON files (writer_pid) WHERE published = 0;
 `;
 
-// The answer body is a BLOB in the row, read only for a replay. The ids of the files an answer
-// points at are rows of their own, so deleting a file finds its answers through an index.
+// The answer body is a BLOB in the row, read only for a replay; an inline (`b64_json`) answer is
+// remembered without its images: where each stored file's base64 goes in the body (JSON,
+// `StoredAnswer.inlineFiles`). The ids of the files an answer points at are rows of their own, so
+// deleting a file finds its answers through an index.
 const IDEMPOTENCY = `
 	CREATE TABLE idempotency_keys (
 		id INTEGER PRIMARY KEY,
@@ -51,6 +54,7 @@ const IDEMPOTENCY = `
 		status INTEGER,
 		content_type TEXT,
 		body BLOB,
+		inline_files TEXT,
 		UNIQUE (api_key_id, key)
 	);
 	CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at);
@@ -66,7 +70,7 @@ const IDEMPOTENCY = `
 /**
  * One row per generation (the request id keeps a retried record from counting twice) and exact
  * per-day totals kept in the same transaction, so a usage report reads a few rows per day however
- * many generations there were. Money in integer pico-dollars: exact sums of any price.
+ * many generations there were. Money in whole micro-dollars, as on PostgreSQL.
  */
 const USAGE = `
 	CREATE TABLE usage_lines (
@@ -75,7 +79,7 @@ const USAGE = `
 		api_key_id TEXT NOT NULL,
 		model TEXT NOT NULL,
 		images INTEGER NOT NULL,
-		cost_pico INTEGER NOT NULL,
+		cost_micros INTEGER NOT NULL,
 		provider TEXT
 	) STRICT;
 	CREATE TABLE usage_days (
@@ -83,15 +87,15 @@ const USAGE = `
 		day TEXT NOT NULL,
 		model TEXT NOT NULL,
 		images INTEGER NOT NULL,
-		cost_pico INTEGER NOT NULL,
+		cost_micros INTEGER NOT NULL,
 		PRIMARY KEY (api_key_id, day, model)
 	) STRICT, WITHOUT ROWID;
 `;
 
 /**
- * Managed keys (secrets only as SHA-256), their settled spend per UTC day in integer micro-dollars,
- * and the reservations of generations in flight, each with the lease after which a reservation
- * left by a process that died stops counting.
+ * Managed keys (secrets only as SHA-256) and their spend per UTC day in integer micro-dollars,
+ * generations in flight included (charged when admitted, refunded when they fail): a budget
+ * period sums at most a month of rows, however many generations it holds.
  */
 const KEYS = `
 	CREATE TABLE api_keys (
@@ -107,8 +111,8 @@ const KEYS = `
 		revoked_at INTEGER,
 		models TEXT,
 		rate_limit_per_minute INTEGER,
-		budget_limit_usd REAL,
-		budget_period TEXT
+		budget_period TEXT,
+		budget_limit_micros INTEGER
 	) STRICT;
 	CREATE INDEX api_keys_previous_secret ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
 	CREATE TABLE key_spend_days (
@@ -117,86 +121,30 @@ const KEYS = `
 		spent_micros INTEGER NOT NULL,
 		PRIMARY KEY (key_id, day)
 	) STRICT, WITHOUT ROWID;
-	CREATE TABLE key_reservations (
-		id TEXT PRIMARY KEY,
-		key_id TEXT NOT NULL,
-		at INTEGER NOT NULL,
-		micros INTEGER NOT NULL,
-		lease_until INTEGER NOT NULL
-	) STRICT;
-	CREATE INDEX key_reservations_by_key ON key_reservations (key_id, lease_until);
 `;
 
 /**
  * One token bucket per API key or client address (failed authentication), shared by every process
- * on the data dir. Buckets untouched for a minute are full and are deleted by their age.
+ * on the data dir, in PostgreSQL's shape so both engines run the same statements
+ * (limits/bucket-rows.ts): the time in unix milliseconds, and whether the last take was admitted,
+ * which only that take's answer reads. Buckets untouched for a minute are full and are deleted by
+ * their age.
  */
 const RATE_LIMITS = `
 	CREATE TABLE rate_limit_buckets (
 		bucket TEXT PRIMARY KEY,
 		tokens REAL NOT NULL,
-		updated_at INTEGER NOT NULL
-	) STRICT, WITHOUT ROWID;
-	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_at);
-`;
-
-/**
- * An inline (`b64_json`) answer is remembered without its images: where each stored file's base64
- * goes in the body (JSON, `StoredAnswer.inlineFiles`). NULL on rows written before, whose bodies
- * hold their images and are replayed as they are.
- */
-const INLINE_FILES = `
-	ALTER TABLE idempotency_keys ADD COLUMN inline_files TEXT;
-`;
-
-/**
- * One money unit in both engines, whole micro-dollars: usage was in pico-dollars. A stored line or
- * day total is rounded to the nearest micro-dollar, half up (integer division of a non-negative
- * sum). Day totals are rounded from their own exact sums, so every /v1/usage answer reads as it did
- * (it rounded them the same way); a day's lines may then add up to a few micro-dollars more or less
- * than its total, which is what is reported.
- *
- * Budgets: the limit is in micro-dollars too, and a generation in flight is charged to spend at its
- * admission (refunded when it fails), as on PostgreSQL: the reservations table goes, and the
- * reservations live at the upgrade are charged to the day they were made.
- */
-const MICRO_DOLLARS = `
-	ALTER TABLE usage_lines RENAME COLUMN cost_pico TO cost_micros;
-	UPDATE usage_lines SET cost_micros = (cost_micros + 500000) / 1000000;
-	ALTER TABLE usage_days RENAME COLUMN cost_pico TO cost_micros;
-	UPDATE usage_days SET cost_micros = (cost_micros + 500000) / 1000000;
-	ALTER TABLE api_keys ADD COLUMN budget_limit_micros INTEGER;
-	UPDATE api_keys SET budget_limit_micros = CAST(round(budget_limit_usd * 1000000) AS INTEGER) WHERE budget_limit_usd IS NOT NULL;
-	ALTER TABLE api_keys DROP COLUMN budget_limit_usd;
-	INSERT INTO key_spend_days (key_id, day, spent_micros)
-		SELECT key_id, strftime('%Y-%m-%d', at / 1000, 'unixepoch'), sum(micros) FROM key_reservations
-		WHERE lease_until > (julianday('now') - 2440587.5) * 86400000 GROUP BY 1, 2
-		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
-	DROP TABLE key_reservations;
-`;
-
-/**
- * Rate limit buckets in PostgreSQL's shape (db/migrations.ts 8), so both engines run the same
- * statements (limits/bucket-rows.ts): the time in unix milliseconds as `updated_ms`, and whether
- * the last take was admitted, which only that take's answer reads (so 1 for the rows carried over).
- */
-const SHARED_BUCKETS = `
-	CREATE TABLE rate_limit_buckets_shared (
-		bucket TEXT PRIMARY KEY,
-		tokens REAL NOT NULL,
 		allowed INTEGER NOT NULL,
 		updated_ms INTEGER NOT NULL
 	) STRICT, WITHOUT ROWID;
-	INSERT INTO rate_limit_buckets_shared (bucket, tokens, allowed, updated_ms) SELECT bucket, tokens, 1, updated_at FROM rate_limit_buckets;
-	DROP TABLE rate_limit_buckets;
-	ALTER TABLE rate_limit_buckets_shared RENAME TO rate_limit_buckets;
 	CREATE INDEX rate_limit_buckets_by_age ON rate_limit_buckets (updated_ms);
 `;
 
 /**
  * Generations as jobs (jobs/job-store.ts): one row each, written before the provider is called and
  * ended once; a running one is owned by the process renewing its lease. Request, result and error
- * are JSON text; an inline answer's images are stored files, named in `result`, never in it.
+ * are JSON text; an inline answer's images are stored files, named in `result`, never in it. The
+ * operator's list of every key's newest jobs reads them by age instead of sorting the table.
  */
 const JOBS = `
 	CREATE TABLE generation_jobs (
@@ -219,14 +167,17 @@ const JOBS = `
 	CREATE INDEX generation_jobs_by_key ON generation_jobs (api_key_id, created_at);
 	CREATE INDEX generation_jobs_running ON generation_jobs (lease_until) WHERE status = 'running';
 	CREATE INDEX generation_jobs_by_end ON generation_jobs (finished_at) WHERE finished_at IS NOT NULL;
+	CREATE INDEX generation_jobs_by_age ON generation_jobs (created_at, id);
 `;
 
 /**
  * Webhooks (docs/api.md, "Webhooks"). The service secret every key's signing secret is derived from:
  * written once by whichever process starts first (insert-if-absent, then read), so every process
  * and restart signs alike. The outbox: one row per delivery, its body fixed at enqueue so every
- * attempt sends the same bytes under the same id; `next_attempt_at` (Unix ms) is also the lease of
- * a claimed row, stamped with `claim_token`, so another process passes it by until it is due again.
+ * attempt sends the same bytes under the same id; `origin` is the receiver's (`new URL(url).origin`,
+ * written at enqueue), which a claim caps the attempts by, passing over the due deliveries of a full
+ * receiver by reading the index alone; `next_attempt_at` (Unix ms) is also the lease of a claimed
+ * row, stamped with `claim_token`, so another process passes it by until it is due again.
  * A delivery is deleted once received; one given up stays `failed` until the retention sweeps it.
  * Budget alerts sent are rows of their own: the primary key makes an alert once per key, period
  * and kind.
@@ -248,9 +199,10 @@ const WEBHOOKS = `
 		next_attempt_at INTEGER NOT NULL,
 		claim_token TEXT,
 		last_error TEXT,
-		finished_at INTEGER
+		finished_at INTEGER,
+		origin TEXT NOT NULL DEFAULT ''
 	) STRICT;
-	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at) WHERE state = 'pending';
+	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at, origin, signing_key_id, created_at, id) WHERE state = 'pending';
 	CREATE INDEX webhook_outbox_failed ON webhook_outbox (finished_at) WHERE state = 'failed';
 	CREATE TABLE budget_alerts (
 		key_id TEXT NOT NULL,
@@ -261,33 +213,6 @@ const WEBHOOKS = `
 	) STRICT, WITHOUT ROWID;
 `;
 
-/**
- * Each delivery's receiver host (`new URL(url).origin`, written at enqueue), which a claim caps the
- * attempts by; rows from before are filled from their URL, scheme and host lower-cased. The
- * operator's list of every key's newest jobs reads the jobs by age instead of sorting the table.
- */
-const RECEIVER_ORIGINS = `
-	ALTER TABLE webhook_outbox ADD COLUMN origin TEXT NOT NULL DEFAULT '';
-	UPDATE webhook_outbox SET origin = substr(url, instr(url, '://') + 3);
-	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '/', '/') - 1);
-	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '?', '?') - 1);
-	UPDATE webhook_outbox SET origin = substr(origin, 1, instr(origin || '#', '#') - 1);
-	UPDATE webhook_outbox SET origin = lower(substr(url, 1, instr(url, '://') + 2) || origin);
-	DROP INDEX webhook_outbox_due;
-	CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at, origin, signing_key_id, created_at, id) WHERE state = 'pending';
-	CREATE INDEX generation_jobs_by_age ON generation_jobs (created_at, id);
-`;
-
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
-	{ version: 1, name: 'hosted files and their reservations', sql: FILES },
-	{ version: 2, name: 'idempotency records', sql: IDEMPOTENCY },
-	{ version: 3, name: 'the usage ledger', sql: USAGE },
-	{ version: 4, name: 'managed keys and their charges', sql: KEYS },
-	{ version: 5, name: 'rate limit buckets', sql: RATE_LIMITS },
-	{ version: 6, name: 'idempotent answers keep their inline images as stored files', sql: INLINE_FILES },
-	{ version: 7, name: 'money in micro-dollars; budgets charged at admission', sql: MICRO_DOLLARS },
-	{ version: 8, name: 'rate limit buckets as on PostgreSQL', sql: SHARED_BUCKETS },
-	{ version: 9, name: 'generations as jobs', sql: JOBS },
-	{ version: 10, name: 'webhooks: the service secret, the outbox and budget alerts sent', sql: WEBHOOKS },
-	{ version: 11, name: 'webhook receivers by origin; jobs by age', sql: RECEIVER_ORIGINS },
+	{ version: 1, name: 'the schema: files, idempotency, usage, keys, rate limits, jobs, webhooks', sql: [FILES, IDEMPOTENCY, USAGE, KEYS, RATE_LIMITS, JOBS, WEBHOOKS].join('') },
 ];

@@ -39,6 +39,12 @@ async function appliedVersions(database: Database) {
 }
 
 const ALL_VERSIONS = MIGRATIONS.map((migration) => migration.version);
+const ALL_TABLES = ['api_keys', 'budget_alerts', 'files', 'generation_jobs', 'idempotency_keys', 'key_spend_days', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox'];
+
+async function tableNames(database: Database): Promise<string[]> {
+	const { rows } = await database.pool.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
+	return rows.map((row) => row.tablename);
+}
 
 describe('migrations', () => {
 	it('creates the schema on a fresh database and is a no-op the second time', async () => {
@@ -48,8 +54,7 @@ describe('migrations', () => {
 		expect(first.migrated).toEqual(ALL_VERSIONS);
 		const before = await appliedVersions(database);
 		expect(before.map((row) => row.version)).toEqual(ALL_VERSIONS);
-		const { rows: tables } = await database.pool.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
-		expect(tables.map((row) => row.tablename)).toEqual(['api_keys', 'budget_alerts', 'files', 'generation_jobs', 'idempotency_keys', 'key_spend_days', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox']);
+		expect(await tableNames(database)).toEqual(ALL_TABLES);
 
 		const second = recordingLog();
 		const again = await open(url, second);
@@ -65,7 +70,8 @@ describe('migrations', () => {
 		expect(logs.flatMap((log) => log.migrated).sort((a, b) => a - b)).toEqual(ALL_VERSIONS);
 		expect((await appliedVersions(databases[4]!)).map((row) => row.version)).toEqual(ALL_VERSIONS);
 		for (const database of databases) {
-			await expect(database.pool.query('SELECT count(*) FROM files')).resolves.toBeDefined();
+			expect(await tableNames(database)).toEqual(ALL_TABLES);
+			await expect(database.pool.query('SELECT count(*)::int AS files FROM files')).resolves.toMatchObject({ rows: [{ files: 0 }] });
 		}
 	});
 
