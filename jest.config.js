@@ -38,7 +38,7 @@ const INTEGRATION = [
 	'test/server/service/history.test.ts',
 	'test/server/service/lifecycle.test.ts',
 	'test/server/service/outages.test.ts',
-	'test/server/storage/pg-file-metadata.test.ts',
+	'test/server/storage/file-metadata-postgres.test.ts',
 	'test/server/storage/s3-hosting.test.ts',
 	'test/server/storage/s3-object-storage.test.ts',
 	'test/server/usage/usage-ledger-postgres.test.ts',

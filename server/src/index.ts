@@ -5,7 +5,7 @@ export { classifyAddress } from './net/address-policy';
 export { createSafeFetcher, type FetchPolicy, type HostResolver, type RemoteFetcher } from './net/safe-fetch';
 export { openBackends, type Backends } from './plugins/backends';
 export { DiskObjectStorage } from './storage/disk-object-storage';
-export { SqliteFileMetadata } from './storage/sqlite-file-metadata';
+export { SqlFileMetadata } from './storage/sql-file-metadata';
 export { openSqliteDatabase } from './db/sqlite/database';
 export { HostedFiles } from './storage/hosted-files';
 export { SqlUsageLedger } from './usage/sql-usage-ledger';

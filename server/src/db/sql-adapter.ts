@@ -70,6 +70,8 @@ export interface SqlAdapter extends SqlReader {
 	reclaimSpace(): Promise<void>;
 	/** Told of every failed request: the embedded database learns of a full disk or a damaged page. */
 	noteFailure(error: unknown): void;
+	/** An embedded database's own state beyond reachable (SQLite's: out of room, or a page found damaged); a server database has none. */
+	readonly condition?: { current(): { state: 'ok' | 'full' | 'damaged' } };
 	/** Waits for every write handed in, then closes the engine's connections. */
 	close(): Promise<void>;
 }

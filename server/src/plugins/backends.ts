@@ -24,7 +24,7 @@ import { SqliteAdapter } from '../db/sqlite/sqlite-adapter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
 import type { FileMetadataStore } from '../storage/file-metadata';
 import type { ObjectStorage } from '../storage/object-storage';
-import { SqliteFileMetadata } from '../storage/sqlite-file-metadata';
+import { SqlFileMetadata } from '../storage/sql-file-metadata';
 import type { LedgerLog } from '../usage/retry-queue';
 import { SqlUsageLedger } from '../usage/sql-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
@@ -65,7 +65,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 	const adapter = new SqliteAdapter(database);
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
-		const fileMetadata = new SqliteFileMetadata(database);
+		const fileMetadata = new SqlFileMetadata(adapter);
 		if (storage instanceof DiskObjectStorage) await storage.init();
 		// Writes killed mid-way (SIGKILL, power loss) leave a reservation naming their process:
 		// what they wrote goes now, not at the reservation's expiry.
@@ -124,7 +124,7 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgFileMetadataStore, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter } = await import('./postgres-engines');
+	const { openDatabase, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -133,7 +133,7 @@ async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerL
 		await usageLedger.start();
 		return {
 			storage,
-			fileMetadata: new PgFileMetadataStore(database.pool),
+			fileMetadata: new SqlFileMetadata(database),
 			usageLedger,
 			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),

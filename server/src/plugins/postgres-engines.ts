@@ -3,7 +3,6 @@
  * import when `--database-url` is given, and never otherwise (backends.ts).
  */
 export { openDatabase } from '../db/postgres/postgres';
-export { PgFileMetadataStore } from '../storage/pg-file-metadata';
 export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgRateLimiter } from '../limits/pg-rate-limiter';
 export { PgKeyStore } from '../keys/pg-key-store';

@@ -136,12 +136,12 @@ export class DiskObjectStorage implements ObjectStorage {
 	 * Deletes temp files and objects that `keep` does not claim, once older than `olderThanMs`
 	 * (-1: all of them). Answers the names of the entries it deleted.
 	 */
-	async removeOrphans(keep: (key: string) => boolean, options: { olderThanMs: number; now: number }): Promise<string[]> {
+	async removeOrphans(keep: (key: string) => boolean | Promise<boolean>, options: { olderThanMs: number; now: number }): Promise<string[]> {
 		const entries = await readdir(this.directory).catch(() => [] as string[]);
 		const removed: string[] = [];
 		for (const entry of entries) {
 			const key = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length) : entry;
-			if (keep(key)) continue;
+			if (await keep(key)) continue;
 			const path = join(this.directory, entry);
 			const info = await stat(path).catch(() => null);
 			if (!info || options.now - info.mtimeMs <= options.olderThanMs) continue;

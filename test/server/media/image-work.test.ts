@@ -14,7 +14,8 @@ import { ImageWork } from '../../../server/src/media/image-work';
 import { openSqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../../server/src/storage/hosted-files';
-import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
+import { SqlFileMetadata } from '../../../server/src/storage/sql-file-metadata';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const rejection = async (promise: Promise<unknown>) => promise.then(() => new Error('resolved'), (error: unknown) => error);
@@ -109,7 +110,7 @@ async function withHostedFiles(maxPixels: number, use: (files: HostedFiles) => P
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-work-'));
 	const storage = new DiskObjectStorage({ directory: join(dataDir, 'files') });
 	const database = openSqliteDatabase(dataDir);
-	const metadata = new SqliteFileMetadata(database);
+	const metadata = new SqlFileMetadata(new SqliteAdapter(database));
 	try {
 		await storage.init();
 		await use(new HostedFiles({ storage, metadata, retentionSeconds: 60, publicBaseUrl: () => 'http://127.0.0.1', imageWork: new ImageWork({ maxPixels }) }));

@@ -14,7 +14,8 @@ import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
 import { InlineBytes, InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
-import { SqliteFileMetadata } from '../../../server/src/storage/sqlite-file-metadata';
+import { SqlFileMetadata } from '../../../server/src/storage/sql-file-metadata';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { STREAM_HIGH_WATER_MARK } from '../../../server/src/storage/byte-streams';
 import type { ByteRange } from '../../../server/src/storage/object-storage';
 
@@ -28,7 +29,7 @@ beforeEach(async () => {
 	const storage = new DiskObjectStorage({ directory: join(dataDir, 'files') });
 	await storage.init();
 	database = openSqliteDatabase(dataDir);
-	files = new HostedFiles({ storage, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	files = new HostedFiles({ storage, metadata: new SqlFileMetadata(new SqliteAdapter(database)), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
 });
 afterEach(() => {
 	database.close();
@@ -130,7 +131,7 @@ test('a file that shrinks once opened breaks the stream instead of sending a sho
 			return bytes;
 		},
 	});
-	const shrunk = new HostedFiles({ storage: shrinking, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	const shrunk = new HostedFiles({ storage: shrinking, metadata: new SqlFileMetadata(new SqliteAdapter(database)), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
 	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(file.id)]));
 	const opened = await openInlineAnswer(shrunk, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER);
 	if ('gone' in opened) throw new Error('unexpectedly gone');
@@ -150,7 +151,7 @@ test('a storage that cannot be reached is a 503 before anything is sent, and not
 			return bytes;
 		},
 	});
-	const failing = new HostedFiles({ storage: unreachable, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	const failing = new HostedFiles({ storage: unreachable, metadata: new SqlFileMetadata(new SqliteAdapter(database)), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
 	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(opened.id), new InlineFile(file.id)]));
 	const answer = openInlineAnswer(failing, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, OWNER);
 	await expect(answer).rejects.toMatchObject({ status: 503, code: 'storage_unavailable' });
@@ -180,7 +181,7 @@ function piecewise(pieces: number[], handedOut: Buffer[]): HostedFiles {
 			return Readable.from(chunks);
 		},
 	});
-	return new HostedFiles({ storage: cut, metadata: new SqliteFileMetadata(database), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
+	return new HostedFiles({ storage: cut, metadata: new SqlFileMetadata(new SqliteAdapter(database)), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
 }
 
 test.each([[[1]], [[2, 1, 1]], [[1, 4, 2, 7]], [[65_537, 5]]])('a file read in pieces of %j bytes: the same base64, and each piece given back once encoded', async (pieces) => {

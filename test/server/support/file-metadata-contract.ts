@@ -29,6 +29,11 @@ export interface FileMetadataContractOptions {
 	 * reservations in its own memory and leaves a crashed process's bytes to a start-up cleanup.
 	 */
 	sweepsAbandonedWrites?: boolean;
+	/**
+	 * How long a sweeper's claim on its batch lasts, for a store whose sweepers claim batches for a
+	 * time (its batch is another's once it lapsed); none for a store that does not.
+	 */
+	sweepLeaseMs?: number;
 }
 
 const T0 = new Date('2030-06-01T12:00:00.000Z');
@@ -255,6 +260,30 @@ export function describeFileMetadataContract(name: string, factory: () => Promis
 				expect(first.ids()).toHaveLength(4);
 				expect(second.ids()).toHaveLength(8);
 			}
+		});
+
+		const whenLeased = options.sweepLeaseMs === undefined ? it.skip : it;
+
+		whenLeased('a batch whose sweeper died is left alone during its lease and taken over after it', async () => {
+			const lease = options.sweepLeaseMs!;
+			const files = await Promise.all(Array.from({ length: 3 }, (_, index) => stored(store, at(1000 + index))));
+			// The first sweeper takes its batch and its process is killed while it deletes the bytes.
+			let taken!: () => void;
+			const claimed = new Promise<void>((resolve) => (taken = resolve));
+			void store.sweepExpired(
+				() => {
+					taken();
+					return new Promise<void>(() => undefined);
+				},
+				{ now: at(2000), batchSize: 10 },
+			);
+			await claimed;
+
+			const survivor = await fixture.open();
+			const sweep = collector();
+			expect(await survivor.sweepExpired(sweep.dispose, { now: at(2000 + lease - 1), batchSize: 10 })).toBe(0);
+			expect(await survivor.sweepExpired(sweep.dispose, { now: at(2000 + lease), batchSize: 10 })).toBe(3);
+			expect(sweep.ids()).toEqual(sorted(files.map((file) => file.id)));
 		});
 
 		it('rejects a batch size that is not a positive integer', async () => {

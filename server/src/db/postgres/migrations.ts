@@ -25,7 +25,13 @@ const FILES = `
 		created_at timestamptz,
 		expires_at timestamptz NOT NULL,
 		-- What the file says about its provenance; NULL answers as no manifest.
-		provenance jsonb
+		provenance jsonb,
+		-- NULL here: a pid names a writer only among the data dir's processes, which share one machine.
+		writer_pid integer,
+		-- A sweeper's claim on an expired row while it deletes the bytes: another sweeper passes the
+		-- row by until sweep_until, then takes it over (its sweeper died).
+		sweep_token text,
+		sweep_until timestamptz
 	);
 	CREATE INDEX files_expires_at ON files (expires_at);
 `;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../../server/src/db/sqlite/database';
 import { commitThread } from '../../../../server/src/db/sqlite/commit-thread';
 import { groupCommitOf } from '../../../../server/src/db/sqlite/group-commit';
-import { SqliteFileMetadata } from '../../../../server/src/storage/sqlite-file-metadata';
+import { SqlFileMetadata } from '../../../../server/src/storage/sql-file-metadata';
 import { SqliteAdapter } from '../../../../server/src/db/sqlite/sqlite-adapter';
 import { SqlUsageLedger } from '../../../../server/src/usage/sql-usage-ledger';
 import { pngFileRecord } from '../../support/file-records';
@@ -28,7 +28,7 @@ function walFrames(database: SqliteDatabase): number {
 	return row!.log;
 }
 
-async function storeConcurrently(store: SqliteFileMetadata, ledger: SqlUsageLedger, count: number): Promise<void> {
+async function storeConcurrently(store: SqlFileMetadata, ledger: SqlUsageLedger, count: number): Promise<void> {
 	const ids = Array.from({ length: count }, (_, index) => `file-${String(index).padStart(20, '0')}`);
 	await Promise.all(
 		ids.map(async (id) => {
@@ -43,7 +43,7 @@ it('64 concurrent generations (reserve, publish, usage line each) share a few tr
 	const database = dataDir.openDatabase();
 	database.pragma('wal_autocheckpoint = 0');
 	walFrames(database);
-	await storeConcurrently(new SqliteFileMetadata(database), new SqlUsageLedger(new SqliteAdapter(database), { log }), 64);
+	await storeConcurrently(new SqlFileMetadata(new SqliteAdapter(database)), new SqlUsageLedger(new SqliteAdapter(database), { log }), 64);
 	// Every page a transaction touches is one frame; 192 separate commits would write at least 192.
 	expect(walFrames(database)).toBeLessThan(40);
 	const other = dataDir.openDatabase();
@@ -53,7 +53,7 @@ it('64 concurrent generations (reserve, publish, usage line each) share a few tr
 
 it('a write that fails rolls back alone and fails only its caller; the others in its group commit', async () => {
 	const database = dataDir.openDatabase();
-	const store = new SqliteFileMetadata(database);
+	const store = new SqlFileMetadata(new SqliteAdapter(database));
 	const reserve = (id: string) => store.reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
 	const outcomes = await Promise.allSettled([reserve('first-0000000000000000000'), reserve('first-0000000000000000000'), reserve('third-0000000000000000000')]);
 	expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -63,7 +63,7 @@ it('a write that fails rolls back alone and fails only its caller; the others in
 
 it('drain waits for every queued write to be committed before the database may close', async () => {
 	const database = dataDir.openDatabase();
-	const store = new SqliteFileMetadata(database);
+	const store = new SqlFileMetadata(new SqliteAdapter(database));
 	const queued = Array.from({ length: 20 }, (_, index) =>
 		store.reserve({ id: `drain-${String(index).padStart(20, '0')}`, storageKey: `drain-${index}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES }),
 	);
@@ -92,7 +92,7 @@ it('databases of one process commit through one thread, each on its own connecti
 	const second = openSqliteDatabase(otherDir);
 	try {
 		const reserve = (database: SqliteDatabase, id: string) =>
-			new SqliteFileMetadata(database).reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
+			new SqlFileMetadata(new SqliteAdapter(database)).reserve({ id, storageKey: `${id}.png`, ownerKeyId: 'owner', expiresAt: EXPIRES });
 		await Promise.all([reserve(first, 'first-0000000000000000000'), reserve(second, 'second-000000000000000000')]);
 		expect(first.prepare('SELECT id FROM files').all()).toEqual([{ id: 'first-0000000000000000000' }]);
 		expect(second.prepare('SELECT id FROM files').all()).toEqual([{ id: 'second-000000000000000000' }]);
@@ -112,7 +112,7 @@ it('databases of one process commit through one thread, each on its own connecti
 
 it('a commit thread that dies fails the group it held; the next group starts a new thread and commits', async () => {
 	const database = dataDir.openDatabase();
-	const store = new SqliteFileMetadata(database);
+	const store = new SqlFileMetadata(new SqliteAdapter(database));
 	await store.reserve({ id: 'before-000000000000000000', storageKey: 'before.png', ownerKeyId: 'owner', expiresAt: EXPIRES });
 	// A message the thread cannot even answer (no list of writes): it throws outside its guard and exits.
 	const broken = { length: 1 } as unknown as Parameters<typeof commitThread.commit>[2];
@@ -125,7 +125,7 @@ it('a commit thread that dies fails the group it held; the next group starts a n
 
 it('a write handed in after the database closed fails its caller instead of the process', async () => {
 	const database = dataDir.openDatabase();
-	const store = new SqliteFileMetadata(database);
+	const store = new SqlFileMetadata(new SqliteAdapter(database));
 	database.close();
 	await expect(store.release('gone-000000000000000000000')).rejects.toThrow(/closed|not open/i);
 });
