@@ -29,7 +29,7 @@ const INTEGRATION = [
 	'test/server/keys/sqlite-key-store.test.ts',
 	'test/server/limits/auth-failure-throttle.test.ts',
 	'test/server/limits/data-dir-limits.test.ts',
-	'test/server/limits/pg-rate-limiter.test.ts',
+	'test/server/limits/rate-limiter-postgres.test.ts',
 	'test/server/media/image-bombs.test.ts',
 	'test/server/plugins/lazy-engines.test.ts',
 	'test/server/replicas/',

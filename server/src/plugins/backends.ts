@@ -18,7 +18,7 @@ import { SqliteJobStore } from '../jobs/sqlite-job-store';
 import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
-import { SqliteRateLimiter } from '../limits/sqlite-rate-limiter';
+import { SqlRateLimiter } from '../limits/sql-rate-limiter';
 import { openSqliteDatabase } from '../db/sqlite/database';
 import { SqliteAdapter } from '../db/sqlite/sqlite-adapter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
@@ -83,7 +83,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			storage,
 			fileMetadata,
 			usageLedger,
-			rateLimiter: new SqliteRateLimiter(database, config.rateLimitPerMinute),
+			rateLimiter: new SqlRateLimiter(adapter, config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
 			jobStore: new SqliteJobStore(database),
@@ -124,7 +124,7 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore, PgRateLimiter } = await import('./postgres-engines');
+	const { openDatabase, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -135,7 +135,7 @@ async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerL
 			storage,
 			fileMetadata: new SqlFileMetadata(database),
 			usageLedger,
-			rateLimiter: new PgRateLimiter(database.pool, config.rateLimitPerMinute),
+			rateLimiter: new SqlRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
 			keyStore: new PgKeyStore(database.pool),
 			jobStore: new PgJobStore(database.pool),

@@ -4,7 +4,6 @@
  */
 export { openDatabase } from '../db/postgres/postgres';
 export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
-export { PgRateLimiter } from '../limits/pg-rate-limiter';
 export { PgKeyStore } from '../keys/pg-key-store';
 export { PgJobStore } from '../jobs/pg-job-store';
 export { PgOutboxStore } from '../webhooks/pg-outbox-store';

@@ -1,8 +1,8 @@
 /**
- * One rate limit for the fleet: the contract, and three PgRateLimiters (three replicas, each with
- * its own pool) on one database admit together at most the configured requests per minute per key.
+ * One rate limit for the fleet: the contract on PostgreSQL, and three limiters (three replicas, each
+ * with its own pool) on one database admit together at most the configured requests per minute per key.
  */
-import { PgRateLimiter } from '../../../server/src/limits/pg-rate-limiter';
+import { SqlRateLimiter } from '../../../server/src/limits/sql-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { useDatabasePerTest } from '../support/postgres';
 import { describeRateLimiterContract } from '../support/rate-limiter-contract';
@@ -11,15 +11,15 @@ const database = useDatabasePerTest();
 
 describeRateLimiterContract('PostgreSQL', async (perMinute, now) => {
 	const [replica] = await database.replicas(1);
-	return new PgRateLimiter(replica!.pool, perMinute, { now: () => new Date(now()) });
+	return new SqlRateLimiter(replica!, perMinute, { now });
 });
 
-async function fleet(replicas: number, perMinute: number, now?: () => Date): Promise<PgRateLimiter[]> {
-	return (await database.replicas(replicas)).map((replica) => new PgRateLimiter(replica.pool, perMinute, { now }));
+async function fleet(replicas: number, perMinute: number, now?: () => Date): Promise<SqlRateLimiter[]> {
+	return (await database.replicas(replicas)).map((replica) => new SqlRateLimiter(replica, perMinute, now ? { now: () => now().getTime() } : {}));
 }
 
 /** `count` takes at once, spread over the replicas in turn. */
-function burst(limiters: PgRateLimiter[], count: number, key = 'key-a'): Promise<RateDecision[]> {
+function burst(limiters: SqlRateLimiter[], count: number, key = 'key-a'): Promise<RateDecision[]> {
 	return Promise.all(Array.from({ length: count }, (_, index) => limiters[index % limiters.length]!.take(key)));
 }
 

@@ -4,21 +4,22 @@
  * idle buckets are deleted in bounded batches so client addresses never grow the table for ever.
  */
 import { FORGET_BATCH } from '../../../server/src/limits/bucket-rows';
-import { SqliteRateLimiter } from '../../../server/src/limits/sqlite-rate-limiter';
+import { SqlRateLimiter } from '../../../server/src/limits/sql-rate-limiter';
 import type { RateDecision } from '../../../server/src/limits/rate-limiter';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { describeRateLimiterContract } from '../support/rate-limiter-contract';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
 const dataDir = useSqliteDataDir('imagegen-rate-limits-');
-const limiters: SqliteRateLimiter[] = [];
+const limiters: SqlRateLimiter[] = [];
 afterEach(async () => {
 	// Before the data dir's hook closes the databases: a forgetting may still be under way.
 	for (const limiter of limiters.splice(0)) await limiter.close();
 });
 
-function open(perMinute: number, now: () => number): SqliteRateLimiter {
-	const limiter = new SqliteRateLimiter(dataDir.openDatabase(), perMinute, { now });
+function open(perMinute: number, now: () => number, database = dataDir.openDatabase()): SqlRateLimiter {
+	const limiter = new SqlRateLimiter(new SqliteAdapter(database), perMinute, { now });
 	limiters.push(limiter);
 	return limiter;
 }
@@ -43,8 +44,7 @@ describe('SQLite rate limiter on one data dir', () => {
 
 	it('peek and an unlimited take write no row', async () => {
 		const database = dataDir.openDatabase();
-		const limiter = new SqliteRateLimiter(database, 0, { now: clock });
-		limiters.push(limiter);
+		const limiter = open(0, clock, database);
 		await limiter.take('key-a');
 		await limiter.peek('key-a', 5);
 		expect(database.prepare('SELECT count(*) AS n FROM rate_limit_buckets').get()).toEqual({ n: 0 });
@@ -52,8 +52,7 @@ describe('SQLite rate limiter on one data dir', () => {
 
 	it('deletes buckets idle for a minute in batches, keeping the ones still refilling', async () => {
 		const database = dataDir.openDatabase();
-		const limiter = new SqliteRateLimiter(database, 2, { now: clock });
-		limiters.push(limiter);
+		const limiter = open(2, clock, database);
 		const transactions: number[] = [];
 		const idle = 2 * FORGET_BATCH + 7;
 		for (let address = 0; address < idle; address++) await limiter.take(`auth-failures:198.51.100.${address}`);
@@ -78,8 +77,7 @@ describe('SQLite rate limiter on one data dir', () => {
 
 	it('a take forgets idle buckets by itself at most once a minute, without waiting for it', async () => {
 		const database = dataDir.openDatabase();
-		const limiter = new SqliteRateLimiter(database, 1, { now: clock });
-		limiters.push(limiter);
+		const limiter = open(1, clock, database);
 		const count = () => (database.prepare('SELECT count(*) AS n FROM rate_limit_buckets').get() as { n: number }).n;
 		for (let address = 0; address < 20; address++) await limiter.take(`client-${address}`);
 		now += 61_000;
