@@ -151,9 +151,16 @@ describe('s3 driver on s3rver', () => {
 	});
 
 	describe('start-up check', () => {
-		it('opens a bucket that exists', async () => {
+		it('opens a bucket that exists, ready to write and read', async () => {
 			const opened = await S3ObjectStorage.open(s3.options());
-			await opened.close();
+			try {
+				expect(opened).toBeInstanceOf(S3ObjectStorage);
+				await expect(opened.ping(AbortSignal.timeout(10_000))).resolves.toBeUndefined();
+				expect(await opened.write('opened.png', chunked(patterned(100, 3)), { contentType: 'image/png' })).toBe(100);
+				expect(await readAll((await opened.read('opened.png'))!)).toEqual(patterned(100, 3));
+			} finally {
+				await opened.close();
+			}
 		});
 
 		it('reads from a bucket that does not exist fail instead of answering "no such file"', async () => {

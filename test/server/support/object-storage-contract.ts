@@ -199,8 +199,13 @@ export function describeObjectStorageContract(name: string, factory: () => Promi
 			expect(await storage.read(key)).toBeNull();
 		});
 
-		it('removeIncomplete on a key that holds nothing is not an error', async () => {
-			await storage.removeIncomplete(freshKey());
+		it('removeIncomplete on a key that holds nothing is not an error, and leaves other objects alone', async () => {
+			const key = freshKey();
+			const neighbour = `${key}.kept`;
+			await storage.write(neighbour, chunked(patterned(1000)), { contentType: 'application/octet-stream' });
+			await expect(storage.removeIncomplete(key)).resolves.toBeUndefined();
+			expect(await storage.read(key)).toBeNull();
+			expect(await readBytes(neighbour)).toEqual(patterned(1000));
 		});
 	});
 }
