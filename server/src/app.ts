@@ -13,7 +13,7 @@ import { ImageGenError } from '../../core/errors';
 import { answerClientError, installConnectionHandling } from './http/connections';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './http/error-handler';
 import { scope } from './http/scope';
-import { buildProviderTable, type ProviderTable } from './generation/providers';
+import { buildProviderTable, type ProviderTable, type ProviderTiming } from './generation/providers';
 import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
 import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
@@ -61,6 +61,8 @@ export interface Service {
 export interface ServiceParts {
 	/** Built by the caller when it checks them itself at start (the CLI); otherwise from the config. */
 	providers?: ProviderTable;
+	/** How soon the providers built from the config ask a host again; the hosts' pace unless set (a suite against stand-ins). */
+	providerTiming?: ProviderTiming;
 	/** Engines opened by the caller; otherwise chosen from the config (plugins/backends.ts). */
 	backends?: Backends;
 	/** Where the log lines go instead of stdout (a test reading what the service said). */
@@ -73,6 +75,8 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	if (config.apiKeys.length === 0) throw new Error('createService needs at least one API key');
 	let publicBaseUrl = config.publicUrl ?? '';
 	let closing = false;
+	// First: an incomplete provider setting fails before any engine is opened.
+	const providers = parts.providers ?? buildProviderTable(config, parts.providerTiming);
 	const app = createFastify(config, parts.logStream);
 	installConnectionHandling(app);
 	// Answers sent while draining end their connection: a client's keep-alive must not hold the
@@ -82,7 +86,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	});
 	const backends = parts.backends ?? (await openBackends(config, app.log.child({ component: 'backends' })));
 	await registerService(app, config, {
-		providers: parts.providers ?? buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows }),
+		providers,
 		backends,
 		publicBaseUrl: () => publicBaseUrl,
 		jobEndListeners: parts.jobEndListeners,

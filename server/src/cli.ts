@@ -46,8 +46,8 @@ async function main(): Promise<void> {
 	const config = parsed;
 	let providers: ProviderTable;
 	try {
-		// Provider settings live in the environment (keys, base URLs): a gap fails here, not per request.
-		providers = buildProviderTable(config.providerSelection, process.env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows });
+		// Before the data dir or a key file is made: a selected provider without a setting it needs fails here, not per request.
+		providers = buildProviderTable(config);
 	} catch (error) {
 		process.stderr.write(`imagegen-server: ${(error as Error).message}\n`);
 		process.exit(2);

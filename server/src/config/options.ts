@@ -1,10 +1,12 @@
 /**
  * Every option of the service, one row each (see option-row.ts). Flags win over their IMAGEGEN_*
- * variables; rows are read in this order, so a row may depend on an earlier one (`onlyWith`).
+ * variables; rows are read in this order, so a row may depend on an earlier one (`onlyWith`, and
+ * the hosts' settings of provider-options.ts on `--providers`).
  */
 import { resolve } from 'node:path';
 import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import { option, to } from './option-row';
+import { PROVIDER_OPTIONS } from './provider-options';
 import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
 import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type ModelAliases, type PriceOverrides } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
@@ -92,6 +94,7 @@ export const OPTIONS = [
 		help: 'ComfyUI workflow file (API format) per model served by the comfyui provider, e.g. p-image=./flux.json,p-image-edit=./edit.json',
 		into: to('comfyuiWorkflows'),
 	}),
+	...PROVIDER_OPTIONS,
 	option({
 		flag: 'prices',
 		placeholder: '<spec>',

@@ -1,11 +1,12 @@
 /**
- * The service configuration from the option rows: flags win over their IMAGEGEN_* variables, and a
- * bad value is reported with the flag's name so the operator can fix it.
+ * The service configuration from the option rows: flags win over their variables, and a bad value
+ * is reported with the flag's name (or the variable's, for one without a flag) so the operator can fix it.
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { OptionRow } from './option-row';
 import { OPTIONS } from './options';
+import { providerSettings } from './provider-options';
 import { argOptions, ConfigError, readOptions, type InfoRequest, type OptionValues } from './read-options';
 import type { ProvenanceConfig, ServiceConfig, StorageConfig } from './service-config';
 
@@ -26,7 +27,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 		Object.assign(fields, row.into?.(read.values[row.flag as Row['flag']], read.texts[row.flag as Row['flag']]));
 	}
 	checkPairs(read.values, read.nameOf);
-	const config: ServiceConfig = { ...(fields as Pick<ServiceConfig, FieldsOf<Row>>), storage: storageConfig(read.values), provenance: provenanceConfig(read.values) };
+	const config: ServiceConfig = {
+		...(fields as Pick<ServiceConfig, FieldsOf<Row>>),
+		storage: storageConfig(read.values),
+		provenance: provenanceConfig(read.values),
+		providerSettings: providerSettings(read.values),
+	};
 	checkCombinations(config, read.nameOf);
 	return config;
 }
@@ -58,8 +64,7 @@ function provenanceConfig(values: Values): ProvenanceConfig {
 
 /**
  * One core stays with the event loop. On Node 22 too: with the C2PA engine's memory in a worker,
- * 1,200 large inline answers peaked 20–26 MB lower than with the event loop marking them
- * (bench/RESULTS.md, "Fewer trips per hosted image, a lighter start").
+ * a run of large inline answers peaks lower than with the event loop marking them.
  */
 function defaultMarkingThreads(): number {
 	return Math.max(1, Math.min(2, availableParallelism() - 1));

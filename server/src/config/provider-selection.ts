@@ -25,6 +25,11 @@ export const CHAIN_SEPARATOR = '|';
 /** Which provider each listed model uses (by name, or names joined by `|` for a chain); unlisted models use `sandbox`. */
 export type ProviderSelection = Partial<Record<ModelId, string>>;
 
+/** Whether `--providers` names `provider` for some model, alone or in a chain. */
+export function selectsProvider(selection: ProviderSelection | undefined, provider: ProviderName): boolean {
+	return Object.values(selection ?? {}).some((chain) => chain.split(CHAIN_SEPARATOR).includes(provider));
+}
+
 const isProviderName = (name: string): name is ProviderName => (PROVIDER_NAMES as readonly string[]).includes(name);
 
 /** Parses `--providers`; throws an Error that names the wrong entry and lists what is accepted. */

@@ -4,7 +4,8 @@
  * came from there.
  */
 import { parseArgs } from 'node:util';
-import { isSwitch, type OptionRow } from './option-row';
+import { isSwitch, optionName, type OptionRow } from './option-row';
+import { selectsProvider, type ProviderSelection } from './provider-selection';
 import type { ServiceConfig } from './service-config';
 
 /** A configuration value the service cannot start with; its message names the flag (and variable) to fix. */
@@ -21,7 +22,7 @@ interface ReadOptions<R extends Rows> {
 	values: OptionValues<R>;
 	/** The trimmed text each given option had. */
 	texts: Partial<Record<R[number]['flag'], string>>;
-	/** `--flag`, or `--flag (VARIABLE)` when the value came from the environment: for error messages. */
+	/** `--flag`, or `--flag (VARIABLE)` when the value came from the environment (VARIABLE alone for an environment-only row): for error messages. */
 	nameOf(flag: R[number]['flag']): string;
 }
 
@@ -31,10 +32,17 @@ export type InfoRequest = 'help' | 'version';
 export function readOptions<R extends Rows>(rows: R, argv: readonly string[], env: NodeJS.ProcessEnv): ReadOptions<R> | InfoRequest {
 	const fromFlags = readFlags(rows, argv);
 	if (typeof fromFlags === 'string') return fromFlags;
-	const nameOf = (flag: string) => (fromFlags.has(flag) ? `--${flag}` : `--${flag} (${rows.find((row) => row.flag === flag)!.env})`);
+	const nameOf = (flag: string) => {
+		const row = rows.find((candidate) => candidate.flag === flag)!;
+		return fromFlags.has(flag) || row.environmentOnly ? optionName(row) : `--${flag} (${row.env})`;
+	};
 	const values: Record<string, unknown> = {};
 	const texts: Record<string, string> = {};
 	for (const row of rows) {
+		if (row.provider && !selectsProvider(values.providers as ProviderSelection | undefined, row.provider)) {
+			values[row.flag] = row.default;
+			continue;
+		}
 		// An empty flag value shadows the variable, and a blank value counts as not given.
 		const given = (fromFlags.get(row.flag) ?? env[row.env])?.trim() || undefined;
 		const condition = row.onlyWith && `--${row.onlyWith.flag} ${row.onlyWith.value}`;
@@ -52,9 +60,9 @@ export function readOptions<R extends Rows>(rows: R, argv: readonly string[], en
 /** An option of parseArgs' tokens without its value: `--port --host x` is a missing port, not a port named "--host" (that is written --port=--host). */
 export const lacksValue = (token: { value?: string; inlineValue?: boolean }): boolean => token.value === undefined || (!token.inlineValue && token.value.startsWith('--'));
 
-/** The rows as parseArgs options: a switch is a boolean, every other option takes a text. */
+/** The rows with a flag as parseArgs options: a switch is a boolean, every other option takes a text. */
 export const argOptions = (rows: Rows): Record<string, { type: 'boolean' | 'string' }> =>
-	Object.fromEntries(rows.map((row) => [row.flag, { type: isSwitch(row) ? 'boolean' : 'string' }]));
+	Object.fromEntries(rows.filter((row) => !row.environmentOnly).map((row) => [row.flag, { type: isSwitch(row) ? 'boolean' : 'string' }]));
 
 /** The options given on the command line, by flag (the last of a repeated one wins); a switch without `=value` reads as 'true'. */
 function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | InfoRequest {
@@ -73,6 +81,7 @@ function readFlags(rows: Rows, argv: readonly string[]): Map<string, string> | I
 		if (token.name === 'help' || token.name === 'version') return token.name;
 		const row = rowOf.get(token.name);
 		if (row === undefined) throw new ConfigError(`Unknown option '${token.rawName}' (see --help)`);
+		if (row.environmentOnly) throw new ConfigError(`${token.rawName} is no flag: a credential is read only from ${row.env}, as a flag's value would show in the process list`);
 		if (!isSwitch(row) && lacksValue(token)) throw new ConfigError(`--${row.flag} needs a value`);
 		values.set(row.flag, token.value ?? 'true');
 	}

@@ -1,5 +1,6 @@
 /** The configuration the service runs with, as parseConfig assembles it from the option rows. */
 import type { ModelId } from '../../../core/models';
+import type { ProviderSettings } from './provider-options';
 import type { ProviderSelection } from './provider-selection';
 import type { TrustProxy } from './trust-proxy';
 
@@ -30,6 +31,8 @@ export interface ServiceConfig {
 	jobLeaseMs: number;
 	/** `--comfyui-workflow`: each model's ComfyUI workflow file, resolved against the working directory. */
 	comfyuiWorkflows: Partial<Record<ModelId, string>>;
+	/** Keys, base URLs and the like of the hosts (config/provider-options.ts); those of providers `--providers` does not name stay at their defaults. */
+	providerSettings: ProviderSettings;
 	/** Raw `--prices` value; `priceOverrides` is its parsed form. */
 	prices?: string;
 	priceOverrides: PriceOverrides;

@@ -4,6 +4,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseGenerationRequest } from '../../../core/schemas';
+import type { ServiceConfig } from '../../../server/src/config';
 import type { SettledRequest } from '../../../server/src/generation/provider';
 import { comfyuiProvider } from '../../../server/src/generation/providers/comfyui';
 import { bindComfyWorkflow, loadComfyWorkflow } from '../../../server/src/generation/providers/comfyui-workflow';
@@ -12,6 +13,7 @@ import { replicateProvider } from '../../../server/src/generation/providers/repl
 import { startFakeComfyUI, type FakeComfyUI } from '../support/fake-comfyui';
 import { createPredictionAt, fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { FAST_HOSTS, providerConfig } from '../support/providers';
 import { describeHostJobContract } from '../support/host-job-contract';
 
 const SDXL = join(resolve(__dirname, '../../../examples/comfyui'), 'sdxl.json');
@@ -19,11 +21,11 @@ const request: SettledRequest = { ...parseGenerationRequest({ model: 'p-image', 
 
 let hosts: FakeHosts;
 let comfy: FakeComfyUI;
-let env: NodeJS.ProcessEnv;
+let settings: ServiceConfig['providerSettings'];
 
 beforeAll(async () => {
 	[hosts, comfy] = await Promise.all([startFakeHosts(), startFakeComfyUI()]);
-	env = { ...fakeHostsEnv(hosts.origin), COMFYUI_POLL_INTERVAL_MS: '20', COMFYUI_BASE_URL: comfy.origin };
+	settings = providerConfig('p-image=pruna|replicate|comfyui', { ...fakeHostsEnv(hosts.origin), COMFYUI_BASE_URL: comfy.origin }).providerSettings;
 });
 
 afterAll(async () => {
@@ -32,13 +34,17 @@ afterAll(async () => {
 
 // Replicate's and Pruna's stand-in: predictions answer "processing" once, so the create answers an
 // unfinished job with its id; one made before the test finishes after two polls.
-for (const [name, providerOf] of [['replicate', replicateProvider], ['pruna', prunaProvider]] as const) {
+const PROVIDERS = [
+	['replicate', (model: 'p-image') => replicateProvider(model, settings.replicate, FAST_HOSTS)],
+	['pruna', (model: 'p-image') => prunaProvider(model, settings.pruna, FAST_HOSTS)],
+] as const;
+for (const [name, providerOf] of PROVIDERS) {
 	describeHostJobContract(name, async () => {
 		hosts.reset();
 		hosts.setImage(await makeImage('png', 32, 32));
 		hosts.setPendingPolls(1);
 		return {
-			provider: providerOf('p-image', env),
+			provider: providerOf('p-image'),
 			request,
 			creates: () => hosts.predictionsMade().length,
 			slowJobs: () => hosts.setPredictionMs(60_000),
@@ -56,7 +62,7 @@ describeHostJobContract('comfyui', async () => {
 	const before = () => comfy.callsTo('POST', '/prompt').length;
 	const workflow = loadComfyWorkflow(SDXL);
 	return {
-		provider: comfyuiProvider('p-image', env, SDXL),
+		provider: comfyuiProvider('p-image', settings.comfyui, SDXL, FAST_HOSTS),
 		request,
 		creates: before,
 		slowJobs: () => comfy.setRunMs(60_000),

@@ -7,9 +7,7 @@
  * loopback stand-ins of the hosts (support/fake-hosts.ts).
  */
 import { parseGenerationRequest } from '../../../core/schemas';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import type { GenerationProvider, HostJobRef, SettledRequest } from '../../../server/src/generation/provider';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { NothingMadeError } from '../../../server/src/generation/providers/provider-http';
 import { prunaProvider } from '../../../server/src/generation/providers/pruna';
 import { replicateProvider } from '../../../server/src/generation/providers/replicate';
@@ -18,6 +16,7 @@ import { createPredictionAt, fakeHostsEnv, startFakeHosts, type FakeHosts } from
 import { providerContext } from '../support/host-job-contract';
 import { eventually } from '../support/http';
 import { makeImage } from '../support/media';
+import { FAST_HOSTS, providerConfig, providersFor } from '../support/providers';
 
 let fake: FakeHosts;
 let env: NodeJS.ProcessEnv;
@@ -29,9 +28,10 @@ let chain: GenerationProvider;
 beforeAll(async () => {
 	fake = await startFakeHosts();
 	env = fakeHostsEnv(fake.origin);
-	replicate = replicateProvider('p-image', env);
-	pruna = prunaProvider('p-image', env);
-	chain = buildProviderTable(parseProviderSelection('p-image=pruna|replicate'), env)['p-image'];
+	const settings = providerConfig('p-image=pruna|replicate', env).providerSettings;
+	replicate = replicateProvider('p-image', settings.replicate, FAST_HOSTS);
+	pruna = prunaProvider('p-image', settings.pruna, FAST_HOSTS);
+	chain = providersFor('p-image=pruna|replicate', env)['p-image'];
 });
 
 afterAll(async () => {
@@ -187,7 +187,7 @@ describe('resume: a job accepted before a restart is followed by its id, never c
 	});
 
 	test('the sandbox names no jobs', () => {
-		const sandbox = buildProviderTable(parseProviderSelection(''), env)['p-image'];
+		const sandbox = providersFor('', env)['p-image'];
 		expect(sandbox.hasJobIds).toBeFalsy();
 		expect(sandbox.resume).toBeUndefined();
 	});
@@ -261,7 +261,7 @@ describe('never two creates for one job', () => {
 	});
 
 	test('a refused connection (nothing made) sends a chain on to the next host', async () => {
-		const down = buildProviderTable(parseProviderSelection('p-image=pruna|replicate'), { ...env, PRUNA_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` })['p-image'];
+		const down = providersFor('p-image=pruna|replicate', { ...env, PRUNA_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` })['p-image'];
 		expect(await down.generate(request(), providerContext())).toHaveLength(1);
 		expect(replicateCreates()).toHaveLength(1);
 	});
@@ -275,7 +275,7 @@ describe('never two creates for one job', () => {
 	});
 
 	test('input uploads are no create: retried after a 5xx, one prediction made', async () => {
-		const edit = prunaProvider('p-image-edit', env);
+		const edit = prunaProvider('p-image-edit', providerConfig('p-image-edit=pruna', env).providerSettings.pruna, FAST_HOSTS);
 		fake.script('POST', '/v1/files', { status: 503, body: { error: 'busy' }, headers: { 'retry-after': '0' } });
 		expect(await edit.generate(request('p-image-edit'), providerContext())).toHaveLength(1);
 		expect(fake.callsTo('POST', '/v1/files')).toHaveLength(2);

@@ -7,12 +7,11 @@
  */
 import { ImageGenError } from '../../../core/errors';
 import { DEFAULT_RETRY_POLICY } from '../../../core/retry-policy';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { hintedWaitMs, providerJson, rateLimitWaitMs, type HostRetryPolicy } from '../../../server/src/generation/providers/provider-http';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { providersFor } from '../support/providers';
 import { generateIn } from './support/generate-in';
 
 /** Replicate's answer to a throttled request (HTTP 429, no Retry-After header). */
@@ -23,8 +22,8 @@ let app: InProcessApp;
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
-	const env = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin };
-	app = await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', '5'], { providers: buildProviderTable(parseProviderSelection('p-image=replicate,textimage-v2=ideogram'), env) });
+	const env = { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin };
+	app = await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', '5'], { providers: providersFor('p-image=replicate,textimage-v2=ideogram', env) });
 });
 
 afterAll(async () => {

@@ -4,12 +4,11 @@
  * Pruna are sent `match_input_image` itself, and whatever they answer is brought to that ratio.
  */
 import sharp from 'sharp';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
 import { startMediaHost } from '../support/media-host';
+import { providersFor } from '../support/providers';
 import { TEST_API_KEY } from '../../helpers/server';
 import { startRecordingProxy } from '../../nodes/support/recording-proxy';
 import { generateIn } from './support/generate-in';
@@ -21,14 +20,13 @@ let fake: FakeHosts;
 let wide: Buffer;
 let square: Buffer;
 
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', PRUNA_POLL_INTERVAL_MS: '20' };
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
 	[wide, square] = await Promise.all([makeImage('png', 1024, 576), makeImage('png', 512, 512)]);
-	const env = { ...FAST, REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `${fake.origin}/v1` };
+	const env = { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `${fake.origin}/v1` };
 	// Output URLs of the stand-in hosts are on loopback, which the address check refuses by default.
-	const serving = (selection: string) => buildTestApp(['--allow-private-urls'], { providers: buildProviderTable(parseProviderSelection(selection), env) });
+	const serving = (selection: string) => buildTestApp(['--allow-private-urls'], { providers: providersFor(selection, env) });
 	[sandbox, hosted, pruna] = await Promise.all([buildTestApp(), serving('p-image-edit=replicate,p-image=pruna'), serving('p-image-edit=pruna')]);
 });
 
@@ -136,7 +134,7 @@ describe('on hosts that take match_input_image', () => {
 
 	test('upstream, another server of this API, is sent the settled ratio, which any version of it takes', async () => {
 		const proxy = await startRecordingProxy(sandbox.origin);
-		const providers = buildProviderTable(parseProviderSelection('p-image-edit=upstream'), { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', UPSTREAM_BASE_URL: `${proxy.baseUrl}`, UPSTREAM_API_KEY: TEST_API_KEY });
+		const providers = providersFor('p-image-edit=upstream', { UPSTREAM_BASE_URL: `${proxy.baseUrl}`, UPSTREAM_API_KEY: TEST_API_KEY });
 		const upstream = await buildTestApp(['--allow-private-urls'], { providers });
 		try {
 			const answer = await generate(upstream, edit([wide]));

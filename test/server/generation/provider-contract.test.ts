@@ -2,23 +2,21 @@
  * Every provider that calls a host passes the provider contract (support/provider-contract.ts),
  * each against its loopback stand-in.
  */
-import { buildProviderTable } from '../../../server/src/generation/providers';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
 import type { ModelId } from '../../../core/models';
 import { join } from 'node:path';
 import { startFakeComfyUI } from '../support/fake-comfyui';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { startA1111Host, startOpenAiHost, type ImageApiHost } from '../support/image-api-hosts';
 import { makeImage } from '../support/media';
+import { providersFor as tableFor } from '../support/providers';
 import { describeProviderContract, type ProviderUnderContract } from '../support/provider-contract';
 
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', PRUNA_POLL_INTERVAL_MS: '20' };
 const closers: Array<() => Promise<void>> = [];
 afterAll(async () => await Promise.all(closers.map((close) => close())));
 
 /** Providers built as the service builds them, one table per selection. */
 function providersFor(name: string, models: readonly ModelId[], env: NodeJS.ProcessEnv) {
-	const table = buildProviderTable(parseProviderSelection(models.map((model) => `${model}=${name}`).join(',')), { ...FAST, ...env });
+	const table = tableFor(models.map((model) => `${model}=${name}`).join(','), env);
 	return (model: ModelId) => table[model];
 }
 
@@ -59,9 +57,8 @@ async function comfyui(models: readonly ModelId[]): Promise<ProviderUnderContrac
 	comfy.setImage(await makeImage('png', 256, 256));
 	closers.push(() => comfy.close());
 	const examples = join(__dirname, '..', '..', '..', 'examples', 'comfyui');
-	const table = buildProviderTable(parseProviderSelection(models.map((model) => `${model}=comfyui`).join(',')), { ...FAST, COMFYUI_POLL_INTERVAL_MS: '20', COMFYUI_BASE_URL: comfy.origin }, {
-		comfyuiWorkflows: { 'p-image': join(examples, 'sdxl.json'), 'p-image-edit': join(examples, 'sdxl-edit.json') },
-	});
+	const workflows = ['--comfyui-workflow', `p-image=${join(examples, 'sdxl.json')},p-image-edit=${join(examples, 'sdxl-edit.json')}`];
+	const table = tableFor(models.map((model) => `${model}=comfyui`).join(','), { COMFYUI_BASE_URL: comfy.origin }, undefined, workflows);
 	return {
 		provider: (model) => table[model],
 		failNext: () => comfy.script('POST', '/prompt', { status: 500, body: { error: 'Internal server error' } }),

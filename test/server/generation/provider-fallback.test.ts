@@ -9,32 +9,35 @@ import Database from 'better-sqlite3';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Client } from 'pg';
 import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import { startServer, type RunningServer } from '../../helpers/server';
+import { startServer, type ServiceUnderTest } from '../../helpers/server';
+import { startInProcessServer } from '../support/app';
 import { closedPort } from '../support/closed-port';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { postJson } from '../support/http';
 import { startTestPostgres } from '../support/postgres';
 import { makeImage } from '../support/media';
+import { FAST_HOSTS } from '../support/providers';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', PRUNA_POLL_INTERVAL_MS: '20' };
+/** Retries and polls at the stand-ins' pace. */
+const FAST = { providerTiming: FAST_HOSTS };
 const CHAIN = ['--allow-private-urls', '--generation-timeout-seconds', '3', '--admin-key', ADMIN_KEY, '--providers', 'p-image=pruna|replicate'];
 /** One try and the policy's three retries. */
 const ATTEMPTS = 4;
 
 let fake: FakeHosts;
-let chained: RunningServer;
-let prunaDown: RunningServer;
+let chained: ServiceUnderTest;
+let prunaDown: ServiceUnderTest;
 let refusedPort: number;
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
 	const port = await closedPort();
 	refusedPort = port;
-	const env = { ...FAST, PRUNA_API_KEY: 'pruna-key', REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` };
+	const env = { PRUNA_API_KEY: 'pruna-key', REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` };
 	[chained, prunaDown] = await Promise.all([
-		startServer({ args: CHAIN, env: { ...env, PRUNA_BASE_URL: `${fake.origin}/v1` } }),
-		startServer({ args: CHAIN, env: { ...env, PRUNA_BASE_URL: `http://127.0.0.1:${port}/v1` } }),
+		startInProcessServer({ args: CHAIN, env: { ...env, PRUNA_BASE_URL: `${fake.origin}/v1` }, parts: FAST }),
+		startInProcessServer({ args: CHAIN, env: { ...env, PRUNA_BASE_URL: `http://127.0.0.1:${port}/v1` }, parts: FAST }),
 	]);
 });
 
@@ -48,11 +51,11 @@ beforeEach(async () => {
 	fake.setImage(await makeImage('png', 64, 64));
 });
 
-const generate = (server: RunningServer) => postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'A lighthouse', response_format: 'b64_json' });
+const generate = (server: ServiceUnderTest) => postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'A lighthouse', response_format: 'b64_json' });
 const prunaSubmits = () => fake.callsTo('POST', '/v1/predictions').length;
 const replicateSubmits = () => fake.callsTo('POST', '/v1/models/').length;
 
-function ledgerProviders(server: RunningServer): Array<string | undefined> {
+function ledgerProviders(server: ServiceUnderTest): Array<string | undefined> {
 	const database = new Database(join(server.dataDir, 'imagegen.db'), { readonly: true });
 	try {
 		return (database.prepare('SELECT provider FROM usage_lines ORDER BY at, rowid').all() as Array<{ provider: string | null }>).map((row) => row.provider ?? undefined);
@@ -61,7 +64,7 @@ function ledgerProviders(server: RunningServer): Array<string | undefined> {
 	}
 }
 
-async function metric(server: RunningServer, name: string, labels: Record<string, string>): Promise<number> {
+async function metric(server: ServiceUnderTest, name: string, labels: Record<string, string>): Promise<number> {
 	const response = await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
 	expect(response.status).toBe(200);
 	const family = parsePrometheusTextFormat(await response.text()).find((each) => each.name === name);
@@ -170,12 +173,13 @@ describe('--providers chains', () => {
 
 test('the PostgreSQL usage ledger records the serving host too', async () => {
 	const postgres = await startTestPostgres();
-	let server: RunningServer | undefined;
+	let server: ServiceUnderTest | undefined;
 	try {
 		const databaseUrl = await postgres.createDatabase();
-		server = await startServer({
+		server = await startInProcessServer({
 			args: [...CHAIN, '--database-url', databaseUrl],
-			env: { ...FAST, PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `http://127.0.0.1:${refusedPort}/v1`, REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
+			parts: FAST,
+			env: { PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `http://127.0.0.1:${refusedPort}/v1`, REPLICATE_API_TOKEN: 'r8_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
 		});
 		expect((await generate(server)).status).toBe(200);
 		const client = new Client({ connectionString: databaseUrl });

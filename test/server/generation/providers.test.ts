@@ -7,8 +7,6 @@
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import sharp from 'sharp';
 import { parseGenerationRequest } from '../../../core/schemas';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
 import { ImageWork } from '../../../server/src/media/image-work';
 import { createSafeFetcher } from '../../../server/src/net/safe-fetch';
@@ -18,6 +16,7 @@ import { startRecordingProxy, type RecordingProxy } from '../../nodes/support/re
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { eventually, postJson } from '../support/http';
 import { makeImage, samePixels } from '../support/media';
+import { FAST_HOSTS, providersFor } from '../support/providers';
 
 let fake: FakeHosts;
 /** Another origin, standing for whatever host an answer might name: it must never see a key. */
@@ -33,10 +32,11 @@ let upstream: ServiceUnderTest;
 let wide: Buffer;
 let square: Buffer;
 
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', PRUNA_POLL_INTERVAL_MS: '20' };
+/** Retries and polls at the stand-ins' pace. */
+const FAST = { providerTiming: FAST_HOSTS };
 // Output URLs of the stand-in hosts are on loopback, which the address check refuses by default.
 const ARGS = ['--allow-private-urls', '--generation-timeout-seconds', '3'];
-const REPLICATE = { ...FAST, REPLICATE_API_TOKEN: 'r8_test_token' };
+const REPLICATE = { REPLICATE_API_TOKEN: 'r8_test_token' };
 
 beforeAll(async () => {
 	[fake, other] = await Promise.all([startFakeHosts(), startFakeHosts()]);
@@ -45,16 +45,18 @@ beforeAll(async () => {
 	sandboxProxy = await startRecordingProxy(sandbox.origin);
 	const onReplicate = ['--providers', 'p-image=replicate,p-image-edit=replicate,textimage-v2=replicate'];
 	[replicate, hurried, pruna, ideogram, upstream] = await Promise.all([
-		startInProcessServer({ args: [...ARGS, ...onReplicate], env: { ...REPLICATE, REPLICATE_BASE_URL: `${fake.origin}/v1` } }),
-		startInProcessServer({ args: [...ARGS, ...onReplicate, '--generation-timeout-seconds', '0.5'], env: { ...REPLICATE, REPLICATE_BASE_URL: `${fake.origin}/v1` } }),
+		startInProcessServer({ args: [...ARGS, ...onReplicate], env: { ...REPLICATE, REPLICATE_BASE_URL: `${fake.origin}/v1` }, parts: FAST }),
+		startInProcessServer({ args: [...ARGS, ...onReplicate, '--generation-timeout-seconds', '0.5'], env: { ...REPLICATE, REPLICATE_BASE_URL: `${fake.origin}/v1` }, parts: FAST }),
 		startInProcessServer({
 			args: [...ARGS, '--providers', 'p-image=pruna,p-image-edit=pruna'],
-			env: { ...FAST, PRUNA_API_KEY: 'pruna-test-key', PRUNA_BASE_URL: `${fake.origin}/v1` },
+			env: { PRUNA_API_KEY: 'pruna-test-key', PRUNA_BASE_URL: `${fake.origin}/v1` },
+			parts: FAST,
 		}),
-		startInProcessServer({ args: [...ARGS, '--providers', 'textimage-v2=ideogram'], env: { ...FAST, IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin } }),
+		startInProcessServer({ args: [...ARGS, '--providers', 'textimage-v2=ideogram'], env: { IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin }, parts: FAST }),
 		startInProcessServer({
 			args: [...ARGS, '--providers', 'p-image=upstream,p-image-edit=upstream,textimage-v2=upstream'],
-			env: { ...FAST, UPSTREAM_BASE_URL: sandboxProxy.baseUrl, UPSTREAM_API_KEY: sandbox.apiKey },
+			env: { UPSTREAM_BASE_URL: sandboxProxy.baseUrl, UPSTREAM_API_KEY: sandbox.apiKey },
+			parts: FAST,
 		}),
 	]);
 });
@@ -359,7 +361,7 @@ describe('each host’s documented limits, applied before any call to it', () =>
 describe('the run tells our time limit from a client that went away, also while downloading', () => {
 	const runner = (timeoutMs: number, services: Partial<GenerationServices> = {}) =>
 		createGenerationRunner({
-			providers: buildProviderTable(parseProviderSelection('p-image=replicate'), { ...FAST, REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }),
+			providers: providersFor('p-image=replicate', { REPLICATE_API_TOKEN: 't', REPLICATE_BASE_URL: `${fake.origin}/v1` }),
 			prices: {},
 			timeoutMs,
 			inputs: { fetchRemote: createSafeFetcher({ allowPrivate: true, timeoutMs: 30_000 }).fetchRemote, maxInputImageBytes: 10 * 1_048_576 },

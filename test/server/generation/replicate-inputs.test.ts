@@ -6,15 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
-import { parseProviderSelection } from '../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { startFakeHosts, type FakeHosts, type RecordedCall } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
+import { providersFor } from '../support/providers';
 import { generateIn } from './support/generate-in';
 
 const VERSION = 'acme/p-image-fork:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa';
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20' };
 
 let fake: FakeHosts;
 let app: InProcessApp;
@@ -23,14 +21,14 @@ let small: Buffer;
 /** Noise does not compress: a PNG of about 3 MB. */
 let large: Buffer;
 
-const replicateEnv = (extra: Record<string, string> = {}) => ({ ...FAST, REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, ...extra });
+const replicateEnv = (extra: Record<string, string> = {}) => ({ REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, ...extra });
 
 beforeAll(async () => {
 	fake = await startFakeHosts();
 	small = await makeImage('png', 64, 48);
 	large = await sharp(randomBytes(1000 * 1000 * 3), { raw: { width: 1000, height: 1000, channels: 3 } }).png().toBuffer();
 	const serving = (env: Record<string, string>) =>
-		buildTestApp(['--allow-private-urls'], { providers: buildProviderTable(parseProviderSelection('p-image=replicate,p-image-edit=replicate'), env) });
+		buildTestApp(['--allow-private-urls'], { providers: providersFor('p-image=replicate,p-image-edit=replicate', env) });
 	[app, versioned] = await Promise.all([serving(replicateEnv()), serving(replicateEnv({ REPLICATE_MODEL_VERSIONS: `p-image=${VERSION}` }))]);
 });
 
@@ -129,6 +127,6 @@ describe('REPLICATE_MODEL_VERSIONS', () => {
 		['p-image=acme/x', /REPLICATE_MODEL_VERSIONS.*p-image.*owner\/name:version/],
 		['p-image', /REPLICATE_MODEL_VERSIONS.*'p-image'.*model=owner\/name:version/],
 	])('%s is refused at start-up, naming the variable', (value, message) => {
-		expect(() => buildProviderTable(parseProviderSelection('p-image=replicate'), replicateEnv({ REPLICATE_MODEL_VERSIONS: value }))).toThrow(message);
+		expect(() => providersFor('p-image=replicate', replicateEnv({ REPLICATE_MODEL_VERSIONS: value }))).toThrow(message);
 	});
 });

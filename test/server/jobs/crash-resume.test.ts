@@ -29,7 +29,7 @@ const start = async (dataDir?: string) => {
 		// The sandbox takes long enough to be cut off; a lease of 3 s lets the restart take the jobs over
 		// soon; the stand-in's output URLs are on loopback, which the address check refuses by default.
 		args: ['--allow-private-urls', '--providers', 'p-image=replicate', '--sandbox-delay-ms', '60000', '--job-lease-seconds', '3', '--log-level', 'warn'],
-		env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, REPLICATE_POLL_INTERVAL_MS: '200' },
+		env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
 	});
 	servers.push(server);
 	return server;

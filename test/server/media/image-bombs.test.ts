@@ -154,7 +154,7 @@ describe('provider outputs', () => {
 		fake = await startFakeHosts();
 		replicate = await startServer({
 			args: ['--allow-private-urls', '--generation-timeout-seconds', '20', '--providers', 'p-image=replicate'],
-			env: { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', REPLICATE_POLL_INTERVAL_MS: '20', REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
+			env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
 		});
 	});
 	afterAll(async () => {

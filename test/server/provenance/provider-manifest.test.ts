@@ -25,7 +25,7 @@ beforeAll(async () => {
 	[fake, media, provider] = await Promise.all([startFakeHosts(), startMediaHost(), startInProcessServer()]);
 	gateway = await startInProcessServer({
 		args: ['--allow-private-urls', '--providers', 'p-image=replicate'],
-		env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1`, IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10' },
+		env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
 	});
 	const signed = await postJson(provider, '/v1/images/generations', { model: 'p-image', prompt: 'a lighthouse', response_format: 'b64_json', aspect_ratio: '1:1' });
 	const url = media.put('/signed.png', Buffer.from(signed.body.data[0].b64_json, 'base64'));

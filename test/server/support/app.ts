@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createService, type ServiceParts } from '../../../server/src/app';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
-import { buildProviderTable } from '../../../server/src/generation/providers';
 import { TEST_API_KEY, type ServiceUnderTest, type StartOptions } from '../../helpers/server';
 
 export interface InProcessServer extends ServiceUnderTest {
@@ -21,9 +20,9 @@ export interface InProcessServer extends ServiceUnderTest {
 }
 
 /**
- * `startServer`'s options, in process: `args` are the CLI's flags, `env` the environment its
- * providers read (added to this process's own), `parts` what the app would otherwise build itself.
- * Logs at the CLI's level into `output()`.
+ * `startServer`'s options, in process: `args` are the CLI's flags, `env` its environment (added to
+ * this process's own), `parts` what the app would otherwise build or choose itself (the providers,
+ * or only their pace). Logs at the CLI's level into `output()`.
  */
 export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'> & { apiKey?: string; parts?: ServiceParts } = {}): Promise<InProcessServer> {
 	const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'imagegen-test-'));
@@ -33,11 +32,7 @@ export async function startInProcessServer(options: Omit<StartOptions, 'apiKey'>
 	if (typeof config === 'string') throw new Error(`startInProcessServer: --${config} is not a service to start`);
 	mkdirSync(config.dataDir, { recursive: true });
 	let output = '';
-	const service = await createService(config, {
-		providers: buildProviderTable(config.providerSelection, env, { sandboxDelayMs: config.sandboxDelayMs, comfyuiWorkflows: config.comfyuiWorkflows }),
-		logStream: { write: (line) => void (output += line) },
-		...options.parts,
-	});
+	const service = await createService(config, { logStream: { write: (line) => void (output += line) }, ...options.parts });
 	const { address: origin } = await service.listen();
 	let stopped: Promise<void> | undefined;
 	return {

@@ -66,7 +66,7 @@ export async function startCountingUpstream(delayMs = 0, options: { picture?: Bu
 		},
 		serverOptions: () => ({
 			args: ['--providers', 'p-image=upstream'],
-			env: { UPSTREAM_BASE_URL: baseUrl, UPSTREAM_API_KEY: UPSTREAM_KEY, IMAGEGEN_PROVIDER_RETRY_BASE_MS: '1' },
+			env: { UPSTREAM_BASE_URL: baseUrl, UPSTREAM_API_KEY: UPSTREAM_KEY },
 		}),
 		close: () =>
 			new Promise<void>((resolve) => {

@@ -231,11 +231,8 @@ export async function startFakeHosts(): Promise<FakeHosts> {
 	};
 }
 
-/** Replicate and Pruna pointed at the stand-ins at `origin`, with the keys the tests send and short waits. */
+/** Replicate and Pruna pointed at the stand-ins at `origin`, with the keys the tests send. */
 export const fakeHostsEnv = (origin: string): NodeJS.ProcessEnv => ({
-	IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10',
-	REPLICATE_POLL_INTERVAL_MS: '20',
-	PRUNA_POLL_INTERVAL_MS: '20',
 	REPLICATE_API_TOKEN: 'r8_token',
 	REPLICATE_BASE_URL: `${origin}/v1`,
 	PRUNA_API_KEY: 'pruna-key',

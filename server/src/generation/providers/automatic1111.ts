@@ -12,12 +12,13 @@
  */
 import { ImageGenError } from '../../../../core/errors';
 import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
+import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
-import { baseUrl, requiredEnv } from './inputs';
+import { requiredSetting } from './inputs';
 import { base64Bytes } from './image-json';
 import { Base64Text } from './json-body';
-import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
 
 /**
  * About one megapixel: the size SDXL and Flux checkpoints were trained at (1024×1024), and what
@@ -49,18 +50,14 @@ interface A1111Answer {
 	images?: unknown;
 }
 
-export function automatic1111Provider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
-	const root = baseUrl(env, 'A1111_BASE_URL', requiredEnv(env, 'A1111_BASE_URL', 'automatic1111', model));
-	const stepsText = env.A1111_STEPS?.trim();
-	const steps = stepsText ? Number(stepsText) : undefined;
-	if (steps !== undefined && !(Number.isInteger(steps) && steps >= 1 && steps <= 150)) throw new Error(`providers: A1111_STEPS must be a whole number from 1 to 150, not '${stepsText}'`);
-	const auth = env.A1111_API_AUTH?.trim();
-	if (auth && !auth.includes(':')) throw new Error('providers: A1111_API_AUTH must be user:password, as given to --api-auth');
+export function automatic1111Provider(model: ModelId, configured: ProviderSettings['automatic1111'], timing: ProviderTiming): GenerationProvider {
+	const root = requiredSetting(configured.baseUrl, 'A1111_BASE_URL (--a1111-base-url)', 'automatic1111', model);
+	const { steps, apiAuth: auth } = configured;
 	const settings: A1111Settings = {
 		root,
 		...(steps === undefined ? {} : { steps }),
 		...(auth ? { credentials: hostCredentials(root, { authorization: `Basic ${Buffer.from(auth).toString('base64')}` }) } : {}),
-		retry: providerRetryPolicy(env),
+		retry: providerRetryPolicy(timing),
 	};
 	return {
 		name: 'automatic1111',

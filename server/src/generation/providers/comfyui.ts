@@ -21,11 +21,12 @@ import { FormData } from 'undici';
 import { ImageGenError, invalidField } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
 import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/models';
+import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
-import { baseUrl, loadInputImages, requiredEnv } from './inputs';
-import { hostMessage, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { loadInputImages, requiredSetting } from './inputs';
+import { hostMessage, pollIntervalMs, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
 
 /**
  * Width and height sent for an aspect ratio: about one megapixel, each side a multiple of 64.
@@ -64,14 +65,14 @@ interface QueueState {
 }
 
 /** Building one: throws at start-up when COMFYUI_BASE_URL or the model's workflow is missing or wrong. */
-export function comfyuiProvider(model: ModelId, env: NodeJS.ProcessEnv, workflowPath: string | undefined): GenerationProvider {
-	const root = baseUrl(env, 'COMFYUI_BASE_URL', requiredEnv(env, 'COMFYUI_BASE_URL', 'comfyui', model));
+export function comfyuiProvider(model: ModelId, settings: ProviderSettings['comfyui'], workflowPath: string | undefined, timing: ProviderTiming): GenerationProvider {
+	const root = requiredSetting(settings.baseUrl, 'COMFYUI_BASE_URL (--comfyui-base-url)', 'comfyui', model);
 	if (!workflowPath) throw new Error(`providers: ${model}=comfyui needs a workflow file: --comfyui-workflow ${model}=<file.json> (IMAGEGEN_COMFYUI_WORKFLOW)`);
 	const workflow = loadComfyWorkflow(workflowPath);
 	if (model === 'p-image-edit' && workflow.imageInputs === 0) throw new Error(`comfyui workflow ${workflow.path}: has no {{image}}, so p-image-edit's input images would reach no node (put "{{image}}" as a LoadImage node's "image")`);
 	if (model !== 'p-image-edit' && workflow.imageInputs > 0) throw new Error(`comfyui workflow ${workflow.path}: uses {{image}}, but ${model} takes no input images`);
-	const retry = providerRetryPolicy(env);
-	const pollMs = Number(env.COMFYUI_POLL_INTERVAL_MS ?? 1000);
+	const retry = providerRetryPolicy(timing);
+	const pollMs = pollIntervalMs(timing);
 	// No secret: ComfyUI has no keys. Kept so redirects are treated as for every host.
 	const credentials = hostCredentials(root, {});
 	// ComfyUI sends a client's progress to its websocket under this id; we poll instead.

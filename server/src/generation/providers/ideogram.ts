@@ -7,10 +7,11 @@
  */
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelLimits } from '../../../../core/models';
+import type { ProviderSettings } from '../../config';
 import type { GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials } from './host-credentials';
-import { baseUrl, requiredEnv } from './inputs';
-import { providerJson, providerRetryPolicy } from './provider-http';
+import { requiredSetting } from './inputs';
+import { providerJson, providerRetryPolicy, type ProviderTiming } from './provider-http';
 
 /**
  * Ideogram's documented limits: a prompt of up to 10,000 characters
@@ -38,11 +39,11 @@ function ideogramImageRequest(request: SettledRequest): Record<string, unknown> 
 	};
 }
 
-export function ideogramProvider(model: string, env: NodeJS.ProcessEnv): GenerationProvider {
+export function ideogramProvider(model: string, settings: ProviderSettings['ideogram'], timing: ProviderTiming): GenerationProvider {
 	if (model !== 'textimage-v2') throw new Error(`providers: ideogram serves textimage-v2 only, not ${model}`);
-	const apiKey = requiredEnv(env, 'IDEOGRAM_API_KEY', 'ideogram', model);
-	const root = baseUrl(env, 'IDEOGRAM_BASE_URL', 'https://api.ideogram.ai');
-	const retry = providerRetryPolicy(env);
+	const apiKey = requiredSetting(settings.apiKey, 'IDEOGRAM_API_KEY', 'ideogram', model);
+	const root = settings.baseUrl;
+	const retry = providerRetryPolicy(timing);
 	const credentials = hostCredentials(root, { 'api-key': apiKey });
 	return {
 		name: 'ideogram',

@@ -49,22 +49,11 @@ export async function uploadInputImage(bytes: Buffer, index: number, api: FilesA
 	return url;
 }
 
-/** A provider setting from the environment, or a start-up error that says which one is missing. */
-export function requiredEnv(env: NodeJS.ProcessEnv, name: string, provider: string, model: string): string {
-	const value = env[name]?.trim();
-	if (!value) throw new Error(`providers: ${model}=${provider} needs ${name} in the environment`);
-	return value;
-}
-
-export function baseUrl(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
-	const value = (env[name]?.trim() || fallback).replace(/\/+$/, '');
-	let protocol: string | undefined;
-	try {
-		protocol = new URL(value).protocol;
-	} catch {
-		protocol = undefined;
-	}
-	// `gpu-box:7860` parses as a URL of scheme `gpu-box:`: only http and https reach a host.
-	if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`providers: ${name} is not a URL: '${value}'`);
+/**
+ * A setting the provider cannot do without (config/provider-options.ts), or a start-up error that
+ * names it: `name` as the operator sets it, e.g. `REPLICATE_API_TOKEN`.
+ */
+export function requiredSetting(value: string | undefined, name: string, provider: string, model: string): string {
+	if (!value) throw new Error(`providers: ${model}=${provider} needs ${name}`);
 	return value;
 }

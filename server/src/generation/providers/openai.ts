@@ -17,34 +17,17 @@ import { ImageGenError } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import { nearestSize, type ImageSize } from '../../../../core/openai-images';
+import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
-import { baseUrl, loadInputImages } from './inputs';
+import { loadInputImages } from './inputs';
 import { base64Bytes } from './image-json';
-import { providerImageJson, providerRetryPolicy, type HostRetryPolicy } from './provider-http';
+import { providerImageJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
 
-const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-const DEFAULT_MODEL = 'gpt-image-1';
-/** gpt-image-1's sizes besides `auto` (OpenAI's images reference). */
-const DEFAULT_SIZES = '1024x1024,1536x1024,1024x1536';
+/** OpenAI itself (the default of --openai-base-url), which always wants a key. */
+const OPENAI_ORIGIN = 'https://api.openai.com';
 /** Refusal codes of OpenAI's content checks: gpt-image's `moderation_blocked`, dall-e's `content_policy_violation`. */
 const CONTENT_FILTER_CODES = new Set(['moderation_blocked', 'content_policy_violation']);
-
-/** `OPENAI_IMAGE_SIZES`: `WIDTHxHEIGHT` entries separated by commas; a start-up error names a bad one. */
-export function parseImageSizes(text: string, name = 'OPENAI_IMAGE_SIZES'): ImageSize[] {
-	const sizes = text
-		.split(',')
-		.map((entry) => entry.trim())
-		.filter(Boolean)
-		.map((entry) => {
-			const match = /^(\d{1,5})x(\d{1,5})$/.exec(entry);
-			const size = match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
-			if (!size || size.width === 0 || size.height === 0) throw new Error(`providers: ${name} has '${entry}', which is not WIDTHxHEIGHT (e.g. 1024x1024)`);
-			return size;
-		});
-	if (sizes.length === 0) throw new Error(`providers: ${name} lists no size`);
-	return sizes;
-}
 
 /** gpt-image models answer base64 only and refuse `response_format` (OpenAI's images reference). */
 const isGptImage = (model: string) => model.startsWith('gpt-image');
@@ -70,20 +53,18 @@ interface OpenAiSettings {
 	retry: HostRetryPolicy;
 }
 
-export function openaiProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
-	const root = baseUrl(env, 'OPENAI_BASE_URL', DEFAULT_BASE_URL);
-	const apiKey = env.OPENAI_API_KEY?.trim();
+export function openaiProvider(model: ModelId, configured: ProviderSettings['openai'], timing: ProviderTiming): GenerationProvider {
+	const root = configured.baseUrl;
+	const apiKey = configured.apiKey;
 	// LocalAI and many gateways on a private network take no key; OpenAI itself always does.
-	if (!apiKey && new URL(root).origin === new URL(DEFAULT_BASE_URL).origin) throw new Error(`providers: ${model}=openai needs OPENAI_API_KEY in the environment`);
-	const negative = env.OPENAI_NEGATIVE_PROMPT?.trim().toLowerCase() ?? 'false';
-	if (negative !== 'true' && negative !== 'false' && negative !== '') throw new Error(`providers: OPENAI_NEGATIVE_PROMPT must be true or false, not '${env.OPENAI_NEGATIVE_PROMPT}'`);
+	if (!apiKey && new URL(root).origin === OPENAI_ORIGIN) throw new Error(`providers: ${model}=openai needs OPENAI_API_KEY`);
 	const settings: OpenAiSettings = {
 		root,
-		model: env.OPENAI_IMAGE_MODEL?.trim() || DEFAULT_MODEL,
-		sizes: parseImageSizes(env.OPENAI_IMAGE_SIZES?.trim() || DEFAULT_SIZES),
-		negativePrompt: negative === 'true',
+		model: configured.imageModel,
+		sizes: configured.imageSizes,
+		negativePrompt: configured.negativePrompt,
 		...(apiKey ? { credentials: hostCredentials(root, { authorization: `Bearer ${apiKey}` }) } : {}),
-		retry: providerRetryPolicy(env),
+		retry: providerRetryPolicy(timing),
 	};
 	return {
 		name: 'openai',

@@ -102,11 +102,22 @@ export interface HostRetryPolicy extends RetryPolicy {
  */
 const RATE_LIMIT_FLOOR_MS = 10_000;
 
-/** Provider calls in tests and benchmarks retry quickly; real hosts get the nodes' policy. */
-export function providerRetryPolicy(env: NodeJS.ProcessEnv): RetryPolicy {
-	const baseDelayMs = Number(env.IMAGEGEN_PROVIDER_RETRY_BASE_MS ?? DEFAULT_RETRY_POLICY.baseDelayMs);
-	return { ...DEFAULT_RETRY_POLICY, baseDelayMs: Number.isFinite(baseDelayMs) ? baseDelayMs : DEFAULT_RETRY_POLICY.baseDelayMs };
+/**
+ * How soon providers ask a host again: the hosts' own pace, unless the caller building the
+ * providers in process sets it (a suite against loopback stand-ins has no reason to wait a second).
+ */
+export interface ProviderTiming {
+	/** The first pause of the retry backoff; the nodes' policy's otherwise. */
+	retryBaseDelayMs?: number;
+	/** The pause between two status polls of a host's job (Replicate, Pruna, ComfyUI); 1 s otherwise. */
+	pollIntervalMs?: number;
 }
+
+export function providerRetryPolicy(timing: ProviderTiming): RetryPolicy {
+	return { ...DEFAULT_RETRY_POLICY, baseDelayMs: timing.retryBaseDelayMs ?? DEFAULT_RETRY_POLICY.baseDelayMs };
+}
+
+export const pollIntervalMs = (timing: ProviderTiming): number => timing.pollIntervalMs ?? 1000;
 
 export async function providerFetch(request: ProviderRequest): Promise<ProviderAnswer> {
 	const policy: HostRetryPolicy = request.retry ?? DEFAULT_RETRY_POLICY;

@@ -20,10 +20,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelId, ModelLimits } from '../../../../core/models';
+import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
-import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, uploadInputImage } from './inputs';
-import { providerBytes, providerJson, providerRetryPolicy } from './provider-http';
+import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage } from './inputs';
+import { pollIntervalMs, providerBytes, providerJson, providerRetryPolicy, type ProviderTiming } from './provider-http';
 
 /**
  * Where Pruna takes less than the catalog. p-image-edit: "Edit and compose multiple images
@@ -45,12 +46,12 @@ interface PrunaStatus {
 	message?: string;
 }
 
-export function prunaProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
+export function prunaProvider(model: ModelId, settings: ProviderSettings['pruna'], timing: ProviderTiming): GenerationProvider {
 	if (model === 'textimage-v2') throw new Error('providers: pruna serves p-image and p-image-edit only, not textimage-v2');
-	const apiKey = requiredEnv(env, 'PRUNA_API_KEY', 'pruna', model);
-	const root = baseUrl(env, 'PRUNA_BASE_URL', 'https://api.pruna.ai/v1');
-	const retry = providerRetryPolicy(env);
-	const pollMs = Number(env.PRUNA_POLL_INTERVAL_MS ?? 1000);
+	const apiKey = requiredSetting(settings.apiKey, 'PRUNA_API_KEY', 'pruna', model);
+	const root = settings.baseUrl;
+	const retry = providerRetryPolicy(timing);
+	const pollMs = pollIntervalMs(timing);
 	const credentials = hostCredentials(root, { apikey: apiKey });
 
 	const statusUrl = (id: string) => `${root}/predictions/status/${encodeURIComponent(id)}`;

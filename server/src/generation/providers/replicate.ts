@@ -20,12 +20,13 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
-import { MODEL_IDS, isModelId, type ModelId, type ModelLimits } from '../../../../core/models';
+import type { ModelId, ModelLimits } from '../../../../core/models';
+import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
-import { aspectRatioSent, baseUrl, loadInputImages, requiredEnv, uploadInputImage, type FilesApi } from './inputs';
+import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage, type FilesApi } from './inputs';
 import { dataUri, type Base64Text } from './json-body';
-import { postOnce, providerJson, providerRetryPolicy, type ProviderRequest } from './provider-http';
+import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
 
 const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
@@ -57,24 +58,6 @@ const INLINE_INPUTS_MAX_BYTES = 1_048_576;
  * prediction that runs (and is billed) anyway. A p-image prediction usually finishes within it.
  */
 const CREATE_WAIT_SECONDS = 5;
-
-/** `owner/name:version_id` (the id is 64 hex digits), or the bare version id. */
-const VERSION_PATTERN = /^(?:[\w.-]+\/[\w.-]+:)?[0-9a-f]{64}$/;
-
-/** `REPLICATE_MODEL_VERSIONS=p-image=owner/name:version_id,…`: read at start-up, a mistake refused naming the variable. */
-function replicateVersions(env: NodeJS.ProcessEnv): Partial<Record<ModelId, string>> {
-	const versions: Partial<Record<ModelId, string>> = {};
-	for (const entry of (env.REPLICATE_MODEL_VERSIONS ?? '').split(',').map((each) => each.trim()).filter(Boolean)) {
-		const [model = '', version = ''] = entry.split('=', 2).map((each) => each.trim());
-		if (!entry.includes('=')) throw new Error(`providers: REPLICATE_MODEL_VERSIONS entry '${entry}' must be model=owner/name:version`);
-		if (!isModelId(model)) throw new Error(`providers: REPLICATE_MODEL_VERSIONS names an unknown model '${model}': one of ${MODEL_IDS.join(', ')}`);
-		if (!VERSION_PATTERN.test(version)) {
-			throw new Error(`providers: REPLICATE_MODEL_VERSIONS for ${model} must be owner/name:version (a 64-digit hex version id); got '${version}'`);
-		}
-		versions[model] = version;
-	}
-	return versions;
-}
 
 /** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
 const STYLE_NAMES: Record<string, string> = {
@@ -114,13 +97,13 @@ async function replicateInput(request: SettledRequest, context: GenerationContex
 	return input;
 }
 
-export function replicateProvider(model: ModelId, env: NodeJS.ProcessEnv): GenerationProvider {
-	const token = requiredEnv(env, 'REPLICATE_API_TOKEN', 'replicate', model);
-	const root = baseUrl(env, 'REPLICATE_BASE_URL', 'https://api.replicate.com/v1');
-	const retry = providerRetryPolicy(env);
-	const pollMs = Number(env.REPLICATE_POLL_INTERVAL_MS ?? 1000);
+export function replicateProvider(model: ModelId, settings: ProviderSettings['replicate'], timing: ProviderTiming): GenerationProvider {
+	const token = requiredSetting(settings.apiToken, 'REPLICATE_API_TOKEN', 'replicate', model);
+	const root = settings.baseUrl;
+	const retry = providerRetryPolicy(timing);
+	const pollMs = pollIntervalMs(timing);
 	const credentials = hostCredentials(root, { authorization: `Bearer ${token}` });
-	const version = replicateVersions(env)[model];
+	const version = settings.modelVersions[model];
 	const call = (request: Omit<ProviderRequest, 'provider' | 'retry' | 'headers' | 'credentials'>, headers: Record<string, string> = {}) =>
 		providerJson<Prediction>({ provider: 'replicate', retry, headers, credentials, ...request });
 

@@ -5,22 +5,23 @@
  * can (loopback, private networks), and asked for `b64_json`, which saves a second download.
  */
 import { ImageGenError } from '../../../../core/errors';
+import type { ProviderSettings } from '../../config';
 import type { GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials } from './host-credentials';
-import { loadInputImages, requiredEnv, baseUrl } from './inputs';
+import { loadInputImages, requiredSetting } from './inputs';
 import { dataUri } from './json-body';
 import { base64Bytes } from './image-json';
-import { providerImageJson, providerRetryPolicy } from './provider-http';
+import { providerImageJson, providerRetryPolicy, type ProviderTiming } from './provider-http';
 
 /** Our own answer (core/api.ts) as the reader gives it: a long `b64_json` arrives decoded. */
 interface UpstreamAnswer {
 	data?: Array<{ b64_json?: string | Buffer; url?: unknown }>;
 }
 
-export function upstreamProvider(model: string, env: NodeJS.ProcessEnv): GenerationProvider {
-	const root = baseUrl(env, 'UPSTREAM_BASE_URL', requiredEnv(env, 'UPSTREAM_BASE_URL', 'upstream', model));
-	const apiKey = requiredEnv(env, 'UPSTREAM_API_KEY', 'upstream', model);
-	const retry = providerRetryPolicy(env);
+export function upstreamProvider(model: string, settings: ProviderSettings['upstream'], timing: ProviderTiming): GenerationProvider {
+	const root = requiredSetting(settings.baseUrl, 'UPSTREAM_BASE_URL (--upstream-base-url)', 'upstream', model);
+	const apiKey = requiredSetting(settings.apiKey, 'UPSTREAM_API_KEY', 'upstream', model);
+	const retry = providerRetryPolicy(timing);
 	const credentials = hostCredentials(root, { authorization: `Bearer ${apiKey}` });
 	return {
 		name: 'upstream',

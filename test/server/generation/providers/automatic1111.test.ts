@@ -7,13 +7,12 @@
  */
 import sharp from 'sharp';
 import { EXTENDED_ASPECT_RATIOS } from '../../../../core/models';
-import { parseProviderSelection } from '../../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../../server/src/generation/providers';
 import { sizeForRatio } from '../../../../server/src/generation/providers/automatic1111';
 import { buildTestApp, type InProcessApp } from '../../support/app';
 import { startA1111Host, type ImageApiHost } from '../../support/image-api-hosts';
 import { eventually } from '../../support/http';
 import { makeImage, noisyPng, samePixels } from '../../support/media';
+import { providersFor } from '../../support/providers';
 import { generateIn } from '../support/generate-in';
 import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
 
@@ -26,7 +25,7 @@ let hurried: InProcessApp;
 let square: Buffer;
 
 const appFor = async (env: NodeJS.ProcessEnv, timeoutSeconds = 5) =>
-	await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds)], { providers: buildProviderTable(parseProviderSelection(ALL_MODELS), { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', ...env }) });
+	await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds)], { providers: providersFor(ALL_MODELS, env) });
 
 beforeAll(async () => {
 	[webui, square] = await Promise.all([startA1111Host(), makeImage('png', 1024, 1024)]);
@@ -127,12 +126,12 @@ test('a drawing that ends in time is not interrupted', async () => {
 });
 
 describe('settings refused at start, each named', () => {
-	const build = (env: NodeJS.ProcessEnv) => () => buildProviderTable(parseProviderSelection('p-image=automatic1111'), env);
+	const build = (env: NodeJS.ProcessEnv) => () => providersFor('p-image=automatic1111', env);
 	test.each([
 		[{}, /p-image=automatic1111 needs A1111_BASE_URL/],
-		[{ A1111_BASE_URL: 'gpu-box:7860' }, /A1111_BASE_URL is not a URL/],
-		[{ A1111_BASE_URL: 'http://gpu-box:7860', A1111_STEPS: '0' }, /A1111_STEPS must be a whole number from 1 to 150, not '0'/],
-		[{ A1111_BASE_URL: 'http://gpu-box:7860', A1111_STEPS: '12.5' }, /A1111_STEPS .* not '12.5'/],
+		[{ A1111_BASE_URL: 'gpu-box:7860' }, /A1111_BASE_URL\) must be an http\(s\) URL/],
+		[{ A1111_BASE_URL: 'http://gpu-box:7860', A1111_STEPS: '0' }, /A1111_STEPS\) must be a whole number from 1 to 150; got '0'/],
+		[{ A1111_BASE_URL: 'http://gpu-box:7860', A1111_STEPS: '12.5' }, /A1111_STEPS\) .* got '12.5'/],
 		[{ A1111_BASE_URL: 'http://gpu-box:7860', A1111_API_AUTH: 'painter' }, /A1111_API_AUTH must be user:password/],
 	])('%j', (env, message) => {
 		expect(build(env)).toThrow(message);

@@ -120,7 +120,7 @@ describe('at start-up', () => {
 	const env = { COMFYUI_BASE_URL: 'http://127.0.0.1:8188' };
 	const build = (args: string[]) => {
 		const config = parseConfig(['--data-dir', dir, ...args], env);
-		return buildProviderTable(config.providerSelection, env, { comfyuiWorkflows: config.comfyuiWorkflows });
+		return buildProviderTable(config);
 	};
 
 	test('a model on comfyui without a workflow: an error naming the option and the model', () => {
@@ -128,7 +128,7 @@ describe('at start-up', () => {
 	});
 
 	test('without COMFYUI_BASE_URL', () => {
-		expect(() => buildProviderTable({ 'p-image': 'comfyui' }, {}, { comfyuiWorkflows: { 'p-image': join(EXAMPLES, 'sdxl.json') } })).toThrow('providers: p-image=comfyui needs COMFYUI_BASE_URL');
+		expect(() => buildProviderTable(parseConfig(['--providers', 'p-image=comfyui', '--comfyui-workflow', `p-image=${join(EXAMPLES, 'sdxl.json')}`], {}))).toThrow('providers: p-image=comfyui needs COMFYUI_BASE_URL');
 	});
 
 	test('--comfyui-workflow takes model=file entries, resolved against the working directory, also from IMAGEGEN_COMFYUI_WORKFLOW', () => {

@@ -17,6 +17,7 @@ import { startInProcessServer } from '../../support/app';
 import { startFakeComfyUI, type FakeComfyUI } from '../../support/fake-comfyui';
 import { call, eventually, postJson } from '../../support/http';
 import { makeImage, samePixels } from '../../support/media';
+import { FAST_HOSTS } from '../../support/providers';
 import { providerContext } from '../../support/host-job-contract';
 
 const EXAMPLES = resolve(__dirname, '../../../../examples/comfyui');
@@ -33,10 +34,11 @@ beforeAll(async () => {
 	comfy = await startFakeComfyUI();
 	dir = await mkdtemp(join(tmpdir(), 'comfyui-provider-'));
 	output = await makeImage('png', 1344, 768);
-	env = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10', COMFYUI_POLL_INTERVAL_MS: '20', COMFYUI_BASE_URL: comfy.origin };
+	env = { COMFYUI_BASE_URL: comfy.origin };
 	server = await startInProcessServer({
 		args: ['--generation-timeout-seconds', '3', '--providers', 'p-image=comfyui,p-image-edit=comfyui', '--comfyui-workflow', `p-image=${SDXL},p-image-edit=${EDIT}`],
 		env,
+		parts: { providerTiming: FAST_HOSTS },
 	});
 });
 
@@ -134,7 +136,7 @@ describe('the host’s failures', () => {
 		const workflow = JSON.parse(JSON.stringify(loadComfyWorkflow(SDXL).nodes));
 		workflow['4'].inputs.ckpt_name = 'sd3_medium.safetensors';
 		await writeFile(path, JSON.stringify(workflow));
-		const provider = comfyuiProvider('p-image', env, path);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, path, FAST_HOSTS);
 		const failure = await provider.generate(request(), context()).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ status: 502, code: 'upstream_rejected' });
 		expect((failure as Error).message).toMatch(/HTTP 400: Prompt outputs failed validation; node 4 \(CheckpointLoaderSimple\): Value not in list: ckpt_name: 'sd3_medium.safetensors' not in/);
@@ -142,7 +144,7 @@ describe('the host’s failures', () => {
 	});
 
 	test('a prompt ComfyUI lost (restarted, queue cleared): 502 saying so, not a wait until the time limit', async () => {
-		const provider = comfyuiProvider('p-image', env, SDXL);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const started = Date.now();
 		const failure = await provider.resume!({ provider: 'comfyui', id: 'c0ffee00-0000-4000-8000-000000000000' }, context()).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ status: 502, code: 'upstream_failed' });
@@ -153,7 +155,7 @@ describe('the host’s failures', () => {
 
 describe('the prompt as a host job', () => {
 	test('hostJobStarted gets the prompt id, awaited, before the first history poll', async () => {
-		const provider = comfyuiProvider('p-image', env, SDXL);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const told: Array<{ job: HostJobRef; pollsBefore: number }> = [];
 		const images = await provider.generate(request(), context({ hostJobStarted: async (job) => void told.push({ job, pollsBefore: comfy.callsTo('GET', '/history/').length }) }));
 		const id = comfy.callsTo('GET', '/history/')[0]!.path.slice('/history/'.length);
@@ -165,7 +167,7 @@ describe('the prompt as a host job', () => {
 	test('a job not kept (hostJobStarted fails) is taken off ComfyUI’s queue', async () => {
 		comfy.setRunMs(60_000);
 		await comfy.queueDirectly(boundSdxl());
-		const provider = comfyuiProvider('p-image', env, SDXL);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const failure = await provider.generate(request(), context({ hostJobStarted: async () => Promise.reject(new Error('database gone')) })).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ message: 'database gone' });
 		expect(comfy.callsTo('POST', '/queue')).toHaveLength(1);
@@ -175,7 +177,7 @@ describe('the prompt as a host job', () => {
 	test('resume follows the prompt by its id: never POST /prompt', async () => {
 		comfy.setRunMs(150);
 		const id = await comfy.queueDirectly(boundSdxl(), 'an-earlier-run');
-		const provider = comfyuiProvider('p-image', env, SDXL);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const images = await provider.resume!({ provider: 'comfyui', id }, context());
 		expect(images).toHaveLength(1);
 		expect(await samePixels((images[0] as { bytes: Buffer }).bytes, output)).toBe(true);
@@ -187,7 +189,7 @@ describe('the prompt as a host job', () => {
 		comfy.setRunMs(60_000);
 		const theirs = await comfy.queueDirectly(boundSdxl());
 		const ours = await comfy.queueDirectly(boundSdxl(), 'us');
-		await comfyuiProvider('p-image', env, SDXL).cancel!({ provider: 'comfyui', id: ours });
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS).cancel!({ provider: 'comfyui', id: ours });
 		expect(comfy.callsTo('POST', '/queue').map((each) => each.json)).toEqual([{ delete: [ours] }]);
 		expect(comfy.callsTo('POST', '/interrupt')).toHaveLength(0);
 		expect(comfy.queue()).toEqual({ running: [theirs], pending: [] });
@@ -196,7 +198,7 @@ describe('the prompt as a host job', () => {
 	test('cancel of our running prompt interrupts it (naming it, for ComfyUI versions that check)', async () => {
 		comfy.setRunMs(60_000);
 		const ours = await comfy.queueDirectly(boundSdxl(), 'us');
-		await comfyuiProvider('p-image', env, SDXL).cancel!({ provider: 'comfyui', id: ours });
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS).cancel!({ provider: 'comfyui', id: ours });
 		expect(comfy.callsTo('POST', '/interrupt').map((each) => each.json)).toEqual([{ prompt_id: ours }]);
 		expect(comfy.queue().running).toEqual([]);
 		const history = (await (await fetch(`${comfy.origin}/history/${ours}`)).json()) as any;
@@ -208,7 +210,7 @@ describe('the prompt as a host job', () => {
 		expect(await eventually(() => comfy.queue().running.length === 0)).toBe(true);
 		comfy.setRunMs(60_000);
 		const theirs = await comfy.queueDirectly(boundSdxl());
-		await comfyuiProvider('p-image', env, SDXL).cancel!({ provider: 'comfyui', id: ours });
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS).cancel!({ provider: 'comfyui', id: ours });
 		expect(comfy.callsTo('POST', '/interrupt')).toHaveLength(0);
 		expect(comfy.callsTo('POST', '/queue')).toHaveLength(0);
 		expect(comfy.queue().running).toEqual([theirs]);
@@ -216,7 +218,7 @@ describe('the prompt as a host job', () => {
 
 	test('our time limit passing while the prompt runs: it is interrupted', async () => {
 		comfy.setRunMs(60_000);
-		const provider = comfyuiProvider('p-image', env, SDXL);
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const failure = await provider.generate(request(), context({ signal: AbortSignal.timeout(300) })).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ name: expect.stringMatching(/^(AbortError|TimeoutError)$/) });
 		expect(await eventually(() => comfy.callsTo('POST', '/interrupt').length === 1)).toBe(true);
@@ -226,7 +228,7 @@ describe('the prompt as a host job', () => {
 	test('through the service: a prompt that outlasts the time limit is a 504, and ComfyUI stops drawing it', async () => {
 		comfy.setRunMs(60_000);
 		// A service of its own, whose time limit is reached in half a second.
-		const hurried = await startInProcessServer({ args: ['--generation-timeout-seconds', '0.5', '--providers', 'p-image=comfyui', '--comfyui-workflow', `p-image=${SDXL}`], env });
+		const hurried = await startInProcessServer({ args: ['--generation-timeout-seconds', '0.5', '--providers', 'p-image=comfyui', '--comfyui-workflow', `p-image=${SDXL}`], env, parts: { providerTiming: FAST_HOSTS } });
 		try {
 			const answer = await postJson(hurried, '/v1/images/generations', { model: 'p-image', prompt: 'x' });
 			expect(answer.status).toBe(504);

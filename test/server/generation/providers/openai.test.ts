@@ -7,10 +7,9 @@
  */
 import sharp from 'sharp';
 import { nearestSize } from '../../../../core/openai-images';
-import { parseProviderSelection } from '../../../../server/src/config/provider-selection';
-import { buildProviderTable } from '../../../../server/src/generation/providers';
-import { parseImageSizes } from '../../../../server/src/generation/providers/openai';
+import { parseImageSizes } from '../../../../server/src/config/provider-options';
 import { buildTestApp, type InProcessApp } from '../../support/app';
+import { providersFor } from '../../support/providers';
 import { startOpenAiHost, type ImageApiHost } from '../../support/image-api-hosts';
 import { makeImage, noisyPng, samePixels } from '../../support/media';
 import { generateIn } from '../support/generate-in';
@@ -18,7 +17,6 @@ import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
 
 const KEY = 'sk-test-0123456789';
 const ALL_MODELS = 'p-image=openai,p-image-edit=openai,textimage-v2=openai';
-const FAST = { IMAGEGEN_PROVIDER_RETRY_BASE_MS: '10' };
 
 let openai: ImageApiHost;
 let localai: ImageApiHost;
@@ -31,7 +29,7 @@ let hurried: InProcessApp;
 let square: Buffer;
 
 async function appFor(env: NodeJS.ProcessEnv, timeoutSeconds = 5): Promise<InProcessApp> {
-	return await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds)], { providers: buildProviderTable(parseProviderSelection(ALL_MODELS), { ...FAST, ...env }) });
+	return await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds)], { providers: providersFor(ALL_MODELS, env) });
 }
 
 beforeAll(async () => {
@@ -208,13 +206,13 @@ describe('sizes', () => {
 });
 
 describe('settings refused at start, each named', () => {
-	const build = (env: NodeJS.ProcessEnv) => () => buildProviderTable(parseProviderSelection('p-image=openai'), env);
+	const build = (env: NodeJS.ProcessEnv) => () => providersFor('p-image=openai', env);
 	test.each([
-		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: '1024x1024,1536by1024' }, /OPENAI_IMAGE_SIZES has '1536by1024'/],
-		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: '0x1024' }, /OPENAI_IMAGE_SIZES has '0x1024'/],
-		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: ' , ' }, /OPENAI_IMAGE_SIZES lists no size/],
-		[{ OPENAI_API_KEY: KEY, OPENAI_NEGATIVE_PROMPT: 'yes' }, /OPENAI_NEGATIVE_PROMPT must be true or false/],
-		[{ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: 'not a url' }, /OPENAI_BASE_URL is not a URL/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: '1024x1024,1536by1024' }, /OPENAI_IMAGE_SIZES\): '1536by1024' is not WIDTHxHEIGHT/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: '0x1024' }, /OPENAI_IMAGE_SIZES\): '0x1024' is not WIDTHxHEIGHT/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: ' , ' }, /OPENAI_IMAGE_SIZES\): lists no size/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_NEGATIVE_PROMPT: 'maybe' }, /OPENAI_NEGATIVE_PROMPT\) must be true or false/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: 'not a url' }, /OPENAI_BASE_URL\) must be an http\(s\) URL/],
 		[{}, /p-image=openai needs OPENAI_API_KEY/],
 	])('%j', (env, message) => {
 		expect(build(env)).toThrow(message);
