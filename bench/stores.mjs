@@ -1,5 +1,5 @@
 // The data dir's stores alone, no HTTP: 16 writers, each a hosted generation's writes (a
-// reservation, a publish and a usage line, through SqlFileMetadata and SqliteUsageLedger), for
+// reservation, a publish and a usage line, through SqlFileMetadata and SqlUsageLedger), for
 // a few seconds. Generations per second, their p50, and the event loop's delay p99 meanwhile: what
 // every other request on the service waits behind while the group commit syncs the disk.
 // `node bench/stores.mjs [dist]` runs it alone, against another build's dist if given.
@@ -16,12 +16,12 @@ export async function storesBench({ dist = join(ROOT, 'server', 'dist'), writers
 	const { openSqliteDatabase } = load('./db/sqlite/database.js');
 	const { SqlFileMetadata } = load('./storage/sql-file-metadata.js');
 	const { SqliteAdapter } = load('./db/sqlite/sqlite-adapter.js');
-	const { SqliteUsageLedger } = load('./usage/sqlite-usage-ledger.js');
+	const { SqlUsageLedger } = load('./usage/sql-usage-ledger.js');
 	const { groupCommitOf } = load('./db/sqlite/group-commit.js');
 	const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-bench-stores-'));
 	const database = openSqliteDatabase(dataDir, { serving: true });
 	const files = new SqlFileMetadata(new SqliteAdapter(database));
-	const ledger = new SqliteUsageLedger(database, { log: { error() {}, info() {} } });
+	const ledger = new SqlUsageLedger(new SqliteAdapter(database), { log: { error() {}, info() {} } });
 	const expiresAt = new Date(Date.now() + 3_600_000);
 	const latencies = [];
 	let serial = 0;
