@@ -24,7 +24,7 @@ const INTEGRATION = [
 	'test/server/keys/admin-api.test.ts',
 	'test/server/keys/data-dir-writers.test.ts',
 	'test/server/keys/enforcement.test.ts',
-	'test/server/jobs/pg-job-store.test.ts',
+	'test/server/jobs/job-store-postgres.test.ts',
 	'test/server/keys/pg-key-store.test.ts',
 	'test/server/keys/sqlite-key-store.test.ts',
 	'test/server/limits/auth-failure-throttle.test.ts',
@@ -42,7 +42,7 @@ const INTEGRATION = [
 	'test/server/storage/s3-hosting.test.ts',
 	'test/server/storage/s3-object-storage.test.ts',
 	'test/server/usage/usage-ledger-postgres.test.ts',
-	'test/server/webhooks/pg-outbox-store.test.ts',
+	'test/server/webhooks/outbox-store-postgres.test.ts',
 ];
 
 // A suite moved or renamed without its row here would quietly run with the unit project.

@@ -5,6 +5,7 @@
  * milliseconds), which `toJob` takes care of. JSON columns are text on both.
  */
 import type { ModelId } from '../../../core/models';
+import { Lease } from '../db/lease';
 import { KEY_SQL } from '../keys/key-rows';
 import type { GenerationStatus, Job, JobEnd, JobError, NewJob, StoredResult } from './job-store';
 
@@ -15,37 +16,45 @@ const JOB_COLUMNS = COLUMNS.join(', ');
 
 const NOT_ENDED = "status IN ('queued', 'running')";
 
+/** A running job is its owner's (a process) while the owner renews `lease_until`. */
+export const JOB_LEASE = new Lease({ table: 'generation_jobs', holder: 'owner', until: 'lease_until', live: "status = 'running'" });
+
 export const JOB_SQL = {
 	insert: `INSERT INTO generation_jobs (${JOB_COLUMNS}) VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})`,
 	hostJob: `UPDATE generation_jobs SET provider = $2, host_job_id = $3 WHERE id = $1 AND ${NOT_ENDED}`,
-	renew: "UPDATE generation_jobs SET lease_until = $3 WHERE id = $1 AND owner = $2 AND status = 'running'",
+	renew: JOB_LEASE.renew('$1', '$2', '$3'),
 	/** Only the owner's running job: a job canceled meanwhile keeps its state. */
 	finish: `UPDATE generation_jobs SET status = $3, result = $4, error = $5, finished_at = $6, lease_until = NULL
-		WHERE id = $1 AND owner = $2 AND status = 'running' RETURNING ${JOB_COLUMNS}`,
+		WHERE ${JOB_LEASE.heldBy('$1', '$2')} RETURNING ${JOB_COLUMNS}`,
 	/** `orphaned`: nobody renews the job's lease, so nobody else gives its charge back. */
 	cancel: `UPDATE generation_jobs SET status = 'canceled', error = $4, finished_at = $3
 		WHERE id = $1 AND api_key_id = $2 AND ${NOT_ENDED}
-		RETURNING ${JOB_COLUMNS}, CASE WHEN lease_until IS NULL OR lease_until <= $3 THEN 1 ELSE 0 END AS orphaned`,
+		RETURNING ${JOB_COLUMNS}, CASE WHEN ${JOB_LEASE.unheld('$3')} THEN 1 ELSE 0 END AS orphaned`,
 	/**
-	 * A charge to give back, then marked given back; in one transaction, and the spend changed only
-	 * when the mark changed the row, so two at once give it back once.
+	 * The charge a job still holds, read inside the transaction that releases it (`released`), the
+	 * row locked by the adapter's `forUpdate` that the store appends, so that two at once release it once.
 	 */
-	charged: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
-	refunded: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
+	held: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
+	released: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
 	/** One row's three columns by its key: asked once per generation, where `get` would read and parse the whole job. */
-	isRunning: "SELECT 1 AS running FROM generation_jobs WHERE id = $1 AND owner = $2 AND status = 'running'",
+	isRunning: `SELECT 1 AS running FROM generation_jobs WHERE ${JOB_LEASE.heldBy('$1', '$2')}`,
 	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
 		ORDER BY created_at DESC, id DESC LIMIT $3`,
 	/** Every key's newest jobs, for the operator (a top-`$1` sort over the table; retention bounds it). */
 	recent: `SELECT ${JOB_COLUMNS} FROM generation_jobs ORDER BY created_at DESC, id DESC LIMIT $1`,
-	claim: `UPDATE generation_jobs SET owner = $1, lease_until = $2
-		WHERE id IN (SELECT id FROM generation_jobs WHERE status = 'running' AND lease_until <= $3 ORDER BY lease_until LIMIT $4)
-		AND status = 'running' AND lease_until <= $3 RETURNING ${JOB_COLUMNS}`,
+	/** Args: the new owner, its lease, now, how many at most; the longest abandoned first. */
+	claim: JOB_LEASE.claim({
+		candidates: `SELECT id FROM generation_jobs WHERE ${JOB_LEASE.ended('$3')} ORDER BY lease_until LIMIT $4`,
+		holder: '$1',
+		until: '$2',
+		now: '$3',
+		returning: JOB_COLUMNS,
+	}),
 	counts: 'SELECT status, count(*) AS jobs FROM generation_jobs GROUP BY status',
 	/** Jobs that ended at or before `$1`: what a sweep deletes. */
 	sweepable: `NOT ${NOT_ENDED} AND finished_at <= $1`,
-	/** A refund on the key's spend of the job's UTC day (the day its admission charged). */
+	/** A release on the key's spend of the job's UTC day (the day its admission charged). */
 	spend: KEY_SQL.charge,
 };
 
@@ -115,8 +124,8 @@ export function toJob(row: JobRow): Job {
 	};
 }
 
-/** What `JOB_SQL.charged` answered, as the `JOB_SQL.spend` values that give it back. */
-export function refundValues(row: { api_key_id: string; charged_micros: number | string; created_at: Date | number }): unknown[] {
+/** What `JOB_SQL.held` answered, as the `JOB_SQL.spend` values that give it back. */
+export function releaseValues(row: { api_key_id: string; charged_micros: number | string; created_at: Date | number }): unknown[] {
 	return [row.api_key_id, new Date(row.created_at).toISOString().slice(0, 10), -Number(row.charged_micros)];
 }
 

@@ -5,7 +5,7 @@
  * While it runs, this process renews its lease; a lease that ran out means the process died, and
  * `recover` (at start and periodically, on any replica) takes such jobs over: one the host named is
  * followed to its end (never created again) and charged once, one it did not name ends `failed`
- * with code `interrupted`, its charge given back.
+ * with code `interrupted`, its charge released.
  *
  * A cancel reaches the store first (the answer already reads `canceled`); the process running the
  * job stops it at once, another one asks the host to cancel its job. A run that ends after its job
@@ -62,23 +62,6 @@ export interface StartedJob {
 	answer: Promise<GenerationAnswer>;
 }
 
-export interface JobRunner {
-	/**
-	 * Starts a job and answers once it is written (the provider is being called). Throws without a
-	 * job what is refused before: a model the key may not use, a spent budget, a malformed request.
-	 */
-	start(generation: GenerationRequest, caller: JobCaller): Promise<StartedJob>;
-	/** Cancels a job of `apiKeyId`; its state after (its final one if it had ended), or null when it has none. */
-	cancel(id: string, apiKeyId: string): Promise<Job | null>;
-	/** Takes over the jobs of processes that died; answers how many. */
-	recover(): Promise<number>;
-	/**
-	 * Stops taking jobs over and waits for the running ones to end, at most `waitMs`: a job still
-	 * running then is left to its lease, and the next start (or another replica) follows it on.
-	 */
-	close(waitMs?: number): Promise<void>;
-}
-
 interface Running {
 	controller: AbortController;
 	ended: Promise<unknown>;
@@ -99,113 +82,30 @@ export function newJobId(): string {
 	return `gen_${randomUUID().replaceAll('-', '')}`;
 }
 
-export function createJobRunner(options: JobRunnerOptions): JobRunner {
-	const { store, runGeneration, providers, log } = options;
-	const listeners = options.listeners ?? [];
-	const leaseMs = options.leaseMs ?? JOB_LEASE_MS;
+/**
+ * Starts, cancels and takes over jobs (see the top of this file). Each job running here is in
+ * `running` until it ends, with the controller that stops it.
+ */
+export class JobRunner {
+	private readonly store: JobStore;
+	private readonly listeners: readonly JobEndListener[];
+	private readonly leaseMs: number;
 	/** This process, as the owner of the jobs it runs. */
-	const owner = randomUUID();
-	const running = new Map<string, Running>();
-	let closed = false;
+	private readonly owner = randomUUID();
+	private readonly running = new Map<string, Running>();
+	private closed = false;
 
-	const ended = async (job: Job) => {
-		if (listeners.length === 0) return;
-		// Read back and encoded only for a listener that wants the bytes: the outbox never sends them,
-		// and reading each inline image back cost every job a file open and read.
-		const inlineBase64 = options.inlineBase64 && ((fileId: string) => options.inlineBase64!(fileId, job.apiKeyId));
-		const made = new Map<boolean, Promise<GenerationObject>>();
-		const objectOf = (withImages: boolean) => made.get(withImages) ?? made.set(withImages, generationObject(job, withImages ? inlineBase64 : undefined)).get(withImages)!;
-		for (const listener of listeners) {
-			const generation = await objectOf(listener.wantsInlineImages === true && inlineBase64 !== undefined);
-			await listener
-				.jobEnded({ apiKeyId: job.apiKeyId, ...(job.webhookUrl ? { webhookUrl: job.webhookUrl } : {}), generation })
-				.catch((error: unknown) => log.error({ err: error, job: job.id }, 'telling of a job that ended failed'));
-		}
-	};
-
-	/** Writes the end (null when the job was canceled or taken over meanwhile) and tells the listeners. */
-	const finish = async (id: string, end: JobEnd): Promise<Job | null> => {
-		const job = await store.finish(id, owner, end);
-		if (job) await ended(job);
-		return job;
-	};
-
-	/** Renews the job's lease while it runs; a job that is no longer this process's running one is stopped. */
-	const keepLease = (id: string, controller: AbortController) => {
-		const timer = setInterval(() => {
-			store.renew(id, owner, new Date(Date.now() + leaseMs)).then(
-				(renewed) => {
-					if (!renewed) controller.abort(new DOMException('the job was canceled', 'AbortError'));
-				},
-				(error: unknown) => log.error({ err: error, job: id }, 'renewing a job lease failed'),
-			);
-		}, leaseMs / 3);
-		timer.unref();
-		return () => clearInterval(timer);
-	};
+	constructor(private readonly options: JobRunnerOptions) {
+		this.store = options.store;
+		this.listeners = options.listeners ?? [];
+		this.leaseMs = options.leaseMs ?? JOB_LEASE_MS;
+	}
 
 	/**
-	 * Runs a generation as job `id` and writes its end. `created` is told when the job is written
-	 * (a resumed one was written before).
+	 * Starts a job and answers once it is written (the provider is being called). Throws without a
+	 * job what is refused before: a model the key may not use, a spent budget, a malformed request.
 	 */
-	const drive = (id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> => {
-		let stopLease = () => undefined as void;
-		let finished: Promise<unknown> | undefined;
-		// Written as the runner records the usage line, so both share one commit (run-generation.ts `succeeded`).
-		const succeeded = async (answer: GenerationAnswer) => {
-			const { body, inlineFiles } = inlineAnswerBody(answer);
-			const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
-			finished = finish(id, { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() });
-			await finished;
-		};
-		const run = (async () => {
-			try {
-				const answer = await runGeneration(generation, {
-					...caller,
-					clientGone: controller.signal,
-					keepsInlineImages: caller.keepsInlineImages ?? true,
-					succeeded,
-					hostJobStarted: (job) => store.hostJobStarted(id, job),
-					// A read, not a write: a cancel that reached another process shows in the row.
-					stillWanted: async () => !controller.signal.aborted && (await store.isRunning(id, owner)),
-					...(created && {
-						admitted: async ({ generation: admitted, chargedUsd }) => {
-							const job = {
-								id,
-								apiKeyId: caller.apiKeyId,
-								model: admitted.model,
-								request: admitted as unknown as Record<string, unknown>,
-								webhookUrl: (admitted as { webhook_url?: string }).webhook_url ?? null,
-								chargedMicros: toMicros(chargedUsd),
-								createdAt: new Date(),
-								owner,
-								leaseUntil: new Date(Date.now() + leaseMs),
-							};
-							await store.create(job);
-							stopLease = keepLease(id, controller);
-							created({ ...job, status: 'running', hostJob: null, result: null, error: null, finishedAt: null });
-						},
-					}),
-				});
-				await (finished ?? succeeded(answer));
-				return answer;
-			} catch (error) {
-				const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';
-				await finish(id, { status, error: jobError(error), finishedAt: new Date() }).catch((failure: unknown) =>
-					log.error({ err: failure, job: id }, 'writing the end of a job failed'),
-				);
-				throw error;
-			} finally {
-				stopLease();
-			}
-		})();
-		const tracked = { controller, ended: run.catch(() => undefined) };
-		running.set(id, tracked);
-		void tracked.ended.then(() => running.delete(id));
-		return run;
-	};
-
-	const start: JobRunner['start'] = async (generation, caller) => {
+	async start(generation: GenerationRequest, caller: JobCaller): Promise<StartedJob> {
 		const id = newJobId();
 		const controller = new AbortController();
 		const { clientGone } = caller;
@@ -214,7 +114,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 		if (clientGone?.aborted) onGone();
 		let created!: (job: Job) => void;
 		const written = new Promise<Job>((resolve) => (created = resolve));
-		const answer = drive(id, generation, { ...caller, clientGone: controller.signal }, controller, created);
+		const answer = this.drive(id, generation, { ...caller, clientGone: controller.signal }, controller, created);
 		void answer.then(
 			() => clientGone?.removeEventListener('abort', onGone),
 			() => clientGone?.removeEventListener('abort', onGone),
@@ -222,62 +122,183 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 		// Refused before the job was written (a spent budget, a model the key may not use): no job.
 		const job = await Promise.race([written, answer.then(() => written)]);
 		return { job, answer };
-	};
+	}
 
-	const cancel: JobRunner['cancel'] = async (id, apiKeyId) => {
-		const canceled = await store.cancel(id, apiKeyId, new Date());
+	/** Cancels a job of `apiKeyId`; its state after (its final one if it had ended), or null when it has none. */
+	async cancel(id: string, apiKeyId: string): Promise<Job | null> {
+		const canceled = await this.store.cancel(id, apiKeyId, new Date());
 		if (!canceled) return null;
 		const { job, canceledNow } = canceled;
 		if (!canceledNow) return job;
-		const here = running.get(id);
+		const here = this.running.get(id);
 		if (here) {
 			here.controller.abort(new DOMException('the job was canceled', 'AbortError'));
 		} else if (job.hostJob) {
-			await providers[job.model]
+			await this.options.providers[job.model]
 				.cancel?.(job.hostJob)
-				.catch((error: unknown) => log.error({ err: error, job: id }, "canceling a host's job failed"));
+				.catch((error: unknown) => this.options.log.error({ err: error, job: id }, "canceling a host's job failed"));
 		}
-		await ended(job);
+		await this.tellEnded(job);
 		return job;
-	};
+	}
 
-	const recover: JobRunner['recover'] = async () => {
-		if (closed) return 0;
+	/** Takes over the jobs of processes that died; answers how many. */
+	async recover(): Promise<number> {
+		if (this.closed) return 0;
 		const now = new Date();
-		const claimed = await store.claimAbandoned(owner, new Date(now.getTime() + leaseMs), now, RECOVERY_BATCH);
-		for (const job of claimed) {
-			const provider = providers[job.model];
-			if (!job.hostJob || !provider?.resume) {
-				log.info({ job: job.id }, 'a job cut off before its host named it ends as interrupted');
-				await finish(job.id, { status: 'failed', error: INTERRUPTED.toBody().error, finishedAt: new Date(), refund: true });
-				continue;
-			}
-			log.info({ job: job.id, provider: job.hostJob.provider }, "following a job left by a process that stopped to its host's end");
-			// Already charged at its admission, before the restart: it stays charged when the job
-			// succeeds, and is given back (once: the row says whether it was) when it does not.
-			const controller = new AbortController();
-			const stopLease = keepLease(job.id, controller);
-			const hold: BudgetHold = { settle: async () => undefined, release: () => store.refund(job.id) };
-			void drive(job.id, job.request as unknown as GenerationRequest, { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, hold } }, controller)
-				.catch(() => undefined)
-				.finally(stopLease);
-		}
+		const claimed = await this.store.claimAbandoned(this.owner, new Date(now.getTime() + this.leaseMs), now, RECOVERY_BATCH);
+		for (const job of claimed) await this.takeOver(job);
 		return claimed.length;
-	};
+	}
 
-	return {
-		start,
-		cancel,
-		recover,
-		async close(waitMs = CLOSE_WAIT_MS) {
-			closed = true;
-			let timer: NodeJS.Timeout | undefined;
-			const waited = new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), waitMs)));
-			const outcome = await Promise.race([Promise.all([...running.values()].map((job) => job.ended)), waited]);
-			clearTimeout(timer);
-			if (outcome === 'timed out') log.info({ jobs: [...running.keys()] }, 'jobs still running at close are left to the next start');
-		},
-	};
+	/**
+	 * Stops taking jobs over and waits for the running ones to end, at most `waitMs`: a job still
+	 * running then is left to its lease, and the next start (or another replica) follows it on.
+	 */
+	async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
+		this.closed = true;
+		let timer: NodeJS.Timeout | undefined;
+		const waited = new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), waitMs)));
+		const outcome = await Promise.race([Promise.all([...this.running.values()].map((job) => job.ended)), waited]);
+		clearTimeout(timer);
+		if (outcome === 'timed out') this.options.log.info({ jobs: [...this.running.keys()] }, 'jobs still running at close are left to the next start');
+	}
+
+	/**
+	 * A job claimed from a process that died: one its host named is followed to the host's end, one
+	 * it did not name ends as interrupted, its charge released.
+	 */
+	private async takeOver(job: Job): Promise<void> {
+		const { log, providers } = this.options;
+		const provider = providers[job.model];
+		if (!job.hostJob || !provider?.resume) {
+			log.info({ job: job.id }, 'a job cut off before its host named it ends as interrupted');
+			await this.finish(job.id, { status: 'failed', error: INTERRUPTED.toBody().error, finishedAt: new Date(), release: true });
+			return;
+		}
+		log.info({ job: job.id, provider: job.hostJob.provider }, "following a job left by a process that stopped to its host's end");
+		// Already charged at its admission, before the restart: it stays charged when the job
+		// succeeds, and is released (once: the row says whether it was) when it does not.
+		const controller = new AbortController();
+		const stopLease = this.keepLease(job.id, controller);
+		const hold: BudgetHold = { settle: async () => undefined, release: () => this.store.release(job.id) };
+		const caller = { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, hold } };
+		void this.drive(job.id, job.request as unknown as GenerationRequest, caller, controller)
+			.catch(() => undefined)
+			.finally(stopLease);
+	}
+
+	/**
+	 * Runs a generation as job `id` and writes its end, keeping track of it while it runs.
+	 * `created` is told when the job is written (a resumed one was written before).
+	 */
+	private drive(id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> {
+		const run = this.run(id, generation, caller, controller, created);
+		const tracked = { controller, ended: run.catch(() => undefined) };
+		this.running.set(id, tracked);
+		void tracked.ended.then(() => this.running.delete(id));
+		return run;
+	}
+
+	private async run(id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> {
+		let stopLease = () => undefined as void;
+		let finished: Promise<unknown> | undefined;
+		// Written as the runner records the usage line, so both share one commit (run-generation.ts `succeeded`).
+		const succeeded = async (answer: GenerationAnswer) => {
+			finished = this.finish(id, this.successOf(answer, generation, caller));
+			await finished;
+		};
+		try {
+			const answer = await this.options.runGeneration(generation, {
+				...caller,
+				clientGone: controller.signal,
+				keepsInlineImages: caller.keepsInlineImages ?? true,
+				succeeded,
+				hostJobStarted: (job) => this.store.hostJobStarted(id, job),
+				// A read, not a write: a cancel that reached another process shows in the row.
+				stillWanted: async () => !controller.signal.aborted && (await this.store.isRunning(id, this.owner)),
+				...(created && {
+					admitted: async (admission) => {
+						const job = await this.create(id, caller.apiKeyId, admission);
+						stopLease = this.keepLease(id, controller);
+						created(job);
+					},
+				}),
+			});
+			await (finished ?? succeeded(answer));
+			return answer;
+		} catch (error) {
+			const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';
+			await this.finish(id, { status, error: jobError(error), finishedAt: new Date() }).catch((failure: unknown) =>
+				this.options.log.error({ err: failure, job: id }, 'writing the end of a job failed'),
+			);
+			throw error;
+		} finally {
+			stopLease();
+		}
+	}
+
+	/** Writes the job the budget admitted, owned by this process; answers it as written. */
+	private async create(id: string, apiKeyId: string, admission: { generation: GenerationRequest; chargedUsd: number }): Promise<Job> {
+		const { generation, chargedUsd } = admission;
+		const job = {
+			id,
+			apiKeyId,
+			model: generation.model,
+			request: generation as unknown as Record<string, unknown>,
+			webhookUrl: (generation as { webhook_url?: string }).webhook_url ?? null,
+			chargedMicros: toMicros(chargedUsd),
+			createdAt: new Date(),
+			owner: this.owner,
+			leaseUntil: new Date(Date.now() + this.leaseMs),
+		};
+		await this.store.create(job);
+		return { ...job, status: 'running', hostJob: null, result: null, error: null, finishedAt: null };
+	}
+
+	/** A success's end: its answer kept unless nobody can ask for it again (see JobCaller `keepsInlineImages`). */
+	private successOf(answer: GenerationAnswer, generation: GenerationRequest, caller: GenerationCaller): JobEnd {
+		const { body, inlineFiles } = inlineAnswerBody(answer);
+		const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
+		return { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() };
+	}
+
+	/** Writes the end (null when the job was canceled or taken over meanwhile) and tells the listeners. */
+	private async finish(id: string, end: JobEnd): Promise<Job | null> {
+		const job = await this.store.finish(id, this.owner, end);
+		if (job) await this.tellEnded(job);
+		return job;
+	}
+
+	/** Renews the job's lease while it runs; a job that is no longer this process's running one is stopped. */
+	private keepLease(id: string, controller: AbortController): () => void {
+		const timer = setInterval(() => {
+			this.store.renew(id, this.owner, new Date(Date.now() + this.leaseMs)).then(
+				(renewed) => {
+					if (!renewed) controller.abort(new DOMException('the job was canceled', 'AbortError'));
+				},
+				(error: unknown) => this.options.log.error({ err: error, job: id }, 'renewing a job lease failed'),
+			);
+		}, this.leaseMs / 3);
+		timer.unref();
+		return () => clearInterval(timer);
+	}
+
+	private async tellEnded(job: Job): Promise<void> {
+		if (this.listeners.length === 0) return;
+		// Read back and encoded only for a listener that wants the bytes: the outbox never sends them,
+		// and reading each inline image back cost every job a file open and read.
+		const { inlineBase64 } = this.options;
+		const imagesOf = inlineBase64 && ((fileId: string) => inlineBase64(fileId, job.apiKeyId));
+		const made = new Map<boolean, Promise<GenerationObject>>();
+		const objectOf = (withImages: boolean) => made.get(withImages) ?? made.set(withImages, generationObject(job, withImages ? imagesOf : undefined)).get(withImages)!;
+		for (const listener of this.listeners) {
+			const generation = await objectOf(listener.wantsInlineImages === true && imagesOf !== undefined);
+			await listener
+				.jobEnded({ apiKeyId: job.apiKeyId, ...(job.webhookUrl ? { webhookUrl: job.webhookUrl } : {}), generation })
+				.catch((error: unknown) => this.options.log.error({ err: error, job: job.id }, 'telling of a job that ended failed'));
+		}
+	}
 }
 
 /** A resumed job was admitted under its key's policy already: nothing is checked again. */

@@ -1,8 +1,9 @@
 /**
  * Generations as durable jobs: what a job is, what the API says of it, who is told when one ends,
- * and the store that keeps them (the data dir's SQLite database, or PostgreSQL for a fleet).
+ * and the store that keeps them (sql-job-store.ts, on the data dir's SQLite database or on PostgreSQL
+ * for a fleet).
  *
- * A job is written before its provider is called, with what the budget admitted; the host's own
+ * A job is written before its provider is called, with what the budget reserved; the host's own
  * job id as soon as the host names it; its end (answer or error) once. A running job belongs to
  * one process (`owner`) while that process renews its lease; a job whose lease ran out was left by
  * a process that died, and another process claims it (generation/provider.ts `resume`).
@@ -64,7 +65,7 @@ export interface Job {
 	webhookUrl: string | null;
 	/** The chain member whose host took the job, and the host's id for it, once it named one. */
 	hostJob: HostJobRef | null;
-	/** What the budget admission charged (micro-dollars), refunded when the job ends uncharged. */
+	/** What the budget admission reserved (micro-dollars), released when the job ends uncharged. */
 	chargedMicros: number;
 	result: StoredResult | null;
 	error: JobError | null;
@@ -82,8 +83,8 @@ export interface JobEnd {
 	result?: StoredResult;
 	error?: JobError;
 	finishedAt: Date;
-	/** The charge made at admission is given back (in the same transaction, so exactly once). */
-	refund?: boolean;
+	/** The charge made at admission is released (in the same transaction, so exactly once). */
+	release?: boolean;
 }
 
 export interface JobListing {
@@ -115,8 +116,8 @@ export interface JobStore {
 	list(apiKeyId: string, listing: JobListing): Promise<Job[]>;
 	/** Every key's jobs, newest first, at most `limit` (the operator page). */
 	recent(limit: number): Promise<Job[]>;
-	/** Gives the job's charge back to its key's spend, if it still holds one (once, however often called). */
-	refund(id: string): Promise<void>;
+	/** Releases the job's charge to its key's spend, if it still holds one (once, however often called). */
+	release(id: string): Promise<void>;
 	/** Takes over running jobs whose owner's lease ran out at `now` (a process that died): at most `limit`. */
 	claimAbandoned(owner: string, leaseUntil: Date, now: Date, limit: number): Promise<Job[]>;
 	/** How many jobs there are in each status. */

@@ -14,7 +14,7 @@ import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
 import { SqliteIdempotencyStore } from '../idempotency/sqlite-idempotency-store';
 import type { JobStore } from '../jobs/job-store';
-import { SqliteJobStore } from '../jobs/sqlite-job-store';
+import { SqlJobStore } from '../jobs/sql-job-store';
 import type { KeyStore } from '../keys/key-store';
 import { SqliteKeyStore } from '../keys/sqlite-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
@@ -29,7 +29,7 @@ import type { LedgerLog } from '../usage/retry-queue';
 import { SqlUsageLedger } from '../usage/sql-usage-ledger';
 import type { UsageLedger } from '../usage/usage-ledger';
 import type { OutboxStore } from '../webhooks/outbox-store';
-import { SqliteOutboxStore } from '../webhooks/sqlite-outbox-store';
+import { SqlOutboxStore } from '../webhooks/sql-outbox-store';
 
 /** The engines as the routes see them: each instance decorator is one of these. */
 interface Engines {
@@ -86,8 +86,8 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			rateLimiter: new SqlRateLimiter(adapter, config.rateLimitPerMinute),
 			idempotencyStore: new SqliteIdempotencyStore(database),
 			keyStore: new SqliteKeyStore(database),
-			jobStore: new SqliteJobStore(database),
-			outboxStore: new SqliteOutboxStore(database),
+			jobStore: new SqlJobStore(adapter),
+			outboxStore: new SqlOutboxStore(adapter),
 			noteFailure: (error) => adapter.noteFailure(error),
 			close: () => adapter.close(),
 		};
@@ -124,7 +124,7 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgIdempotencyStore, PgJobStore, PgKeyStore, PgOutboxStore } = await import('./postgres-engines');
+	const { openDatabase, PgIdempotencyStore, PgKeyStore } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -138,8 +138,8 @@ async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerL
 			rateLimiter: new SqlRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new PgIdempotencyStore(database.pool),
 			keyStore: new PgKeyStore(database.pool),
-			jobStore: new PgJobStore(database.pool),
-			outboxStore: new PgOutboxStore(database.pool),
+			jobStore: new SqlJobStore(database),
+			outboxStore: new SqlOutboxStore(database),
 			close: () => database.close(),
 		};
 	} catch (error) {

@@ -5,7 +5,7 @@
  */
 import { buffer } from 'node:stream/consumers';
 import fp from 'fastify-plugin';
-import { createJobRunner, type JobRunner } from '../jobs/job-runner';
+import { JobRunner } from '../jobs/job-runner';
 import type { JobEndListener } from '../jobs/job-store';
 
 declare module 'fastify' {
@@ -22,7 +22,7 @@ interface JobsPluginOptions {
 export default fp<JobsPluginOptions>(
 	async (fastify, options) => {
 		const { hostedFiles } = fastify;
-		const jobs = createJobRunner({
+		const jobs = new JobRunner({
 			store: fastify.jobStore,
 			runGeneration: fastify.runGeneration,
 			providers: fastify.providers,

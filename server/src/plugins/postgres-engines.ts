@@ -5,5 +5,3 @@
 export { openDatabase } from '../db/postgres/postgres';
 export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgKeyStore } from '../keys/pg-key-store';
-export { PgJobStore } from '../jobs/pg-job-store';
-export { PgOutboxStore } from '../webhooks/pg-outbox-store';

@@ -1,14 +1,15 @@
 /**
- * Where webhook deliveries wait and the service secret lives: the data dir's SQLite database
- * (sqlite-outbox-store.ts) or PostgreSQL for a fleet (pg-outbox-store.ts). Both pass
- * test/server/support/outbox-store-contract.ts.
+ * Where webhook deliveries wait and the service secret lives (sql-outbox-store.ts, on the data
+ * dir's SQLite database or on PostgreSQL for a fleet; test/server/support/outbox-store-contract.ts).
  *
  * A delivery is enqueued in one write and then belongs to whichever process claims it when due: a
- * claim moves its next attempt past the lease and stamps a token, so no other process takes it
- * while it is being sent; a process that dies mid-send leaves it to be claimed again once the lease
- * ends (at least once: the receiver may see it twice). Only the holder of the latest claim may
- * finish, retry or give it up. Times are Unix milliseconds of the caller's clock.
+ * claim holds it under a lease (db/lease.ts), its next attempt moved past the lease's end and the
+ * claim's token stamped, so no other process takes it while it is being sent; a process that dies
+ * mid-send leaves it to be claimed again once the lease ends (at least once: the receiver may see
+ * it twice). Only the holder of the latest claim may finish, retry or give it up. Times are Unix
+ * milliseconds of the caller's clock.
  */
+import { Lease } from '../db/lease';
 
 export interface NewDelivery {
 	/** The `webhook-id`: the same on every attempt. */
@@ -109,22 +110,31 @@ export function claimedDelivery(row: DeliveryRow, claimToken: string): ClaimedDe
 }
 
 /** The columns a claim answers, as both engines name them. */
-export const CLAIMED_COLUMNS = 'id, url, origin, signing_key_id, body, event_type, created_at, attempts, claim_token';
+export const CLAIMED_COLUMNS = 'id, url, origin, signing_key_id, body, event_type, created_at, attempts';
 
 /**
- * The statements both engines run as they are (numbered `$n` parameters, which SQLite reads as
- * named ones; sqlite/database.ts `bindNumbered`). An attempt's outcome is written only by the
- * holder of the latest claim: `$1` the delivery's id, `$2` its claim token.
+ * A pending delivery is the latest claim's (`claim_token`) until `next_attempt_at`: the time it is
+ * due is also the end of its lease, so one that was never claimed, or whose holder stopped, is due.
+ */
+export const OUTBOX_LEASE = new Lease({ table: 'webhook_outbox', holder: 'claim_token', until: 'next_attempt_at', live: "state = 'pending'" });
+
+/**
+ * The statements both engines run as they are (numbered `$n` parameters). An attempt's outcome is
+ * written only by the holder of the latest claim: `$1` the delivery's id, `$2` its claim token.
  */
 export const OUTBOX_SQL = {
 	/** Args: `deliveryValues`. */
 	insert: 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)',
-	delivered: "DELETE FROM webhook_outbox WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+	/** Args: key id, period, kind, now; the delivery is inserted after it only when the mark was new. */
+	markAlert: 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+	delivered: `DELETE FROM webhook_outbox WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Args: id, claim token, when to try again, the error. */
-	retry: "UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = $3, last_error = $4, claim_token = NULL WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+	retry: `UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = $3, last_error = $4, claim_token = NULL WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Args: id, claim token, now, the error. */
-	giveUp: "UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = $3, last_error = $4, claim_token = NULL WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
-	sweep: "DELETE FROM webhook_outbox WHERE state = 'failed' AND finished_at < $1",
+	giveUp: `UPDATE webhook_outbox SET attempts = attempts + 1, state = 'failed', finished_at = $3, last_error = $4, claim_token = NULL
+		WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
+	/** Deliveries given up before `$1`: what a sweep deletes. */
+	sweepable: "state = 'failed' AND finished_at < $1",
 	readSecret: 'SELECT secret FROM service_secrets WHERE name = $1',
 	writeSecret: 'INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT DO NOTHING',
 };
@@ -146,17 +156,19 @@ export function capParameters(caps: ReceiverCaps | undefined, limit: number): { 
 }
 
 /**
- * The ids a claim takes, the longest due first, as one query both engines run; `parameters` is a
- * one-row select of `due_at`, `per_origin`, `per_key` and `claim_limit`, `busy` one of the
- * process's open attempts as (`origin`, `key`). A delivery goes only where its origin and its key
+ * The ids a claim takes, the longest due first, as one query both engines run; its parameters are
+ * `$1` now, `$2` the per-origin cap, `$3` the per-key cap, `$4` how many at most, and `busy` a
+ * select of the process's open attempts as (`origin`, `key`). A delivery goes only where its origin and its key
  * both have room: it is ranked within its origin among the deliveries whose key has room, and
  * within its key among those whose origin has room, so a key that is full never takes an origin's
  * room from another key, nor a full origin a key's.
  */
-export function eligibleDeliveries(parameters: string, busy: string): string {
+export function eligibleDeliveries(busy: string): string {
 	// Deliveries of a full origin or key are passed over before ranking, so the sort covers only
 	// what may go (a receiver that hangs at its cap with thousands due costs a scan of the index).
-	return `WITH parameters AS MATERIALIZED (${parameters}),
+	return `WITH parameters AS MATERIALIZED (
+			SELECT CAST($1 AS BIGINT) AS due_at, CAST($2 AS INTEGER) AS per_origin, CAST($3 AS INTEGER) AS per_key, CAST($4 AS INTEGER) AS claim_limit
+		),
 		busy AS MATERIALIZED (${busy}),
 		origin_busy AS MATERIALIZED (SELECT origin, count(*) AS open FROM busy GROUP BY origin),
 		key_busy AS MATERIALIZED (SELECT key, count(*) AS open FROM busy GROUP BY key),

@@ -15,10 +15,10 @@ import type { GenerationProvider, HostJobRef, ProviderImage } from '../../../ser
 import type { ProviderTable } from '../../../server/src/generation/providers';
 import { newJobId } from '../../../server/src/jobs/job-runner';
 import type { GenerationObject, JobEndListener, NewJob } from '../../../server/src/jobs/job-store';
-import { SqliteJobStore } from '../../../server/src/jobs/sqlite-job-store';
+import { SqlJobStore } from '../../../server/src/jobs/sql-job-store';
 import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
-import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { TEST_API_KEY } from '../../helpers/server';
 import { inject, startInProcessServer, type InProcessServer } from '../support/app';
 import { eventually } from '../support/http';
@@ -114,13 +114,13 @@ const job = async (id: string) => (await call(`/v1/generations/${id}`)).body;
 const images = async () => (await server!.app.usageLedger.rows(KEY_ID)).reduce((sum, row) => sum + row.images, 0);
 
 /** Another process on the same data dir: its own connection and store. */
-async function elsewhere<T>(work: (store: SqliteJobStore, database: SqliteDatabase) => Promise<T>): Promise<T> {
+async function elsewhere<T>(work: (store: SqlJobStore, database: SqliteDatabase) => Promise<T>): Promise<T> {
 	const database = openSqliteDatabase(dataDir);
+	const adapter = new SqliteAdapter(database);
 	try {
-		return await work(new SqliteJobStore(database), database);
+		return await work(new SqlJobStore(adapter), database);
 	} finally {
-		await groupCommitOf(database).close();
-		database.close();
+		await adapter.close();
 	}
 }
 

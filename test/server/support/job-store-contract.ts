@@ -1,8 +1,8 @@
 /**
- * What every JobStore must do, written once and run against each engine (the data dir in
- * test/server/jobs/sqlite-job-store.test.ts, PostgreSQL in pg-job-store.test.ts): jobs found only
- * by their own key, ended once (a canceled job keeps its state), leases renewed and taken over,
- * charges given back exactly once, and swept with the retention.
+ * What every JobStore must do, written once and run against each adapter (the data dir in
+ * test/server/jobs/job-store-sqlite.test.ts, PostgreSQL in job-store-postgres.test.ts): jobs found
+ * only by their own key, ended once (a canceled job keeps its state), leases renewed and taken
+ * over, charges released exactly once, and swept with the retention.
  */
 import { randomBytes } from 'node:crypto';
 import type { KeyStore } from '../../../server/src/keys/key-store';
@@ -171,10 +171,10 @@ export function describeJobStoreContract(name: string, factory: () => Promise<Jo
 			const job = await started({ apiKeyId: keyId, chargedMicros: 5_000 });
 			expect(await spentMicros(keyId)).toBe(5_000);
 			const interrupted = { message: 'cut off', type: 'server_error', param: null, code: 'interrupted' };
-			const ended = await store.finish(job.id, 'process-1', { status: 'failed', error: interrupted, finishedAt: at(1000), refund: true });
+			const ended = await store.finish(job.id, 'process-1', { status: 'failed', error: interrupted, finishedAt: at(1000), release: true });
 			expect(ended).toMatchObject({ status: 'failed', error: interrupted, chargedMicros: 0 });
 			expect(await spentMicros(keyId)).toBe(0);
-			expect(await store.finish(job.id, 'process-1', { status: 'failed', error: interrupted, finishedAt: at(1000), refund: true })).toBeNull();
+			expect(await store.finish(job.id, 'process-1', { status: 'failed', error: interrupted, finishedAt: at(1000), release: true })).toBeNull();
 			expect(await spentMicros(keyId)).toBe(0);
 		});
 

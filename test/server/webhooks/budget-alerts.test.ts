@@ -9,7 +9,8 @@ import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 import { withBudgetAlerts } from '../../../server/src/webhooks/budget-alerts';
 import { WebhookOutbox } from '../../../server/src/webhooks/outbox';
-import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
+import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { eventually } from '../support/http';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
@@ -89,7 +90,7 @@ describe('the alert gate', () => {
 
 	function alerting(url: string, spent: () => number, now: () => Date) {
 		database = dataDir.openDatabase();
-		const outbox = new WebhookOutbox(new SqliteOutboxStore(database), { allowPrivate: false, keepFailedMs: 1, log: { warn: jest.fn(), error: jest.fn() } });
+		const outbox = new WebhookOutbox(new SqlOutboxStore(new SqliteAdapter(database)), { allowPrivate: false, keepFailedMs: 1, log: { warn: jest.fn(), error: jest.fn() } });
 		const admitted = { admit: async () => ({ settle: async () => undefined, release: async () => undefined }) };
 		const gate = withBudgetAlerts(admitted, { url, outbox, keyStore: { spent: async () => spent() }, now, log: { error: jest.fn() } });
 		const queued = () => database.prepare<[], { event_type: string; body: string; url: string }>('SELECT event_type, body, url FROM webhook_outbox ORDER BY rowid').all();

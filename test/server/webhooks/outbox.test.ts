@@ -6,8 +6,9 @@
  */
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { RETRY_PAUSES_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOptions } from '../../../server/src/webhooks/outbox';
-import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
+import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
 import { useFakeClock } from '../support/clock';
 import { eventually } from '../support/http';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
@@ -39,7 +40,7 @@ function startOutbox(options: Partial<OutboxOptions> = {}): WebhookOutbox {
 	const database = dataDir.openDatabase();
 	databases.push(database);
 	const log = (details: object, message: string) => logged.push({ details, message });
-	const outbox = new WebhookOutbox(new SqliteOutboxStore(database), {
+	const outbox = new WebhookOutbox(new SqlOutboxStore(new SqliteAdapter(database)), {
 		allowPrivate: true,
 		keepFailedMs: 86_400_000,
 		log: { warn: log, error: log },
@@ -246,7 +247,7 @@ it('an outbox that was not started only enqueues: nothing is sent until one is s
 	const database = dataDir.openDatabase();
 	databases.push(database);
 	const log = { warn: jest.fn(), error: jest.fn() };
-	const idle = new WebhookOutbox(new SqliteOutboxStore(database), { allowPrivate: true, keepFailedMs: 60_000, log });
+	const idle = new WebhookOutbox(new SqlOutboxStore(new SqliteAdapter(database)), { allowPrivate: true, keepFailedMs: 60_000, log });
 	await idle.enqueue(event());
 	await idle.settled();
 	jest.advanceTimersByTime(10_000);

@@ -2,7 +2,7 @@
  * The outbox in PostgreSQL: the contract, each open() a pool of its own as another replica has;
  * and three replicas' delivery loops on one database sending a burst, each delivery once.
  */
-import { PgOutboxStore } from '../../../server/src/webhooks/pg-outbox-store';
+import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
 import { WebhookOutbox } from '../../../server/src/webhooks/outbox';
 import { eventually } from '../support/http';
 import { describeOutboxStoreContract } from '../support/outbox-store-contract';
@@ -14,7 +14,7 @@ const database = useDatabasePerTest();
 describeOutboxStoreContract('PostgreSQL', () => ({
 	async open() {
 		const [replica] = await database.replicas(1);
-		return new PgOutboxStore(replica!.pool);
+		return new SqlOutboxStore(replica!);
 	},
 	async cleanup() {},
 }));
@@ -22,7 +22,7 @@ describeOutboxStoreContract('PostgreSQL', () => ({
 it('three replicas delivering from one outbox send each of 30 deliveries once, with one secret', async () => {
 	const receiver = await startReceiver();
 	const log = { warn: jest.fn(), error: jest.fn() };
-	const outboxes = (await database.replicas(3)).map((replica) => new WebhookOutbox(new PgOutboxStore(replica.pool), { allowPrivate: true, keepFailedMs: 60_000, log }));
+	const outboxes = (await database.replicas(3)).map((replica) => new WebhookOutbox(new SqlOutboxStore(replica), { allowPrivate: true, keepFailedMs: 60_000, log }));
 	try {
 		const secrets = await Promise.all(outboxes.map((outbox) => outbox.secretFor('key-a')));
 		expect(new Set(secrets).size).toBe(1);

@@ -4,7 +4,8 @@
  */
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
-import { SqliteOutboxStore } from '../../../server/src/webhooks/sqlite-outbox-store';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
+import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
 import { describeOutboxStoreContract } from '../support/outbox-store-contract';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
 
@@ -16,7 +17,7 @@ describeOutboxStoreContract('SQLite', () => {
 		async open() {
 			const database = dataDir.openDatabase();
 			opened.push(database);
-			return new SqliteOutboxStore(database);
+			return new SqlOutboxStore(new SqliteAdapter(database));
 		},
 		async cleanup() {
 			for (const database of opened.splice(0)) if (database.open) await groupCommitOf(database).close();
