@@ -18,9 +18,9 @@ const INTEGRATION = [
 	'test/server/generation/provider-fallback.test.ts',
 	'test/server/http/connections.test.ts',
 	'test/server/idempotency/delete-forgets-idempotency.test.ts',
-	'test/server/idempotency/pg-idempotency-store.test.ts',
+	'test/server/idempotency/idempotency-store-postgres.test.ts',
 	// Its claim racers are child processes loading the built store (idempotency/support/claim-racer.cjs).
-	'test/server/idempotency/sqlite-idempotency-store.test.ts',
+	'test/server/idempotency/idempotency-store-sqlite.test.ts',
 	'test/server/keys/admin-api.test.ts',
 	'test/server/keys/data-dir-writers.test.ts',
 	'test/server/keys/enforcement.test.ts',

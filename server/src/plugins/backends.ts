@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import fp from 'fastify-plugin';
 import type { ServiceConfig, StorageConfig } from '../config';
 import type { IdempotencyStore } from '../idempotency/idempotency-store';
-import { SqliteIdempotencyStore } from '../idempotency/sqlite-idempotency-store';
+import { SqlIdempotencyStore } from '../idempotency/sql-idempotency-store';
 import type { JobStore } from '../jobs/job-store';
 import { SqlJobStore } from '../jobs/sql-job-store';
 import type { KeyStore } from '../keys/key-store';
@@ -84,7 +84,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			fileMetadata,
 			usageLedger,
 			rateLimiter: new SqlRateLimiter(adapter, config.rateLimitPerMinute),
-			idempotencyStore: new SqliteIdempotencyStore(database),
+			idempotencyStore: new SqlIdempotencyStore(adapter),
 			keyStore: new SqliteKeyStore(database),
 			jobStore: new SqlJobStore(adapter),
 			outboxStore: new SqlOutboxStore(adapter),
@@ -124,7 +124,7 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgIdempotencyStore, PgKeyStore } = await import('./postgres-engines');
+	const { openDatabase, PgKeyStore } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -136,7 +136,7 @@ async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerL
 			fileMetadata: new SqlFileMetadata(database),
 			usageLedger,
 			rateLimiter: new SqlRateLimiter(database, config.rateLimitPerMinute),
-			idempotencyStore: new PgIdempotencyStore(database.pool),
+			idempotencyStore: new SqlIdempotencyStore(database),
 			keyStore: new PgKeyStore(database.pool),
 			jobStore: new SqlJobStore(database),
 			outboxStore: new SqlOutboxStore(database),

@@ -3,5 +3,4 @@
  * import when `--database-url` is given, and never otherwise (backends.ts).
  */
 export { openDatabase } from '../db/postgres/postgres';
-export { PgIdempotencyStore } from '../idempotency/pg-idempotency-store';
 export { PgKeyStore } from '../keys/pg-key-store';

@@ -5,13 +5,17 @@ import {
 	fingerprintJson,
 	parseIdempotencyKey,
 } from '../../../server/src/idempotency/idempotency';
-import { SqliteIdempotencyStore } from '../../../server/src/idempotency/sqlite-idempotency-store';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
+import { SqlIdempotencyStore } from '../../../server/src/idempotency/sql-idempotency-store';
 import { thrownImageGenError } from '../../helpers/image-gen-error';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
 import { connectionPerOpen } from '../support/sqlite-data-dir';
 
 // Every open() is a connection of its own on the data dir's database: a restart, or another process.
-describeIdempotencyStoreContract('SqliteIdempotencyStore', async () => ({ ...(await connectionPerOpen('idempotency-contract-', (database) => new SqliteIdempotencyStore(database))), shared: true }));
+describeIdempotencyStoreContract('SqlIdempotencyStore on SQLite', async () => ({
+	...(await connectionPerOpen('idempotency-contract-', (database) => new SqlIdempotencyStore(new SqliteAdapter(database)))),
+	shared: true,
+}));
 
 describe('parseIdempotencyKey', () => {
 	it('answers the key, or undefined when there is none', () => {

@@ -173,6 +173,20 @@ export function describeIdempotencyStoreContract(name: string, factory: () => Pr
 				expect(await store.claim(claimOf({ fingerprint: 'e'.repeat(64) }, later), later)).toEqual({ state: 'claimed' });
 			});
 
+			it('a claim that takes over an expired answer drops it with the files it pointed at', async () => {
+				const start = new Date();
+				// File ids of this test's own: the tests share one backing.
+				const [old, fresh] = [`${key}-old`, `${key}-new`];
+				await store.claim(claimOf({ expiresAt: new Date(start.getTime() + 1000) }, start), start);
+				await store.complete('key-a', key, { ...answer('old'), fileIds: [old] });
+				const later = new Date(start.getTime() + 1000);
+				const other = claimOf({ fingerprint: 'e'.repeat(64) }, later);
+				expect(await store.claim(other, later)).toEqual({ state: 'claimed' });
+				expect(await store.forgetFile('key-a', old)).toBe(0);
+				await store.complete('key-a', key, { ...answer('new'), fileIds: [fresh] });
+				expect(await store.claim(other, later)).toEqual({ state: 'replay', answer: { ...answer('new'), fileIds: [fresh] } });
+			});
+
 			it('takes over a claim whose lease ran out, for the same body only, by exactly one of many simultaneous claims', async () => {
 				const start = new Date();
 				await store.claim(claimOf({ leaseUntil: new Date(start.getTime() + 1000) }, start), start);

@@ -38,6 +38,7 @@ const FILES = `
 
 const IDEMPOTENCY = `
 	CREATE TABLE idempotency_keys (
+		id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		api_key_id text NOT NULL,
 		key text NOT NULL,
 		fingerprint text NOT NULL,
@@ -47,14 +48,19 @@ const IDEMPOTENCY = `
 		status integer,
 		content_type text,
 		body text,
-		file_ids text[] NOT NULL DEFAULT '{}',
 		-- Where each stored file's base64 goes in the body of an inline answer.
 		inline_files jsonb,
-		PRIMARY KEY (api_key_id, key)
+		UNIQUE (api_key_id, key)
 	);
 	CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
-	-- Deleting a file forgets the answers that point at it: found by file id, not by a scan.
-	CREATE INDEX idempotency_keys_file_ids ON idempotency_keys USING gin (file_ids);
+	-- The files an answer points at, rows of their own: deleting a file finds its answers by file id, not by a scan.
+	CREATE TABLE idempotency_files (
+		answer_id bigint NOT NULL REFERENCES idempotency_keys (id) ON DELETE CASCADE,
+		position integer NOT NULL,
+		file_id text NOT NULL,
+		PRIMARY KEY (answer_id, position)
+	);
+	CREATE INDEX idempotency_files_by_file ON idempotency_files (file_id);
 `;
 
 // One line per generation and exact totals per key, day and model, added to in the statement that

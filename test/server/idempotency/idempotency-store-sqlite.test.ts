@@ -1,11 +1,13 @@
 /**
- * What the SQLite idempotency store adds to the contract: bodies kept as text beside a row, the
+ * What the idempotency store does on the data dir's SQLite database beyond the contract: bodies kept as text beside a row, the
  * files an answer points at found by id, expired answers swept in batches with their pages given
  * back, and claims that stay atomic when several processes race on one data dir.
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { SqliteIdempotencyStore, SWEEP_BATCH } from '../../../server/src/idempotency/sqlite-idempotency-store';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
+import { SWEEP_BATCH } from '../../../server/src/db/sweep';
+import { SqlIdempotencyStore } from '../../../server/src/idempotency/sql-idempotency-store';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
@@ -17,9 +19,9 @@ const at = (ms: number) => new Date(T0.getTime() + ms);
 const HOUR = 3_600_000;
 
 const dataDir = useSqliteDataDir('imagegen-sqlite-idempotency-');
-function open(): { database: SqliteDatabase; store: SqliteIdempotencyStore } {
+function open(): { database: SqliteDatabase; store: SqlIdempotencyStore } {
 	const database = dataDir.openDatabase();
-	return { database, store: new SqliteIdempotencyStore(database) };
+	return { database, store: new SqlIdempotencyStore(new SqliteAdapter(database)) };
 }
 
 const claimOf = (key: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim => ({
@@ -32,7 +34,7 @@ const claimOf = (key: string, overrides: Partial<IdempotencyClaim> = {}): Idempo
 });
 const answerOf = (body: string, fileIds?: string[]): StoredAnswer => ({ status: 200, contentType: 'application/json; charset=utf-8', body, ...(fileIds ? { fileIds } : {}) });
 
-async function stored(store: SqliteIdempotencyStore, key: string, answer: StoredAnswer, overrides: Partial<IdempotencyClaim> = {}): Promise<void> {
+async function stored(store: SqlIdempotencyStore, key: string, answer: StoredAnswer, overrides: Partial<IdempotencyClaim> = {}): Promise<void> {
 	expect(await store.claim(claimOf(key, overrides), T0)).toEqual({ state: 'claimed' });
 	await store.complete(overrides.apiKeyId ?? 'owner', key, answer);
 }

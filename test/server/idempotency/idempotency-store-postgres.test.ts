@@ -1,17 +1,17 @@
 /**
  * Idempotency keys in PostgreSQL: the contract (each open() a pool of its own, as another replica
- * has), and what only PostgreSQL does: its sweep keeps a running claim whose lease still runs, and
- * without a `now` the database's clock decides.
+ * has), and what the store does there beyond it: its sweep keeps a running claim whose lease still
+ * runs, and without a `now` the database's clock decides.
  */
-import { PgIdempotencyStore } from '../../../server/src/idempotency/pg-idempotency-store';
+import { SqlIdempotencyStore } from '../../../server/src/idempotency/sql-idempotency-store';
 import type { IdempotencyClaim, StoredAnswer } from '../../../server/src/idempotency/idempotency-store';
 import { describeIdempotencyStoreContract } from '../support/idempotency-contract';
 import { poolPerOpen, useDatabasePerTest } from '../support/postgres';
 
 const database = useDatabasePerTest();
 
-async function replicas(count: number): Promise<PgIdempotencyStore[]> {
-	return (await database.replicas(count)).map((replica) => new PgIdempotencyStore(replica.pool));
+async function replicas(count: number): Promise<SqlIdempotencyStore[]> {
+	return (await database.replicas(count)).map((replica) => new SqlIdempotencyStore(replica));
 }
 
 const T0 = new Date('2030-01-01T00:00:00Z');
@@ -41,7 +41,7 @@ describe('PostgreSQL idempotency store', () => {
 		expect(await a!.sweep(at(999))).toBe(0);
 		expect(await a!.sweep(at(2000))).toBe(2);
 		expect(await a!.sweep(at(2000))).toBe(0);
-		const { rows } = await (await database.replicas(1))[0]!.pool.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key');
+		const rows = await (await database.replicas(1))[0]!.all<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key');
 		expect(rows.map((row) => row.key)).toEqual(['done-live', 'running-leased']);
 		expect(await a!.claim(claimOf({ key: 'done-live' }), at(2000))).toEqual({ state: 'replay', answer: ANSWER });
 	});
@@ -57,4 +57,4 @@ describe('PostgreSQL idempotency store', () => {
 });
 
 // Each open() is its own pool on one database: a restart, or another replica.
-describeIdempotencyStoreContract('PgIdempotencyStore', async () => ({ ...(await poolPerOpen(database.postgres(), (opened) => new PgIdempotencyStore(opened.pool))), shared: true }));
+describeIdempotencyStoreContract('SqlIdempotencyStore on PostgreSQL', async () => ({ ...(await poolPerOpen(database.postgres(), (opened) => new SqlIdempotencyStore(opened))), shared: true }));
