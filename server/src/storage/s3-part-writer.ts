@@ -53,16 +53,90 @@ interface PartWriteOptions {
 }
 
 /** Writes `body` to `options.key`; on failure nothing is left in the bucket but what a lost abort leaves. */
-export async function writeInParts(body: AsyncIterable<Buffer>, options: PartWriteOptions): Promise<void> {
-	const { client, bucket, key, contentType, buffers, queueSize, signal } = options;
-	const partSize = buffers.partSize;
-	const inFlight = new Set<Promise<void>>();
-	const completed: CompletedPart[] = [];
-	let creating: Promise<string> | undefined;
-	let partFailure: { error: unknown } | undefined;
-	let partNumber = 0;
+export function writeInParts(body: AsyncIterable<Buffer>, options: PartWriteOptions): Promise<void> {
+	return new PartWrite(options).write(body);
+}
 
-	const create = async (): Promise<string> => {
+/** One stream's write: its parts in flight, those S3 acknowledged, and the multipart upload once created. */
+class PartWrite {
+	private readonly inFlight = new Set<Promise<void>>();
+	private readonly completed: CompletedPart[] = [];
+	private creating: Promise<string> | undefined;
+	private partFailure: { error: unknown } | undefined;
+	private partNumber = 0;
+
+	constructor(private readonly options: PartWriteOptions) {}
+
+	async write(body: AsyncIterable<Buffer>): Promise<void> {
+		const { client, bucket, key, contentType, buffers } = this.options;
+		try {
+			const last = await this.cutIntoParts(body);
+			if (this.partNumber === 0) {
+				// Not cancelled by `signal`: the caller deletes an object that was stored after all.
+				await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, Body: last.buffer.subarray(0, last.filled) }));
+				buffers.give(last.buffer);
+				return;
+			}
+			await this.dispatch(last.buffer, last.filled);
+			await Promise.all(this.inFlight);
+			if (this.partFailure) throw this.partFailure.error;
+			this.completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
+			await client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: await this.creating!, MultipartUpload: { Parts: this.completed } }));
+		} catch (error) {
+			await this.abort();
+			throw error;
+		}
+	}
+
+	/** Copies the stream into part buffers, sending each full one; answers the last, not yet sent. */
+	private async cutIntoParts(body: AsyncIterable<Buffer>): Promise<{ buffer: Buffer; filled: number }> {
+		const { buffers } = this.options;
+		let current = buffers.take();
+		let filled = 0;
+		for await (const chunk of body) {
+			for (let offset = 0; offset < chunk.length; ) {
+				// A full part is sent only once a byte beyond it arrives: the last part may be short,
+				// and a file of exactly one part is one PutObject.
+				if (filled === buffers.partSize) {
+					await this.dispatch(current, filled);
+					current = buffers.take();
+					filled = 0;
+				}
+				const copied = chunk.copy(current, filled, offset);
+				filled += copied;
+				offset += copied;
+			}
+		}
+		return { buffer: current, filled };
+	}
+
+	/** Sends a part once fewer than `queueSize` are on the wire. */
+	private async dispatch(buffer: Buffer, length: number): Promise<void> {
+		while (this.inFlight.size >= this.options.queueSize) await Promise.race(this.inFlight);
+		if (this.partFailure) throw this.partFailure.error;
+		const sending = this.uploadPart(buffer, length, ++this.partNumber).catch((error: unknown) => {
+			this.partFailure ??= { error };
+			this.options.onPartFailure(error);
+		});
+		this.inFlight.add(sending);
+		void sending.finally(() => this.inFlight.delete(sending));
+	}
+
+	private async uploadPart(buffer: Buffer, length: number, number: number): Promise<void> {
+		const { client, bucket, key, buffers, signal } = this.options;
+		const uploadId = await (this.creating ??= this.create());
+		const answer = await client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: number, Body: buffer.subarray(0, length) }), {
+			abortSignal: signal,
+		});
+		if (!answer.ETag) throw new Error(`S3 answered UploadPart ${number} for '${key}' without an ETag`);
+		const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = answer;
+		this.completed.push({ PartNumber: number, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 });
+		// Only an acknowledged part's buffer is reused: a cancelled request may still reference its bytes.
+		buffers.give(buffer);
+	}
+
+	private async create(): Promise<string> {
+		const { client, bucket, key, contentType } = this.options;
 		const checksums = await client.config.requestChecksumCalculation();
 		// Not cancelled by `signal`: an upload the store created must be known, to be aborted.
 		const answer = await client.send(
@@ -76,69 +150,16 @@ export async function writeInParts(body: AsyncIterable<Buffer>, options: PartWri
 		);
 		if (!answer.UploadId) throw new Error(`S3 answered CreateMultipartUpload for '${key}' without an upload id`);
 		return answer.UploadId;
-	};
+	}
 
-	const uploadPart = async (buffer: Buffer, length: number, number: number): Promise<void> => {
-		const uploadId = await (creating ??= create());
-		const answer = await client.send(
-			new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: number, Body: buffer.subarray(0, length) }),
-			{ abortSignal: signal },
-		);
-		if (!answer.ETag) throw new Error(`S3 answered UploadPart ${number} for '${key}' without an ETag`);
-		const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = answer;
-		completed.push({ PartNumber: number, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 });
-		// Only an acknowledged part's buffer is reused: a cancelled request may still reference its bytes.
-		buffers.give(buffer);
-	};
-
-	/** Sends a part once fewer than `queueSize` are on the wire. */
-	const dispatch = async (buffer: Buffer, length: number): Promise<void> => {
-		while (inFlight.size >= queueSize) await Promise.race(inFlight);
-		if (partFailure) throw partFailure.error;
-		const sending = uploadPart(buffer, length, ++partNumber).catch((error: unknown) => {
-			partFailure ??= { error };
-			options.onPartFailure(error);
-		});
-		inFlight.add(sending);
-		void sending.finally(() => inFlight.delete(sending));
-	};
-
-	let current = buffers.take();
-	let filled = 0;
-	try {
-		for await (const chunk of body) {
-			for (let offset = 0; offset < chunk.length; ) {
-				// A full part is sent only once a byte beyond it arrives: the last part may be short,
-				// and a file of exactly one part is one PutObject.
-				if (filled === partSize) {
-					await dispatch(current, filled);
-					current = buffers.take();
-					filled = 0;
-				}
-				const copied = chunk.copy(current, filled, offset);
-				filled += copied;
-				offset += copied;
-			}
-		}
-		if (partNumber === 0) {
-			// Not cancelled by `signal`: the caller deletes an object that was stored after all.
-			await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, Body: current.subarray(0, filled) }));
-			buffers.give(current);
-			return;
-		}
-		await dispatch(current, filled);
-		await Promise.all(inFlight);
-		if (partFailure) throw partFailure.error;
-		completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
-		await client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: await creating!, MultipartUpload: { Parts: completed } }));
-	} catch (error) {
-		await Promise.all(inFlight);
-		const uploadId = await creating?.catch(() => undefined);
-		if (uploadId !== undefined) {
-			// A store that refuses the abort (or does not implement it) keeps the parts until a bucket
-			// lifecycle rule or `removeIncomplete` removes them; the write's own failure is what matters.
-			await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
-		}
-		throw error;
+	/** After a failure: waits for the parts on the wire, then aborts the multipart upload if one was created. */
+	private async abort(): Promise<void> {
+		await Promise.all(this.inFlight);
+		const uploadId = await this.creating?.catch(() => undefined);
+		if (uploadId === undefined) return;
+		// A store that refuses the abort (or does not implement it) keeps the parts until a bucket
+		// lifecycle rule or `removeIncomplete` removes them; the write's own failure is what matters.
+		const { client, bucket, key } = this.options;
+		await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
 	}
 }
