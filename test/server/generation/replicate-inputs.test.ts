@@ -125,7 +125,7 @@ describe('REPLICATE_MODEL_VERSIONS', () => {
 	test.each([
 		['p-imag=acme/x:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa', /REPLICATE_MODEL_VERSIONS.*'p-imag'.*p-image, p-image-edit, textimage-v2/],
 		['p-image=acme/x', /REPLICATE_MODEL_VERSIONS.*p-image.*owner\/name:version/],
-		['p-image', /REPLICATE_MODEL_VERSIONS.*'p-image'.*model=owner\/name:version/],
+		['p-image', /REPLICATE_MODEL_VERSIONS.*'p-image'.*<model>=owner\/name:version/],
 	])('%s is refused at start-up, naming the variable', (value, message) => {
 		expect(() => providersFor('p-image=replicate', replicateEnv({ REPLICATE_MODEL_VERSIONS: value }))).toThrow(message);
 	});
