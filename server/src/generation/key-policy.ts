@@ -1,10 +1,10 @@
 /**
  * What a key may generate, enforced where every way in (the HTTP route, the MCP endpoint, …)
  * passes: the shared generation runner. A model outside the key's list is refused before any
- * provider is called; a budgeted key is charged the generation's price first and is refused with a
- * 402 when spent + price would pass its limit (generations in flight count as spent). The charge
- * becomes the actual cost when the generation succeeds and is refunded when it fails, so a failure
- * costs nothing.
+ * provider is called; a budgeted key has the generation's price reserved first and is refused with
+ * a 402 when spent + price would pass its limit (reservations of generations in flight count as
+ * spent). The reservation is settled at the actual cost when the generation succeeds and released
+ * when it fails, so a failure costs nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
@@ -22,27 +22,27 @@ export function checkModelAllowed(key: ApiKeyPolicy, model: ModelId): void {
 	});
 }
 
-/** A budget charge held while the generation runs. */
-export interface BudgetHold {
+/** A generation's price, reserved in its key's budget while it runs. */
+export interface BudgetReservation {
 	/** The generation succeeded: `costUsd` becomes spend. */
 	settle(costUsd: number): Promise<void>;
-	/** The generation failed: the charge is refunded. */
+	/** The generation failed: the reservation is given back, nothing spent. */
 	release(): Promise<void>;
 }
 
 export interface BudgetGate {
 	/** Null for a key without a budget; throws the 402 when the price does not fit. */
-	admit(key: ApiKeyPolicy, priceUsd: number): Promise<BudgetHold | null>;
+	reserve(key: ApiKeyPolicy, priceUsd: number): Promise<BudgetReservation | null>;
 }
 
 export function createBudgetGate(store: KeyStore, options: { now?: () => Date | Promise<Date> }): BudgetGate {
 	const now = options.now ?? (() => new Date());
 	return {
-		async admit(key, priceUsd) {
+		async reserve(key, priceUsd) {
 			if (!key.budget) return null;
 			const at = await now();
 			const id = randomUUID();
-			const admission = await store.reserve(
+			const outcome = await store.reserve(
 				{
 					id,
 					keyId: key.id,
@@ -52,7 +52,7 @@ export function createBudgetGate(store: KeyStore, options: { now?: () => Date | 
 				},
 				at,
 			);
-			if (!admission.admitted) throw budgetExceeded(key.budget, admission.spentUsd, priceUsd, at);
+			if (!outcome.admitted) throw budgetExceeded(key.budget, outcome.spentUsd, priceUsd, at);
 			return { settle: (costUsd) => store.settle(id, costUsd), release: () => store.release(id) };
 		},
 	};

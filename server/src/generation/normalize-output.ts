@@ -10,7 +10,7 @@ import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { dimensionsFor } from '../../../core/models';
 import { checkPixels, declaredSize, imageTooLarge, isPixelLimitError, type ImageSource } from '../media/image-header';
-import type { ImageJob, ImageWork } from '../media/image-work';
+import type { ImageTask, ImageWork } from '../media/image-work';
 import type { ImageChange } from '../provenance/provenance-marker';
 import type { SettledRequest } from './provider';
 
@@ -43,21 +43,21 @@ export async function normalizeOutput(
 	checkPixels(declared, imageWork.maxPixels, source);
 	if (declared && sameType && fitsTarget(declared, target)) return asItCame;
 	return imageWork.run(
-		async (job) => {
-			const metadata = declared ?? (await decoding(sharp(bytes, options(job)).metadata(), source, job));
+		async (task) => {
+			const metadata = declared ?? (await decoding(sharp(bytes, options(task)).metadata(), source, task));
 			const sizeOk = fitsTarget(metadata, target);
 			if (sameType && sizeOk) return asItCame;
 			const changes: ImageChange[] = sameType ? [] : ['converted'];
 			if (!sizeOk) changes.push('resized');
 
-			let pipeline = sharp(bytes, { animated: false, ...options(job) })
-				.timeout({ seconds: job.timeoutSeconds() })
+			let pipeline = sharp(bytes, { animated: false, ...options(task) })
+				.timeout({ seconds: task.timeoutSeconds() })
 				.rotate();
 			if (!sizeOk) pipeline = pipeline.resize(target.width, target.height, { fit: 'cover' });
 			if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90 });
 			else if (request.output_format === 'webp') pipeline = pipeline.webp({ quality: 90 });
 			else pipeline = pipeline.png();
-			return { bytes: await decoding(pipeline.toBuffer(), source, job), media: wanted, changes };
+			return { bytes: await decoding(pipeline.toBuffer(), source, task), media: wanted, changes };
 		},
 		{ signal },
 	);
@@ -70,17 +70,17 @@ function fitsTarget(size: { width?: number; height?: number }, target: { width: 
 	return ratioOff <= 0.03 && longSide >= 1024 && longSide <= 2048;
 }
 
-function options(job: ImageJob): SharpOptions {
-	return { limitInputPixels: job.limitInputPixels };
+function options(task: ImageTask): SharpOptions {
+	return { limitInputPixels: task.limitInputPixels };
 }
 
 /** sharp failing on a provider's bytes is the provider's fault: a 502. */
-async function decoding<T>(work: Promise<T>, source: ImageSource & { status: 502 }, job: ImageJob): Promise<T> {
+async function decoding<T>(work: Promise<T>, source: ImageSource & { status: 502 }, task: ImageTask): Promise<T> {
 	try {
 		return await work;
 	} catch (error) {
-		if (isPixelLimitError(error)) throw imageTooLarge(source, job.limitInputPixels);
-		job.throwIfStopped();
+		if (isPixelLimitError(error)) throw imageTooLarge(source, task.limitInputPixels);
+		task.throwIfStopped();
 		throw new ImageGenError(502, `The ${source.provider} provider returned an image that cannot be decoded`, { code: 'upstream_invalid_output', cause: error });
 	}
 }

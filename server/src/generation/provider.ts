@@ -4,6 +4,7 @@
  */
 import type { AspectRatio, ModelLimits } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
+import type { ImageBytes } from '../media/image-bytes';
 import type { ImageWork } from '../media/image-work';
 
 /**
@@ -18,11 +19,12 @@ export interface SettledRequest extends Omit<GenerationRequest, 'aspect_ratio'> 
 }
 
 /**
- * An image a host answered. `fresh`: the bytes were made for this answer alone (decoded from the
- * host's base64, downloaded, drawn), so the runner gives their memory back as soon as it is done
- * with them instead of leaving a few MB per generation to the next collection.
+ * An image a host answered: its bytes, owned when they were made for this answer alone (decoded
+ * from the host's base64, downloaded, drawn), so the runner gives their memory back as soon as it
+ * is done with them, and lent when the provider keeps them (media/image-bytes.ts); or a URL of the
+ * host's, which the runner downloads (bytes it owns).
  */
-export type ProviderImage = { bytes: Buffer; fresh?: boolean } | { url: string };
+export type ProviderImage = ImageBytes | { url: string };
 
 /** A job a host accepted and named: the member of a chain that took it, and the host's own id. */
 export interface HostJobRef { provider: string; id: string }

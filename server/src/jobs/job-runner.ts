@@ -16,7 +16,7 @@ import { ImageGenError } from '../../../core/errors';
 import { toMicros } from '../../../core/units';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { ApiKeyPolicy } from '../keys/authenticate';
-import type { BudgetHold } from '../generation/key-policy';
+import type { BudgetReservation } from '../generation/key-policy';
 import type { ProviderTable } from '../generation/providers';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import { inlineAnswerBody } from '../storage/inline-answer';
@@ -181,8 +181,8 @@ export class JobRunner {
 		// succeeds, and is released (once: the row says whether it was) when it does not.
 		const controller = new AbortController();
 		const stopLease = this.keepLease(job.id, controller);
-		const hold: BudgetHold = { settle: async () => undefined, release: () => this.store.release(job.id) };
-		const caller = { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, hold } };
+		const reservation: BudgetReservation = { settle: async () => undefined, release: () => this.store.release(job.id) };
+		const caller = { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, reservation } };
 		void this.drive(job.id, job.request as unknown as GenerationRequest, caller, controller)
 			.catch(() => undefined)
 			.finally(stopLease);
@@ -218,8 +218,8 @@ export class JobRunner {
 				// A read, not a write: a cancel that reached another process shows in the row.
 				stillWanted: async () => !controller.signal.aborted && (await this.store.isRunning(id, this.owner)),
 				...(created && {
-					admitted: async (admission) => {
-						const job = await this.create(id, caller.apiKeyId, admission);
+					reserved: async (reservation) => {
+						const job = await this.create(id, caller.apiKeyId, reservation);
 						stopLease = this.keepLease(id, controller);
 						created(job);
 					},
@@ -238,16 +238,16 @@ export class JobRunner {
 		}
 	}
 
-	/** Writes the job the budget admitted, owned by this process; answers it as written. */
-	private async create(id: string, apiKeyId: string, admission: { generation: GenerationRequest; chargedUsd: number }): Promise<Job> {
-		const { generation, chargedUsd } = admission;
+	/** Writes the job whose price the budget reserved, owned by this process; answers it as written. */
+	private async create(id: string, apiKeyId: string, reservation: { generation: GenerationRequest; reservedUsd: number }): Promise<Job> {
+		const { generation, reservedUsd } = reservation;
 		const job = {
 			id,
 			apiKeyId,
 			model: generation.model,
 			request: generation as unknown as Record<string, unknown>,
 			webhookUrl: (generation as { webhook_url?: string }).webhook_url ?? null,
-			chargedMicros: toMicros(chargedUsd),
+			chargedMicros: toMicros(reservedUsd),
 			createdAt: new Date(),
 			owner: this.owner,
 			leaseUntil: new Date(Date.now() + this.leaseMs),

@@ -9,7 +9,7 @@ import sharp from './sharp';
 import { invalidField } from '../../../core/errors';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import { imageTooLarge, isPixelLimitError } from './image-header';
-import type { ImageJob } from './image-work';
+import type { ImageTask } from './image-work';
 
 /** A conversion streaming out of sharp; `decodeFailed` tells its own errors from the reader's. */
 interface ImageConversion {
@@ -19,8 +19,8 @@ interface ImageConversion {
 }
 
 /** The image file `input` converted to `format`, as a stream (for storage that takes one). */
-export function streamConversion(input: string, format: UploadOutputFormat, job: ImageJob): ImageConversion {
-	const converter = converterFor(input, format, job);
+export function streamConversion(input: string, format: UploadOutputFormat, task: ImageTask): ImageConversion {
+	const converter = converterFor(input, format, task);
 	// Between sharp and the reader, so a reader's failure never reads as sharp's and vice versa.
 	const output = new PassThrough();
 	let decodeError: unknown;
@@ -33,22 +33,22 @@ export function streamConversion(input: string, format: UploadOutputFormat, job:
 }
 
 /** The image file `input` converted to `format`, in memory (for bytes that are signed before storing). */
-export async function convertToBuffer(input: string, format: UploadOutputFormat, field: string, job: ImageJob): Promise<{ data: Buffer; info: { width: number; height: number } }> {
+export async function convertToBuffer(input: string, format: UploadOutputFormat, field: string, task: ImageTask): Promise<{ data: Buffer; info: { width: number; height: number } }> {
 	try {
-		return await converterFor(input, format, job).toBuffer({ resolveWithObject: true });
+		return await converterFor(input, format, task).toBuffer({ resolveWithObject: true });
 	} catch (error) {
-		throw conversionError(error, field, format, job);
+		throw conversionError(error, field, format, task);
 	}
 }
 
-export function conversionError(error: unknown, field: string, format: UploadOutputFormat, job: ImageJob): Error {
-	if (isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+export function conversionError(error: unknown, field: string, format: UploadOutputFormat, task: ImageTask): Error {
+	if (isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, task.limitInputPixels);
 	return invalidField(field, `'${field}' could not be decoded to convert it to ${format}: the image data is damaged`, 'undecodable_image');
 }
 
-function converterFor(input: string, format: UploadOutputFormat, job: ImageJob): Sharp {
+function converterFor(input: string, format: UploadOutputFormat, task: ImageTask): Sharp {
 	const animated = format === 'webp';
-	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: task.limitInputPixels }).timeout({ seconds: task.timeoutSeconds() });
 	if (!animated) converter = converter.rotate();
 	if (format === 'jpeg') return converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
 	if (format === 'png') return converter.png();

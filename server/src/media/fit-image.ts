@@ -11,7 +11,7 @@ import { ImageGenError, invalidField } from '../../../core/errors';
 import { MEDIA_DETAILS, type ImageType, type SniffedMedia } from '../../../core/media';
 import { formatBytes } from '../../../core/units';
 import { imageTooLarge, isPixelLimitError } from './image-header';
-import type { ImageJob } from './image-work';
+import type { ImageTask } from './image-work';
 
 export interface FitImageOptions {
 	/** Longest side allowed, in pixels. */
@@ -23,7 +23,7 @@ export interface FitImageOptions {
 	/** Request field holding the image, named when it cannot be decoded. */
 	field: string;
 	/** The queue slot this runs in (media/image-work.ts): pixel limit, time budget, client gone. */
-	job?: ImageJob;
+	task?: ImageTask;
 	/**
 	 * Re-encode even an image that already fits, so none of its metadata (GPS positions, device
 	 * serials) is carried over as it is.
@@ -113,7 +113,7 @@ export async function fitImage(input: Buffer | string, options: FitImageOptions)
 async function decodeOnce(source: Source, width: number, height: number, options: FitImageOptions): Promise<Source> {
 	if (source.animated || width * height * 4 > MAX_RAW_BYTES) return source;
 	try {
-		options.job?.throwIfStopped();
+		options.task?.throwIfStopped();
 		const { data, info } = await pipelineFor(source, options)
 			.resize(width, height, { fit: 'fill' })
 			.raw()
@@ -207,7 +207,7 @@ export function cannotFit(options: FitImageOptions, reached: string): ImageGenEr
 }
 
 async function encode(source: Source, width: number, height: number, options: FitImageOptions, encoding: Encoding): Promise<Buffer> {
-	options.job?.throwIfStopped();
+	options.task?.throwIfStopped();
 	let pipeline = pipelineFor(source, options);
 	if (width !== source.width || height !== source.height) pipeline = pipeline.resize(width, height, { fit: 'fill' });
 	pipeline = withFormat(pipeline, options.format, encoding);
@@ -223,12 +223,12 @@ function pipelineFor(source: Source, options: FitImageOptions): Sharp {
 	const pipeline = source.raw
 		? sharp(source.input, { raw: source.raw, ...limits })
 		: sharp(source.input, { animated: source.animated, failOn: 'error', autoOrient: !source.animated, ...limits });
-	return options.job ? pipeline.timeout({ seconds: options.job.timeoutSeconds() }) : pipeline;
+	return options.task ? pipeline.timeout({ seconds: options.task.timeoutSeconds() }) : pipeline;
 }
 
-/** The second line after the header check: libvips itself refuses more pixels than the job allows. */
+/** The second line after the header check: libvips itself refuses more pixels than the task allows. */
 function limitsOf(options: FitImageOptions): { limitInputPixels?: number } {
-	return options.job ? { limitInputPixels: options.job.limitInputPixels } : {};
+	return options.task ? { limitInputPixels: options.task.limitInputPixels } : {};
 }
 
 function withFormat(pipeline: Sharp, format: ImageType, encoding: Encoding): Sharp {
@@ -286,8 +286,8 @@ export function scaledToSide(width: number, height: number, maxSide: number | un
 
 function undecodable(options: FitImageOptions, error: unknown): ImageGenError {
 	if (error instanceof ImageGenError) return error;
-	const { field, job } = options;
-	if (job && isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+	const { field, task } = options;
+	if (task && isPixelLimitError(error)) return imageTooLarge({ field, status: 400 }, task.limitInputPixels);
 	return new ImageGenError(400, `'${field}' could not be decoded to fit it: the image data is damaged`, {
 		param: field,
 		code: 'undecodable_image',

@@ -4,7 +4,7 @@
  * four big fits at once used to stall every download for a minute while /healthz stayed fast.
  * So at most `concurrency` pipelines run (libvips spreads each over the cores by itself), a few
  * more wait, and everyone else hears 503 with Retry-After at once instead of waiting unseen.
- * A job has one time budget (waiting included), stops when its client leaves, and sharp's own
+ * A task has one time budget (waiting included), stops when its client leaves, and sharp's own
  * `timeout` ends a pipeline that outlives the budget; the CLI also widens the pool (cli.ts).
  */
 import { ImageGenError } from '../../../core/errors';
@@ -15,21 +15,21 @@ interface ImageWorkOptions {
 	maxPixels: number;
 	/** Pipelines running at once. */
 	concurrency?: number;
-	/** Jobs waiting for a pipeline; one more is refused with 503. */
+	/** Tasks waiting for a pipeline; one more is refused with 503. */
 	maxQueued?: number;
-	/** Waiting plus working, per job. */
+	/** Waiting plus working, per task. */
 	budgetMs?: number;
 }
 
-/** What a running job gets: its stop signal and the limits to put on each `sharp()` it makes. */
-export interface ImageJob {
+/** What a running task gets: its stop signal and the limits to put on each `sharp()` it makes. */
+export interface ImageTask {
 	/** Aborted when the client leaves or the budget is spent. */
 	readonly signal: AbortSignal;
 	/** For `sharp(input, { limitInputPixels })`. */
 	readonly limitInputPixels: number;
 	/** Whole seconds left, for `pipeline.timeout({ seconds })` (at least 1). */
 	timeoutSeconds(): number;
-	/** Between steps of a long job: stops it when its client left or its budget ran out. */
+	/** Between steps of a long task: stops it when its client left or its budget ran out. */
 	throwIfStopped(): void;
 }
 
@@ -37,8 +37,8 @@ const IMAGE_WORK_DEFAULTS = {
 	// Measured in bench/image-work.mjs: with 2 pipelines a file read's p99 stays at a few ms while fits
 	// run; each pipeline is parallel inside libvips already, so more would only queue on the cores.
 	concurrency: 2,
-	// Enough for a burst of small jobs (64 generations at once in the load bench, each a short render);
-	// the pixel limit bounds each job and the budget bounds how long any of them waits.
+	// Enough for a burst of small tasks (64 generations at once in the load bench, each a short render);
+	// the pixel limit bounds each task and the budget bounds how long any of them waits.
 	maxQueued: 100,
 	budgetMs: 60_000,
 } as const;
@@ -64,17 +64,17 @@ export class ImageWork {
 		this.budgetMs = options.budgetMs ?? IMAGE_WORK_DEFAULTS.budgetMs;
 	}
 
-	/** Pipelines running and jobs waiting now. */
+	/** Pipelines running and tasks waiting now. */
 	get load(): { running: number; waiting: number } {
 		return { running: this.running, waiting: this.waiting.length };
 	}
 
 	/**
-	 * Runs `task` once a pipeline is free. Throws 503 `image_work_busy` (Retry-After) when the queue
+	 * Runs `work` once a pipeline is free. Throws 503 `image_work_busy` (Retry-After) when the queue
 	 * is full or the wait outlasts the budget, 503 `image_work_timeout` when the work does, and the
 	 * client's abort reason when it left.
 	 */
-	async run<T>(task: (job: ImageJob) => Promise<T>, options: { signal?: AbortSignal } = {}): Promise<T> {
+	async run<T>(work: (task: ImageTask) => Promise<T>, options: { signal?: AbortSignal } = {}): Promise<T> {
 		const client = options.signal;
 		client?.throwIfAborted();
 		const deadline = Date.now() + this.budgetMs;
@@ -82,7 +82,7 @@ export class ImageWork {
 		const limit = limitedSignal(client, Math.max(1, deadline - Date.now()), () => new DOMException('the image budget ran out', 'TimeoutError'));
 		const { signal } = limit;
 		const stopped = (): unknown => (limit.timedOut && !client?.aborted ? this.overBudget() : signal.reason);
-		const job: ImageJob = {
+		const task: ImageTask = {
 			signal,
 			limitInputPixels: this.maxPixels,
 			timeoutSeconds: () => Math.max(1, Math.ceil((deadline - Date.now()) / 1000)),
@@ -91,8 +91,8 @@ export class ImageWork {
 			},
 		};
 		try {
-			const result = await task(job);
-			job.throwIfStopped();
+			const result = await work(task);
+			task.throwIfStopped();
 			return result;
 		} catch (error) {
 			// sharp's own timeout, or anything else failing after the budget ran out, is the budget's doing.
@@ -134,7 +134,7 @@ export class ImageWork {
 
 	private release(): void {
 		const next = this.waiting.shift();
-		// The slot passes straight to the next job: `running` stays as it is.
+		// The slot passes straight to the next task: `running` stays as it is.
 		if (next) next.start();
 		else this.running--;
 	}

@@ -1,10 +1,10 @@
 /**
- * Gives the memory of image bytes back as soon as their owner is done with them, instead of when
- * the garbage collector next runs. A few-MB buffer lives outside V8's heap, so V8 sees almost no
- * heap allocation from it and may not collect for dozens of images: in the marking worker, 100 MB
- * of such dead buffers (each generation's copies of a 3 MB image) stayed resident until it did
- * (bench/RESULTS.md, "Inline generations: memory given back as it is used"). Detaching the
- * ArrayBuffer (`transfer(0)`) frees it at once.
+ * Gives the memory of bytes back as soon as their owner is done with them, instead of when the
+ * garbage collector next runs. A buffer of a few MB lives outside V8's heap, so V8 sees almost no
+ * heap allocation from it and may not collect for dozens of images: a thread that allocates little
+ * on its heap (the marking worker) kept every dead copy resident until it did. Detaching the
+ * ArrayBuffer (`transfer(0)`) frees it at once. Images go through ImageBytes (media/image-bytes.ts),
+ * which says whether they are ours to release.
  *
  * Only for bytes the caller made and no one else holds: every view of the same memory is emptied.
  * A view on part of a larger buffer (Node's pool of small buffers) is left alone.
@@ -20,7 +20,7 @@ export function releaseBytes(bytes: Uint8Array): void {
  * The first `length` bytes of a buffer that owns its whole memory, in a buffer of exactly that
  * length (larger: the rest unset), its old memory given back at once. A buffer that is a view on
  * part of its memory could not be released by releaseBytes, so bytes meant to be released later
- * are brought to their size this way.
+ * (an owned ImageBytes) are brought to their size this way.
  */
 export function resizedBytes(bytes: Buffer, length: number): Buffer {
 	if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) throw new Error('resizedBytes: the buffer must own its whole memory');

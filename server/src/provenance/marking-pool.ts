@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import { ImageGenError } from '../../../core/errors';
 import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
-import type { MarkingAnswer, MarkingJob, MarkingWorkerData } from './marking-worker';
+import type { MarkingAnswer, MarkingTask, MarkingWorkerData } from './marking-worker';
 
 interface MarkingPoolOptions {
 	workerData: MarkingWorkerData;
@@ -32,7 +32,7 @@ interface MarkingPoolOptions {
 export const MARKING_WORKER_SCRIPT = join(__dirname, 'marking-worker.js');
 
 export class MarkingPool implements ProvenanceMarker {
-	private pool: Piscina<MarkingJob, MarkingAnswer> | undefined;
+	private pool: Piscina<MarkingTask, MarkingAnswer> | undefined;
 	private readonly maxQueued: number;
 	/** Every image accepted and not yet answered: what `close()` waits for. */
 	private readonly accepted = new Set<Promise<unknown>>();
@@ -64,14 +64,14 @@ export class MarkingPool implements ProvenanceMarker {
 		await this.pool?.destroy();
 	}
 
-	private submit(job: MarkingJob): Promise<MarkedImage> {
+	private submit(task: MarkingTask): Promise<MarkedImage> {
 		if (this.closing) return Promise.reject(unavailable('the service is shutting down'));
 		if (this.brokenBy) return Promise.reject(unavailable('no marking worker could be started', this.brokenBy));
 		const pool = (this.pool ??= this.start());
 		if (pool.queueSize >= this.maxQueued) {
 			return Promise.reject(new ImageGenError(503, 'Too many images are waiting to be marked; retry shortly', { code: 'provenance_busy' }));
 		}
-		const marked = pool.run(job).then(
+		const marked = pool.run(task).then(
 			(answer) => {
 				if ('failed' in answer) throw new Error(`marking the image failed: ${answer.failed}`);
 				// The worker handed its memory over: wrap it, do not copy it.
@@ -89,9 +89,9 @@ export class MarkingPool implements ProvenanceMarker {
 		return marked;
 	}
 
-	private start(): Piscina<MarkingJob, MarkingAnswer> {
+	private start(): Piscina<MarkingTask, MarkingAnswer> {
 		const threads = this.options.threads ?? 1;
-		const pool = new Piscina<MarkingJob, MarkingAnswer>({
+		const pool = new Piscina<MarkingTask, MarkingAnswer>({
 			filename: this.options.workerScript ?? MARKING_WORKER_SCRIPT,
 			workerData: this.options.workerData,
 			minThreads: threads,

@@ -7,7 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import type { KeyObject } from 'node:crypto';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { releaseBytes } from '../media/release-bytes';
+import { ImageBytes } from '../media/image-bytes';
 import { CoseSigner } from './cose-signer';
 import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage } from './provenance-marker';
 
@@ -18,7 +18,7 @@ export interface MarkingWorkerData {
 	creatorTool: string;
 }
 
-export type MarkingJob = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts };
+export type MarkingTask = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts };
 
 /** `marked.bytes` arrives as a plain Uint8Array (structured clone). */
 export type MarkingAnswer = { marked: MarkedImage } | { failed: string };
@@ -31,14 +31,14 @@ const marker = new C2paProvenanceMarker({
 });
 
 /** Answers a MarkingAnswer, the marked one wrapped so that piscina transfers its bytes. */
-export default async function markInWorker(job: MarkingJob): Promise<MarkingAnswer | ReturnType<typeof move>> {
+export default async function markInWorker(task: MarkingTask): Promise<MarkingAnswer | ReturnType<typeof move>> {
 	let marked: MarkedImage;
 	try {
-		marked = job.kind === 'generated' ? await marker.markGenerated(revivedGenerated(job.facts)) : await marker.markConverted(revivedConverted(job.facts));
+		marked = task.kind === 'generated' ? await marker.markGenerated(revivedGenerated(task.facts)) : await marker.markConverted(revivedConverted(task.facts));
 	} catch (error) {
 		return { failed: error instanceof Error ? error.message : String(error) };
 	} finally {
-		releaseJob(job);
+		releaseTask(task);
 	}
 	const answer: MarkingAnswer = { marked };
 	// piscina posts the value with these buffers in its transfer list.
@@ -46,14 +46,14 @@ export default async function markInWorker(job: MarkingJob): Promise<MarkingAnsw
 }
 
 /**
- * The job's images are this thread's own copies (structured clones), read by now. This thread
- * allocates almost nothing on V8's heap, so it collects rarely: left to the collector, a hundred
- * images' copies stayed resident (bench/RESULTS.md). A marked image that is its input is not
+ * The task's images are this thread's own copies (structured clones), read by now. This thread
+ * allocates almost nothing on V8's heap, so it collects rarely: left to the collector, the copies
+ * of dozens of images would stay resident until it did. A marked image that is its input is not
  * released: it goes back to the service.
  */
-function releaseJob(job: MarkingJob): void {
-	const images = job.kind === 'generated' ? [job.facts.bytes, job.facts.source?.bytes] : [job.facts.bytes, job.facts.original.bytes, job.facts.original.exif, job.facts.original.xmp];
-	for (const bytes of images) if (bytes) releaseBytes(bytes);
+function releaseTask(task: MarkingTask): void {
+	const images = task.kind === 'generated' ? [task.facts.bytes, task.facts.source?.bytes] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
+	for (const bytes of images) if (bytes) ImageBytes.owned(bytes).release();
 }
 
 /**

@@ -5,7 +5,7 @@
  * it as the parent ingredient of ours.
  */
 import type { SniffedMedia } from '../../../core/media';
-import { releaseBytes } from '../media/release-bytes';
+import { ImageBytes } from '../media/image-bytes';
 import { signWithC2pa, type SigningJob } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type Provenance } from '../../../core/api';
@@ -94,7 +94,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			createdAt: new Date(),
 			prompt: includePrompt ? image.prompt : undefined,
 		});
-		const marked = embedXmp(image.bytes, image.media, xmp);
+		const marked = withOwnXmp(image.bytes, image.media, xmp);
 		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
 		const agent = { name: image.model };
 		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
@@ -106,11 +106,11 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			{
 				manifest: this.manifest(image.media, actions),
 				mimeType: image.media.mimeType,
-				bytes: marked,
+				bytes: marked.bytes,
 				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
 			},
 			signer,
-		).finally(() => releaseCopy(marked, image.bytes));
+		).finally(() => marked.release());
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
 	}
 
@@ -128,16 +128,16 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const xmp = xmpPacket({ digitalSourceType: verifiedSourceType ?? digitalSourceType, ...credits });
 		const agent = { name: this.options.creatorTool };
 		const actions = [opened(agent), ...upload.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: agent }))];
-		const withXmp = embedXmp(upload.bytes, upload.media, xmp);
+		const withXmp = withOwnXmp(upload.bytes, upload.media, xmp);
 		const bytes = await signWithC2pa(
 			{
 				manifest: this.manifest(upload.media, actions),
 				mimeType: upload.media.mimeType,
-				bytes: withXmp,
+				bytes: withXmp.bytes,
 				parent: parent(original.bytes, original.media, 'original'),
 			},
 			this.options.signer,
-		).finally(() => releaseCopy(withXmp, upload.bytes));
+		).finally(() => withXmp.release());
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: verifiedSourceType } };
 	}
 
@@ -152,9 +152,12 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 	}
 }
 
-/** The image with its XMP packet is our own copy, read by the signer and then no longer needed. */
-function releaseCopy(withXmp: Buffer, input: Buffer): void {
-	if (withXmp !== input) releaseBytes(withXmp);
+/**
+ * The image with its XMP packet: our own copy, read by the signer and then no longer needed; or the
+ * input itself, for a format that takes no packet, which stays its owner's.
+ */
+function withOwnXmp(input: Buffer, media: SniffedMedia, xmp: string): ImageBytes {
+	return ImageBytes.madeFrom(embedXmp(input, media, xmp), ImageBytes.lent(input));
 }
 
 function opened(softwareAgent: { name: string }): object {

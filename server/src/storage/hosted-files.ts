@@ -18,7 +18,7 @@ import type { UploadOutputFormat } from '../../../core/schemas';
 import { fitImage, type FitImageOptions } from '../media/fit-image';
 import { checkPixels, declaredSizeOfFile } from '../media/image-header';
 import { conversionError, convertToBuffer, streamConversion } from '../media/convert-image';
-import { ImageWork, type ImageJob } from '../media/image-work';
+import { ImageWork, type ImageTask } from '../media/image-work';
 import type { Provenance } from '../../../core/api';
 import { mayCarryC2pa } from '../provenance/provenance-scan';
 import { fitAndMark, markConversion } from '../provenance/marked-conversions';
@@ -162,11 +162,11 @@ export class HostedFiles {
 		let converted: StagedFile;
 		const { marker } = this.options;
 		try {
-			converted = await this.decodeStaged(staged, field, signal, async (path, job) => {
+			converted = await this.decodeStaged(staged, field, signal, async (path, task) => {
 				// Unmarked, the converted bytes stream straight into storage; marked, they are signed first.
-				if (!marker) return this.writeConverted(path, format, field, staged.ownerKeyId, job);
+				if (!marker) return this.writeConverted(path, format, field, staged.ownerKeyId, task);
 				const media = MEDIA_DETAILS[format];
-				const { data, info } = await convertToBuffer(path, format, field, job);
+				const { data, info } = await convertToBuffer(path, format, field, task);
 				const marked = await markConversion(marker, { path, media: staged.media, mayCarryC2pa: staged.mayCarryC2pa }, { bytes: data, media, width: info.width, height: info.height });
 				return { ...(await this.stageBuffer(marked.bytes, media, staged.ownerKeyId)), provenance: marked.provenance };
 			});
@@ -187,10 +187,10 @@ export class HostedFiles {
 		const { marker } = this.options;
 		if (marker) {
 			const original = (path: string) => ({ path, media: staged.media, mayCarryC2pa: staged.mayCarryC2pa });
-			const done = await this.decodeStaged(staged, options.field, signal, (path, job) => fitAndMark(marker, original(path), { ...fitOptions, job }));
+			const done = await this.decodeStaged(staged, options.field, signal, (path, task) => fitAndMark(marker, original(path), { ...fitOptions, task }));
 			return this.replace(staged, { ...(await this.stageBuffer(done.marked.bytes, done.fitted.media, staged.ownerKeyId)), provenance: done.marked.provenance });
 		}
-		const fitted = await this.decodeStaged(staged, options.field, signal, (path, job) => fitImage(path, { ...fitOptions, alwaysReencode: true, job }));
+		const fitted = await this.decodeStaged(staged, options.field, signal, (path, task) => fitImage(path, { ...fitOptions, alwaysReencode: true, task }));
 		return this.replace(staged, await this.stageBuffer(fitted.data, fitted.media, staged.ownerKeyId));
 	}
 
@@ -209,14 +209,14 @@ export class HostedFiles {
 	 * The staged image as a local file (the disk driver's own; a temporary copy for a bucket),
 	 * its header checked against the pixel limit, then `work` in a slot of the image queue.
 	 */
-	private async decodeStaged<T>(staged: StagedFile, field: string, signal: AbortSignal | undefined, work: (path: string, job: ImageJob) => Promise<T>): Promise<T> {
+	private async decodeStaged<T>(staged: StagedFile, field: string, signal: AbortSignal | undefined, work: (path: string, task: ImageTask) => Promise<T>): Promise<T> {
 		const local = this.storage.localPath?.(staged.storageKey);
 		const temp = local ? undefined : await mkdtemp(join(tmpdir(), 'imagegen-image-'));
 		try {
 			const path = local ?? join(temp!, staged.storageKey);
 			if (temp) await pipeline(await this.readStaged(staged), createWriteStream(path));
 			checkPixels(await declaredSizeOfFile(path), this.imageWork.maxPixels, { field, status: 400 });
-			return await this.imageWork.run((job) => work(path, job), { signal });
+			return await this.imageWork.run((task) => work(path, task), { signal });
 		} finally {
 			if (temp) await rm(temp, { recursive: true, force: true });
 		}
@@ -362,12 +362,12 @@ export class HostedFiles {
 	}
 
 	/** file → sharp → storage, streamed (media/convert-image.ts); the storage's errors pass as they are. */
-	private async writeConverted(input: string, format: UploadOutputFormat, field: string, ownerKeyId: string, job: ImageJob): Promise<StagedFile> {
-		const conversion = streamConversion(input, format, job);
+	private async writeConverted(input: string, format: UploadOutputFormat, field: string, ownerKeyId: string, task: ImageTask): Promise<StagedFile> {
+		const conversion = streamConversion(input, format, task);
 		try {
 			return await this.writeStaged(conversion.output, MEDIA_DETAILS[format], ownerKeyId);
 		} catch (error) {
-			if (conversion.decodeFailed(error)) throw conversionError(error, field, format, job);
+			if (conversion.decodeFailed(error)) throw conversionError(error, field, format, task);
 			throw storageError(error);
 		} finally {
 			conversion.stop();

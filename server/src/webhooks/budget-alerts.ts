@@ -54,21 +54,21 @@ export function withBudgetAlerts(gate: BudgetGate, options: BudgetAlertOptions):
 		}
 	};
 	return {
-		async admit(key, priceUsd) {
-			let hold;
+		async reserve(key, priceUsd) {
+			let reservation;
 			try {
-				hold = await gate.admit(key, priceUsd);
+				reservation = await gate.reserve(key, priceUsd);
 			} catch (error) {
 				if (key.budget && error instanceof ImageGenError && error.code === BUDGET_EXCEEDED) await check(key, true);
 				throw error;
 			}
-			if (!hold) return hold;
+			if (!reservation) return reservation;
 			return {
 				settle: async (costUsd) => {
-					await hold.settle(costUsd);
+					await reservation.settle(costUsd);
 					await check(key, false);
 				},
-				release: () => hold.release(),
+				release: () => reservation.release(),
 			};
 		},
 	};

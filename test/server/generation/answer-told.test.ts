@@ -7,13 +7,14 @@
 import { parseGenerationRequest } from '../../../core/schemas';
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { makeImage } from '../support/media';
 
 test("a caller's failure to write the answer fails the generation, handled while the usage line is still on its way", async () => {
 	const output = await makeImage('png', 1024, 1024);
 	let usageWritten!: () => void;
 	const order: string[] = [];
-	const provider = { name: 'stand-in', generate: async () => [{ bytes: output }] };
+	const provider = { name: 'stand-in', generate: async () => [ImageBytes.lent(output)] };
 	const run = createGenerationRunner({
 		providers: { 'p-image': provider, 'p-image-edit': provider, 'textimage-v2': provider },
 		prices: {},
@@ -29,7 +30,7 @@ test("a caller's failure to write the answer fails the generation, handled while
 				return new Promise<void>((resolve) => (usageWritten = resolve));
 			},
 		},
-		budgets: { admit: async () => null },
+		budgets: { reserve: async () => null },
 		log: console,
 	} as unknown as GenerationServices);
 

@@ -17,6 +17,7 @@ import { providerContext } from '../support/host-job-contract';
 import { eventually } from '../support/http';
 import { makeImage } from '../support/media';
 import { FAST_HOSTS, providerConfig, providersFor } from '../support/providers';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 
 let fake: FakeHosts;
 let env: NodeJS.ProcessEnv;
@@ -115,7 +116,7 @@ describe('the host names the job before it is polled', () => {
 		expect(told).toEqual([{ job: { provider: 'pruna', id }, pollsBefore: 0 }]);
 		expect(prunaCreates()[0]!.headers['try-sync']).toBeUndefined();
 		expect(polls().map((call) => call.path)).toEqual([`/v1/predictions/status/${id}`, `/v1/predictions/status/${id}`]);
-		expect(images).toEqual([{ bytes: expect.any(Buffer), fresh: true }]);
+		expect(images).toStrictEqual([ImageBytes.owned(expect.any(Buffer))]);
 	});
 
 	test('pruna without hostJobStarted keeps Try-Sync, which the stand-in honours', async () => {

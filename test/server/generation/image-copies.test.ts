@@ -1,13 +1,14 @@
 /**
- * What a generation does with the image copies it makes (server/src/generation/run-generation.ts):
+ * What a generation does with the image copies it makes (server/src/generation/produce-image.ts):
  * each is given back once read (sharp's re-encode once marked, the marked image once stored), not
  * left for V8's next collection; the provider's bytes too when it made them for this answer
- * (`fresh`), and never otherwise, so a host (or a stand-in) may hand out the same buffer again.
+ * (owned), and never when they are lent, so a host (or a stand-in) may hand out the same buffer again.
  */
 import { parseGenerationRequest } from '../../../core/schemas';
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
 import { UNMARKED, type GeneratedImageFacts, type ProvenanceMarker } from '../../../server/src/provenance/provenance-marker';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { InlineBytes, InlineFile } from '../../../server/src/storage/inline-answer';
 import { makeImage } from '../support/media';
 
@@ -26,9 +27,9 @@ function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
 	};
 }
 
-function runnerWith(output: Buffer, provenance: ProvenanceMarker, { fresh = false } = {}) {
+function runnerWith(output: Buffer, provenance: ProvenanceMarker, { owned = false } = {}) {
 	const stored: Buffer[] = [];
-	// A fresh copy per answer, as a host's decoded base64 is; else the same buffer every time.
+	// A copy of its own per answer, as a host's decoded base64 is; else the same buffer every time.
 	const handedOut: Buffer[] = [];
 	const hostedFiles = {
 		putBuffer: async (bytes: Buffer) => {
@@ -41,9 +42,9 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker, { fresh = fals
 	const provider = {
 		name: 'stand-in',
 		generate: async () => {
-			if (!fresh) return [{ bytes: output }];
+			if (!owned) return [ImageBytes.lent(output)];
 			handedOut.push(Buffer.from(output));
-			return [{ bytes: handedOut.at(-1)!, fresh: true }];
+			return [ImageBytes.owned(handedOut.at(-1)!)];
 		},
 	};
 	const run = createGenerationRunner({
@@ -53,7 +54,7 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker, { fresh = fals
 		inputs: { fetchRemote: async () => Buffer.alloc(0), maxInputImageBytes: 1_048_576 },
 		hostedFiles,
 		usageLedger: { record: async () => undefined },
-		budgets: { admit: async () => null },
+		budgets: { reserve: async () => null },
 		log: console,
 		provenance,
 	} as unknown as GenerationServices);
@@ -91,33 +92,33 @@ test('an image nobody replays goes out from memory: marked bytes are the answerâ
 	const marked = runnerWith(output, copyingMarker());
 	const ownAnswer = await marked.generate('b64_json', false);
 	const own = ownAnswer.data[0]!;
-	expect('b64_json' in own && own.b64_json instanceof InlineBytes && own.b64_json.options.releaseWhenSent).toBe(true);
+	expect('b64_json' in own && own.b64_json instanceof InlineBytes && own.b64_json.image.owned).toBe(true);
 
 	// Unmarked and already the right size: the provider's own buffer is the answer, and stays its.
 	const unmarked = runnerWith(output, UNMARKED);
 	const passedAnswer = await unmarked.generate('b64_json', false);
 	const passed = passedAnswer.data[0]!;
-	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.bytes).toBe(output);
-	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.options.releaseWhenSent).toBeFalsy();
+	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.image.bytes).toBe(output);
+	expect('b64_json' in passed && passed.b64_json instanceof InlineBytes && passed.b64_json.image.owned).toBe(false);
 	// Stored unmarked: still the provider's, never released.
 	await unmarked.generate('b64_json', true);
 	expect(output.byteLength).toBeGreaterThan(0);
 	expect(unmarked.stored[0]!.equals(output)).toBe(true);
 });
 
-test('bytes a provider made for this answer (fresh) are given back once used: after marking, or once stored or sent', async () => {
+test('bytes a provider made for this answer (owned) are given back once used: after marking, or once stored or sent', async () => {
 	const output = await makeImage('png', 1024, 1024);
-	const marked = runnerWith(output, copyingMarker(), { fresh: true });
+	const marked = runnerWith(output, copyingMarker(), { owned: true });
 	await marked.generate('url', false);
 	// Marked into a copy of its own: the provider's bytes were done with once read.
 	expect(marked.handedOut[0]!.byteLength).toBe(0);
 
-	const unmarked = runnerWith(output, UNMARKED, { fresh: true });
+	const unmarked = runnerWith(output, UNMARKED, { owned: true });
 	await unmarked.generate('url', false);
 	// Unmarked, they are the image itself: stored whole, then given back.
 	expect(unmarked.stored[0]!.equals(output)).toBe(true);
 	expect(unmarked.handedOut[0]!.byteLength).toBe(0);
 	const inline = (await unmarked.generate('b64_json', false)).data[0]!;
-	expect('b64_json' in inline && inline.b64_json instanceof InlineBytes && inline.b64_json.options.releaseWhenSent).toBe(true);
+	expect('b64_json' in inline && inline.b64_json instanceof InlineBytes && inline.b64_json.image.owned).toBe(true);
 	expect(output.byteLength).toBeGreaterThan(0);
 });

@@ -8,6 +8,7 @@ import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import sharp from 'sharp';
 import { parseGenerationRequest } from '../../../core/schemas';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { ImageWork } from '../../../server/src/media/image-work';
 import { createSafeFetcher } from '../../../server/src/net/safe-fetch';
 import type { ServiceUnderTest } from '../../helpers/server';
@@ -369,7 +370,7 @@ describe('the run tells our time limit from a client that went away, also while 
 			// Neither is reached: every run here ends before anything is stored or charged.
 			hostedFiles: undefined,
 			usageLedger: undefined,
-			budgets: { admit: async () => null },
+			budgets: { reserve: async () => null },
 			...services,
 		} as unknown as GenerationServices);
 	const dripping = () => fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r960', status: 'succeeded', output: [`${fake.origin}/drip/r960.png`], urls: {} } });
@@ -389,7 +390,7 @@ describe('the run tells our time limit from a client that went away, also while 
 		const imageWork = new ImageWork({ maxPixels: 100_000_000, concurrency: 1, budgetMs: 10_000 });
 		let free!: () => void;
 		const busy = imageWork.run(() => new Promise<void>((resolve) => (free = resolve)));
-		const prompt = { name: 'prompt', generate: async () => [{ bytes: wide }] };
+		const prompt = { name: 'prompt', generate: async () => [ImageBytes.lent(wide)] };
 		const run = runner(300, { providers: { 'p-image': prompt, 'p-image-edit': prompt, 'textimage-v2': prompt }, imageWork })(parseGenerationRequest({ model: 'p-image', prompt: 'x', response_format: 'b64_json' }), {
 			apiKeyId: 'k',
 			apiKey: flatKeyPolicy('k'),

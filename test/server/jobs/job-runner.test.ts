@@ -13,6 +13,7 @@ import { MODEL_IDS } from '../../../core/models';
 import { parseGenerationRequest } from '../../../core/schemas';
 import type { GenerationProvider, HostJobRef, ProviderImage } from '../../../server/src/generation/provider';
 import type { ProviderTable } from '../../../server/src/generation/providers';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { newJobId } from '../../../server/src/jobs/job-runner';
 import type { GenerationObject, JobEndListener, NewJob } from '../../../server/src/jobs/job-store';
 import { SqlJobStore } from '../../../server/src/jobs/sql-job-store';
@@ -76,7 +77,7 @@ class StandInHost implements GenerationProvider {
 				});
 			});
 		}
-		return [{ bytes: this.image }];
+		return [ImageBytes.lent(this.image)];
 	}
 }
 

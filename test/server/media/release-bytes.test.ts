@@ -24,9 +24,23 @@ test('a part of a larger buffer is left as it is, and so is its neighbour', () =
 	expect(whole.byteLength).toBe(64);
 });
 
+/** Whether the buffer's memory was handed away (ES2024 `ArrayBuffer.prototype.detached`). */
+const detached = (bytes: Uint8Array) => (bytes.buffer as ArrayBuffer & { detached: boolean }).detached;
+
 test('releasing twice, or an empty buffer, changes nothing', () => {
 	const bytes = Buffer.alloc(1024);
 	releaseBytes(bytes);
+	const released = bytes.buffer;
 	expect(() => releaseBytes(bytes)).not.toThrow();
-	expect(() => releaseBytes(Buffer.alloc(0))).not.toThrow();
+	expect(bytes.buffer).toBe(released);
+	expect(detached(bytes)).toBe(true);
+	expect(bytes.byteLength).toBe(0);
+
+	// An empty buffer's memory is not handed away: it stays a usable buffer, as it was.
+	const empty = Buffer.alloc(0);
+	const memory = empty.buffer;
+	expect(() => releaseBytes(empty)).not.toThrow();
+	expect(empty.buffer).toBe(memory);
+	expect(detached(empty)).toBe(false);
+	expect(Buffer.concat([empty, Buffer.from('still usable')]).toString()).toBe('still usable');
 });

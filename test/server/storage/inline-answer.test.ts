@@ -13,6 +13,7 @@ import { MEDIA_DETAILS } from '../../../core/media';
 import { openSqliteDatabase, type SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles, type FileRecord } from '../../../server/src/storage/hosted-files';
+import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { InlineBytes, InlineFile, inlineAnswerBody, openInlineAnswer } from '../../../server/src/storage/inline-answer';
 import { SqlFileMetadata } from '../../../server/src/storage/sql-file-metadata';
 import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
@@ -91,7 +92,7 @@ test('a 6 MB image goes out in pieces no larger than a read chunk’s base64, ne
 test.each([1, 2, 3, 65_535, 65_536, 1_000_001])('an image of %i bytes in memory: the same JSON, in pieces no larger than a read chunk’s base64', async (size) => {
 	const bytes = randomBytes(size);
 	const small = randomBytes(7);
-	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineBytes(bytes), new InlineBytes(small)]));
+	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineBytes(ImageBytes.lent(bytes)), new InlineBytes(ImageBytes.lent(small))]));
 	expect(inlineFiles).toEqual([]);
 	const opened = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineBytes }, OWNER);
 	if ('gone' in opened) throw new Error('unexpectedly gone');
@@ -213,19 +214,19 @@ test('bytes in memory the answer owns are given back once sent, or once the clie
 	const owned = randomBytes(300_000);
 	const kept = randomBytes(300_000);
 	const expected = JSON.stringify(answerWith([owned.toString('base64'), kept.toString('base64')]));
-	expect(await send([new InlineBytes(owned, { releaseWhenSent: true }), new InlineBytes(kept)])).toBe(expected);
+	expect(await send([new InlineBytes(ImageBytes.owned(owned)), new InlineBytes(ImageBytes.lent(kept))])).toBe(expected);
 	expect(owned.byteLength).toBe(0);
 	expect(kept.byteLength).toBe(300_000);
 
 	const left = randomBytes(300_000);
-	await send([new InlineBytes(left, { releaseWhenSent: true })], true);
+	await send([new InlineBytes(ImageBytes.owned(left))], true);
 	expect(left.byteLength).toBe(0);
 });
 
 test('a stored image whose bytes are at hand goes out from them once, and from its file on a replay', async () => {
 	const bytes = randomBytes(10_000);
 	const file = await stored(bytes);
-	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineFile(file.id, new InlineBytes(bytes))]));
+	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineFile(file.id, new InlineBytes(ImageBytes.lent(bytes)))]));
 	expect(inlineFiles).toEqual([{ fileId: file.id, at: inlineBytes[0]!.at }]);
 	const expected = JSON.stringify(answerWith([bytes.toString('base64')]));
 	// The file is removed: the first answer does not read it back.

@@ -91,8 +91,8 @@ describe('the alert gate', () => {
 	function alerting(url: string, spent: () => number, now: () => Date) {
 		database = dataDir.openDatabase();
 		const outbox = new WebhookOutbox(new SqlOutboxStore(new SqliteAdapter(database)), { allowPrivate: false, keepFailedMs: 1, log: { warn: jest.fn(), error: jest.fn() } });
-		const admitted = { admit: async () => ({ settle: async () => undefined, release: async () => undefined }) };
-		const gate = withBudgetAlerts(admitted, { url, outbox, keyStore: { spent: async () => spent() }, now, log: { error: jest.fn() } });
+		const reserving = { reserve: async () => ({ settle: async () => undefined, release: async () => undefined }) };
+		const gate = withBudgetAlerts(reserving, { url, outbox, keyStore: { spent: async () => spent() }, now, log: { error: jest.fn() } });
 		const queued = () => database.prepare<[], { event_type: string; body: string; url: string }>('SELECT event_type, body, url FROM webhook_outbox ORDER BY rowid').all();
 		return { gate, queued };
 	}
@@ -100,7 +100,7 @@ describe('the alert gate', () => {
 
 	it('a Slack incoming webhook gets { text } naming the key, the spend and the budget', async () => {
 		const { gate, queued } = alerting('https://hooks.slack.com/services/T000/B000/XXXX', () => 8.5, () => new Date('2030-01-01T12:00:00Z'));
-		await (await gate.admit(key, 1))!.settle(1);
+		await (await gate.reserve(key, 1))!.settle(1);
 		expect(queued()).toEqual([
 			{
 				event_type: 'budget.threshold',
@@ -113,10 +113,10 @@ describe('the alert gate', () => {
 	it('each period has its own alerts: the next day passing 80 % is told again', async () => {
 		let now = new Date('2030-01-01T12:00:00Z');
 		const { gate, queued } = alerting('https://alerts.example/budget', () => 9, () => now);
-		await (await gate.admit(key, 1))!.settle(1);
-		await (await gate.admit(key, 1))!.settle(1);
+		await (await gate.reserve(key, 1))!.settle(1);
+		await (await gate.reserve(key, 1))!.settle(1);
 		now = new Date('2030-01-02T00:00:01Z');
-		await (await gate.admit(key, 1))!.settle(1);
+		await (await gate.reserve(key, 1))!.settle(1);
 		const bodies = queued().map((row) => JSON.parse(row.body) as { type: string; timestamp: string });
 		expect(bodies.map((body) => [body.type, body.timestamp])).toEqual([
 			['budget.threshold', '2030-01-01T12:00:00.000Z'],

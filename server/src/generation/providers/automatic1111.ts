@@ -13,6 +13,7 @@
 import { ImageGenError } from '../../../../core/errors';
 import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { requiredSetting } from './inputs';
@@ -97,7 +98,7 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 		});
 		const bytes = base64Bytes(Array.isArray(answer.images) ? answer.images[0] : undefined);
 		if (!bytes) throw new ImageGenError(502, 'The automatic1111 provider returned no image: its answer had an empty images list', { code: 'upstream_no_output' });
-		return [{ bytes, fresh: true }];
+		return [ImageBytes.owned(bytes)];
 	} finally {
 		context.signal.removeEventListener('abort', stopDrawing);
 	}

@@ -22,6 +22,7 @@ import { ImageGenError, invalidField } from '../../../../core/errors';
 import { sniffMedia } from '../../../../core/media';
 import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
@@ -135,7 +136,7 @@ export function comfyuiProvider(model: ModelId, settings: ProviderSettings['comf
 		const image = firstImage(entry, workflow);
 		if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
 		const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
-		return [{ bytes: await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }), fresh: true }];
+		return [ImageBytes.owned(await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }))];
 	}
 
 	/** Uploads the request's input images (as many as the workflow binds) and answers the names ComfyUI gave them. */

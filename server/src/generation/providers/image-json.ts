@@ -197,9 +197,9 @@ class Base64Decoder {
 	}
 
 	/**
-	 * The image in a buffer of its own size that owns its memory: the runner releases a fresh image's
-	 * memory as soon as it is done with it (releaseBytes), which a view on part of a larger buffer
-	 * would escape, its few MB left to the next collection.
+	 * The image in a buffer of its own size that owns its memory: the runner releases an owned image's
+	 * memory as soon as it is done with it (media/image-bytes.ts), which a view on part of a larger
+	 * buffer would escape, its few MB left to the next collection.
 	 */
 	end(): Buffer {
 		if (this.carry) this.put(this.carry);

@@ -18,6 +18,7 @@ import { sniffMedia } from '../../../../core/media';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import { nearestSize, type ImageSize } from '../../../../core/openai-images';
 import type { ProviderSettings } from '../../config';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
 import { loadInputImages } from './inputs';
@@ -114,7 +115,7 @@ async function editForm(fields: Record<string, string | number>, images: Buffer[
 function imageOf(answer: OpenAiImages): ProviderImage {
 	const first = Array.isArray(answer.data) ? answer.data[0] : undefined;
 	const bytes = base64Bytes(first?.b64_json);
-	if (bytes) return { bytes, fresh: true };
+	if (bytes) return ImageBytes.owned(bytes);
 	if (typeof first?.url === 'string' && first.url) return { url: first.url };
 	const why = first ? 'an entry with neither b64_json nor url' : 'an empty data list';
 	throw new ImageGenError(502, `The openai provider returned no image: its answer had ${why}`, { code: 'upstream_no_output' });

@@ -21,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
 import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage } from './inputs';
@@ -72,7 +73,7 @@ export function prunaProvider(model: ModelId, settings: ProviderSettings['pruna'
 		const delivery = new URL(status.generation_url, `${root}/`);
 		if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];
 		const bytes = await providerBytes({ provider: 'pruna', method: 'GET', url: delivery.toString(), credentials, signal: context.signal, deadline: context.deadline, retry });
-		return [{ bytes, fresh: true }];
+		return [ImageBytes.owned(bytes)];
 	}
 
 	return {

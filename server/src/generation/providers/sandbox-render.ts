@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { OutputInfo } from 'sharp';
 import { invalidField } from '../../../../core/errors';
 import { imageTooLarge, isPixelLimitError } from '../../media/image-header';
-import type { ImageJob } from '../../media/image-work';
+import type { ImageTask } from '../../media/image-work';
 import sharp from '../../media/sharp';
 import type { ImageOutputFormat, StyleType } from '../../../../core/models';
 
@@ -154,7 +154,7 @@ function caption(scene: SandboxScene): string {
 const MOSAIC_BLOCKS = 36;
 
 /** Input images as a grid of tiles covering the canvas; one that cannot be decoded is the client's 400. */
-async function tiles(scene: SandboxScene, tint: string, job: ImageJob): Promise<string> {
+async function tiles(scene: SandboxScene, tint: string, task: ImageTask): Promise<string> {
 	const count = scene.inputs.length;
 	const columns = Math.ceil(Math.sqrt(count));
 	const rows = Math.ceil(count / columns);
@@ -162,7 +162,7 @@ async function tiles(scene: SandboxScene, tint: string, job: ImageJob): Promise<
 	const tileHeight = Math.floor(scene.height / rows);
 	const drawn = await Promise.all(
 		scene.inputs.map(async (input, index) => {
-			const png = await mosaicTile(input, `images[${index}]`, { width: tileWidth, height: tileHeight, tint }, job);
+			const png = await mosaicTile(input, `images[${index}]`, { width: tileWidth, height: tileHeight, tint }, task);
 			const [left, top] = [(index % columns) * tileWidth, Math.floor(index / columns) * tileHeight];
 			return `<image x="${left}" y="${top}" width="${tileWidth}" height="${tileHeight}" image-rendering="pixelated" href="data:image/png;base64,${png.toString('base64')}"/>`;
 		}),
@@ -182,26 +182,26 @@ export function mosaicGrid(input: { width: number; height: number }, tile: { wid
 	return { columns: Math.max(1, Math.round(shown.width / block)), rows: Math.max(1, Math.round(shown.height / block)) };
 }
 
-async function mosaicTile(input: Buffer, field: string, tile: { width: number; height: number; tint: string }, job: ImageJob): Promise<Buffer> {
+async function mosaicTile(input: Buffer, field: string, tile: { width: number; height: number; tint: string }, task: ImageTask): Promise<Buffer> {
 	let blocks: { data: Buffer; info: OutputInfo };
 	try {
-		const image = sharp(input, { animated: false, limitInputPixels: job.limitInputPixels }).timeout({ seconds: job.timeoutSeconds() });
+		const image = sharp(input, { animated: false, limitInputPixels: task.limitInputPixels }).timeout({ seconds: task.timeoutSeconds() });
 		const { width = 1, height = 1 } = await image.metadata();
 		const { columns, rows } = mosaicGrid({ width, height }, tile);
 		blocks = await image.resize(columns, rows, { fit: 'cover' }).tint(tile.tint).removeAlpha().raw().toBuffer({ resolveWithObject: true });
 	} catch (error) {
-		if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, job.limitInputPixels);
+		if (isPixelLimitError(error)) throw imageTooLarge({ field, status: 400 }, task.limitInputPixels);
 		throw invalidField(field, `'${field}' could not be decoded: the image data is damaged`, 'undecodable_image');
 	}
 	const { width, height, channels } = blocks.info;
 	return sharp(blocks.data, { raw: { width, height, channels } })
-		.timeout({ seconds: job.timeoutSeconds() })
+		.timeout({ seconds: task.timeoutSeconds() })
 		.resize(tile.width, tile.height, { fit: 'fill', kernel: 'nearest' })
 		.png()
 		.toBuffer();
 }
 
-export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat, job: ImageJob): Promise<Buffer> {
+export async function renderSandboxImage(scene: SandboxScene, format: ImageOutputFormat, task: ImageTask): Promise<Buffer> {
 	const seed = createHash('sha256')
 		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
@@ -209,10 +209,10 @@ export async function renderSandboxImage(scene: SandboxScene, format: ImageOutpu
 	// One document drawn once: layers composited one over another cost three times the CPU.
 	const svg =
 		`<svg xmlns="http://www.w3.org/2000/svg" width="${scene.width}" height="${scene.height}">` +
-		`${background(scene, seed, palette)}${await tiles(scene, palette.accents[0]!, job)}${caption(scene)}</svg>`;
-	job.throwIfStopped();
+		`${background(scene, seed, palette)}${await tiles(scene, palette.accents[0]!, task)}${caption(scene)}</svg>`;
+	task.throwIfStopped();
 	// The background covers every pixel: its alpha is opaque throughout and goes.
-	const canvas = sharp(Buffer.from(svg)).removeAlpha().timeout({ seconds: job.timeoutSeconds() });
+	const canvas = sharp(Buffer.from(svg)).removeAlpha().timeout({ seconds: task.timeoutSeconds() });
 	if (format === 'jpeg') return canvas.jpeg({ quality: 90 }).toBuffer();
 	if (format === 'webp') return canvas.webp({ quality: 90 }).toBuffer();
 	return canvas.png().toBuffer();

@@ -5,6 +5,7 @@
  * tried offline; the wait ends early when the generation is stopped.
  */
 import { dimensionsFor } from '../../../../core/models';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationProvider } from '../provider';
 import { renderSandboxImage } from './sandbox-render';
 
@@ -16,7 +17,7 @@ export function sandboxProvider(delayMs = 0): GenerationProvider {
 			const inputs = await Promise.all((request.images ?? []).map((_, index) => context.loadInputImage(index)));
 			context.signal.throwIfAborted();
 			const bytes = await context.imageWork.run(
-				(job) =>
+				(task) =>
 					renderSandboxImage(
 						{
 							model: request.model,
@@ -29,11 +30,11 @@ export function sandboxProvider(delayMs = 0): GenerationProvider {
 							inputs,
 						},
 						request.output_format,
-						job,
+						task,
 					),
 				{ signal: context.signal },
 			);
-			return [{ bytes, fresh: true }];
+			return [ImageBytes.owned(bytes)];
 		},
 	};
 }

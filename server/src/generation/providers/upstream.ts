@@ -6,6 +6,7 @@
  */
 import { ImageGenError } from '../../../../core/errors';
 import type { ProviderSettings } from '../../config';
+import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials } from './host-credentials';
 import { loadInputImages, requiredSetting } from './inputs';
@@ -43,7 +44,7 @@ export function upstreamProvider(model: string, settings: ProviderSettings['upst
 				throw new ImageGenError(502, 'The upstream provider answered without a data array', { code: 'upstream_invalid_output' });
 			}
 			return answer.data.map<ProviderImage>((image) =>
-				'b64_json' in image ? { bytes: base64Bytes(image.b64_json) ?? Buffer.alloc(0), fresh: true } : { url: image.url as string },
+				'b64_json' in image ? ImageBytes.owned(base64Bytes(image.b64_json) ?? Buffer.alloc(0)) : { url: image.url as string },
 			);
 		},
 	};

@@ -19,6 +19,7 @@ import { call, eventually, postJson } from '../../support/http';
 import { makeImage, samePixels } from '../../support/media';
 import { FAST_HOSTS } from '../../support/providers';
 import { providerContext } from '../../support/host-job-contract';
+import { ImageBytes } from '../../../../server/src/media/image-bytes';
 
 const EXAMPLES = resolve(__dirname, '../../../../examples/comfyui');
 const SDXL = join(EXAMPLES, 'sdxl.json');
@@ -161,7 +162,7 @@ describe('the prompt as a host job', () => {
 		const id = comfy.callsTo('GET', '/history/')[0]!.path.slice('/history/'.length);
 		expect(told).toEqual([{ job: { provider: 'comfyui', id }, pollsBefore: 0 }]);
 		expect(provider.hasJobIds).toBe(true);
-		expect(images).toEqual([{ bytes: expect.any(Buffer), fresh: true }]);
+		expect(images).toStrictEqual([ImageBytes.owned(expect.any(Buffer))]);
 	});
 
 	test('a job not kept (hostJobStarted fails) is taken off ComfyUI’s queue', async () => {
@@ -180,7 +181,7 @@ describe('the prompt as a host job', () => {
 		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const images = await provider.resume!({ provider: 'comfyui', id }, context());
 		expect(images).toHaveLength(1);
-		expect(await samePixels((images[0] as { bytes: Buffer }).bytes, output)).toBe(true);
+		expect(await samePixels((images[0] as ImageBytes).bytes, output)).toBe(true);
 		expect(comfy.callsTo('POST', '/prompt')).toHaveLength(1);
 		expect(comfy.callsTo('GET', '/history/').every((poll) => poll.path === `/history/${id}`)).toBe(true);
 	});

@@ -9,6 +9,7 @@ import { sandboxProvider } from '../../../../server/src/generation/providers/san
 import type { ImageWork } from '../../../../server/src/media/image-work';
 import { buildTestApp } from '../../support/app';
 import { generateIn } from '../support/generate-in';
+import { ImageBytes } from '../../../../server/src/media/image-bytes';
 
 const request: SettledRequest = { ...parseGenerationRequest({ model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '16:9' }), aspect_ratio: '16:9' };
 
@@ -31,7 +32,7 @@ describe('the sandbox’s delay (--sandbox-delay-ms)', () => {
 		await jest.advanceTimersByTimeAsync(4_999);
 		expect(imageWork.run).not.toHaveBeenCalled();
 		await jest.advanceTimersByTimeAsync(1);
-		expect(await generated).toEqual([{ bytes: drawn, fresh: true }]);
+		expect(await generated).toStrictEqual([ImageBytes.owned(drawn)]);
 		expect(imageWork.run).toHaveBeenCalledTimes(1);
 	});
 

@@ -1,0 +1,135 @@
+/**
+ * One image of a generation, from the provider's call to its entry in the answer: the provider
+ * draws it, it is brought to the request (normalize-output.ts) and marked (provenance/), then
+ * stored under our retention or sent from memory. Each copy made on the way is given back as soon
+ * as the next one is made from it, and the last once it is stored or sent (media/image-bytes.ts);
+ * the provider's own bytes only when it made them for this answer.
+ */
+import type { GeneratedImage, Provenance } from '../../../core/api';
+import { ImageGenError } from '../../../core/errors';
+import { sniffMedia, type SniffedMedia } from '../../../core/media';
+import { SEED_MAX } from '../../../core/models';
+import type { GenerationRequest } from '../../../core/schemas';
+import { ImageBytes } from '../media/image-bytes';
+import type { ProvenanceMarker } from '../provenance/provenance-marker';
+import type { HostedFiles } from '../storage/hosted-files';
+import { InlineBytes, InlineFile } from '../storage/inline-answer';
+import type { InputImageSource } from './input-images';
+import { normalizeOutput } from './normalize-output';
+import type { GenerationProvider, ProviderImage, SettledRequest } from './provider';
+import { runProvider, type ProviderRun } from './run-provider';
+
+/** An inline image as the runner answers it: its stored file or its bytes, sent as `b64_json` (storage/inline-answer.ts). */
+type InlineGeneratedImage = Omit<Extract<GeneratedImage, { b64_json: string }>, 'b64_json'> & { b64_json: InlineFile | InlineBytes };
+
+/** One image of a generation's answer: hosted (a URL) or inline. */
+export type AnsweredImage = Exclude<GeneratedImage, { b64_json: string }> | InlineGeneratedImage;
+
+/** What every image of one generation is made with. */
+export interface ImageProduction {
+	/** The request, its seed drawn. */
+	generation: GenerationRequest & { seed: number };
+	/** The request as the provider gets it, its aspect ratio settled. */
+	settled: SettledRequest;
+	provider: GenerationProvider;
+	run: ProviderRun;
+	inputs: InputImageSource;
+	hostedFiles: HostedFiles;
+	provenance: ProvenanceMarker;
+	apiKeyId: string;
+	/** The answer will be replayed: inline images are stored too (GenerationCaller.keepsInlineImages). */
+	keepsInlineImages: boolean;
+	/** Files of the images made so far: removed again if a later one fails (all or nothing). */
+	storedIds: string[];
+}
+
+/** A marked image, what it is, and what its marks say. */
+interface MarkedImage {
+	image: ImageBytes;
+	media: SniffedMedia;
+	provenance: Provenance;
+}
+
+/** Image `index` of the generation, and the host that served it. */
+export async function produceImage(production: ImageProduction, index: number): Promise<{ answered: AnsweredImage; servedBy: string }> {
+	const seed = seedOf(production.generation.seed, index);
+	const one: SettledRequest = { ...production.settled, seed };
+	delete one.n;
+	const ran = await runProvider(production.provider, one, production.run);
+	// A host may hand out more than it was asked for; the client asked for (and the budget
+	// reserved) one image per call: the rest are neither fetched, hosted nor paid for.
+	const source = await providerImage(ran.outputs[0]!, ran.servedBy, production);
+	const marked = await markedImage(source, ran.servedBy, production);
+	return { answered: await deliver(marked, seed, production), servedBy: ran.servedBy };
+}
+
+/**
+ * Image i of a request for n is drawn with seed + i, wrapped into the seed range so every host takes it.
+ */
+function seedOf(seed: number, index: number): number {
+	return (seed + index) % (SEED_MAX + 1);
+}
+
+/** The provider's image as bytes: its own, or downloaded from the URL it answered (then ours). */
+async function providerImage(output: ProviderImage, provider: string, { inputs, run }: ImageProduction): Promise<ImageBytes> {
+	if (output instanceof ImageBytes) return output;
+	const { signal, stopped, metrics } = run;
+	try {
+		return ImageBytes.owned(await inputs.fetchRemote(new URL(output.url), { field: 'output', maxBytes: inputs.maxInputImageBytes * 2, signal }));
+	} catch (error) {
+		// A download cut short by our own limit is a time-out, not a broken output.
+		const failure = signal.aborted
+			? stopped()
+			: new ImageGenError(502, `The ${provider} provider's image could not be downloaded${error instanceof ImageGenError ? ` (${error.code})` : ''}`, {
+					code: 'upstream_failed',
+					cause: error,
+				});
+		if (failure.code !== 'cancelled') metrics.providerError(provider, failure.code);
+		throw failure;
+	}
+}
+
+/** The provider's image brought to the request and marked; the copies before the marked one given back. */
+async function markedImage(source: ImageBytes, provider: string, production: ImageProduction): Promise<MarkedImage> {
+	const { generation, settled, run } = production;
+	const fitted = await normalizeOutput(source.bytes, settled, provider, run.imageWork, run.signal);
+	const marked = await production.provenance.markGenerated({
+		...fitted,
+		model: generation.model,
+		prompt: generation.prompt,
+		source: fitted.bytes === source.bytes ? undefined : { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fitted.changes },
+	});
+	return { image: keptImage(source, fitted.bytes, marked.bytes), media: fitted.media, provenance: marked.provenance };
+}
+
+/**
+ * The marked image, with its owner: the provider's bytes when neither the fit nor the marking
+ * changed them, else a copy of ours. The fit's copy and the provider's bytes, once read by the
+ * marking, are given back when they are not the one kept (the provider's only if ours).
+ */
+function keptImage(source: ImageBytes, fitted: Buffer, marked: Buffer): ImageBytes {
+	const fit = ImageBytes.madeFrom(fitted, source);
+	const kept = ImageBytes.madeFrom(marked, fit, source);
+	for (const read of new Set([fit, source])) if (read !== kept) read.release();
+	return kept;
+}
+
+/** The image's entry in the answer: sent from memory, or stored and sent from memory or answered as its URL. */
+async function deliver({ image, media, provenance }: MarkedImage, seed: number, production: ImageProduction): Promise<AnsweredImage> {
+	const { generation, hostedFiles } = production;
+	const inline = generation.response_format === 'b64_json';
+	// Nobody will replay this answer: the marked image goes out from memory, in pieces.
+	if (inline && !production.keepsInlineImages) return { b64_json: new InlineBytes(image), seed, provenance };
+	// An inline image is stored too (its job keeps it, and a replay sends it from storage in pieces):
+	// neither the answer nor its records hold it whole. Its row is not synced on its own: the
+	// usage line is made durable before the answer, and its sync of the same database covers this
+	// row. An inline image's bytes are not synced at all (two fsyncs per answer): the answer goes
+	// out from memory, and after a power cut a replay that finds them missing or short answers as
+	// for an expired file, never a cut answer. A hosted one's are: its URL is the only way to them.
+	const stored = await hostedFiles.putBuffer(image.bytes, media, production.apiKeyId, provenance, { durable: false, ...(inline ? { synced: false } : {}) });
+	production.storedIds.push(stored.id);
+	// The first answer goes out from the bytes at hand (no read back), replays and the job's from the file.
+	if (inline) return { b64_json: new InlineFile(stored.id, new InlineBytes(image)), seed, provenance };
+	image.release();
+	return { url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance };
+}
