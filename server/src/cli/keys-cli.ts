@@ -10,10 +10,10 @@ import { parseArgs } from 'node:util';
 import { ImageGenError } from '../../../core/errors';
 import { lacksValue, parseConfig, SERVICE_ARG_OPTIONS, type ServiceConfig } from '../config';
 import { openDatabase } from '../db/postgres/postgres';
-import { PgKeyStore } from '../keys/pg-key-store';
 import { createKeySchema, keyIdSchema, parseAdmin, rotateKeySchema } from '../keys/key-schemas';
 import { openSqliteDatabase } from '../db/sqlite/database';
-import { SqliteKeyStore } from '../keys/sqlite-key-store';
+import { SqliteAdapter } from '../db/sqlite/sqlite-adapter';
+import { SqlKeyStore } from '../keys/sql-key-store';
 import { StoreClock } from '../keys/store-clock';
 import { KeyAdmin, type KeyObject } from '../keys/key-admin';
 import { escapeUnsafeCharacters } from '../keys/unsafe-text';
@@ -146,12 +146,12 @@ function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCo
 async function openKeyAdmin(config: ServiceConfig): Promise<{ admin: KeyAdmin; close(): Promise<void> }> {
 	if (config.databaseUrl !== undefined) {
 		const database = await openDatabase(config.databaseUrl, { maxConnections: 2 });
-		const store = new PgKeyStore(database.pool);
+		const store = new SqlKeyStore(database);
 		const clock = new StoreClock(store);
 		return { admin: new KeyAdmin(store, { now: () => clock.now() }), close: () => database.close() };
 	}
-	const database = openSqliteDatabase(config.dataDir);
-	return { admin: new KeyAdmin(new SqliteKeyStore(database)), close: async () => void database.close() };
+	const adapter = new SqliteAdapter(openSqliteDatabase(config.dataDir));
+	return { admin: new KeyAdmin(new SqlKeyStore(adapter)), close: () => adapter.close() };
 }
 
 async function execute(parsed: ParsedCommand, admin: KeyAdmin, output: CommandOutput): Promise<number> {

@@ -55,7 +55,7 @@ export const JOB_SQL = {
 	/** Jobs that ended at or before `$1`: what a sweep deletes. */
 	sweepable: `NOT ${NOT_ENDED} AND finished_at <= $1`,
 	/** A release on the key's spend of the job's UTC day (the day its admission charged). */
-	spend: KEY_SQL.charge,
+	spend: KEY_SQL.addSpend,
 };
 
 export interface JobRow {

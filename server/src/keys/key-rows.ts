@@ -1,9 +1,8 @@
 /**
- * A managed key as both databases store it: the same columns and the same statements (numbered
- * `$n` parameters, which SQLite reads as named ones; sqlite/database.ts `bindNumbered`), read back
- * into a ManagedKey. The drivers differ only in how values travel (PostgreSQL: Dates, booleans,
- * text[], bigint as text; SQLite: unix milliseconds, 0/1, JSON text), which each engine's binding
- * and `toManagedKey` take care of.
+ * A managed key as both databases store it: the same columns and the same statements, run through
+ * the SQL adapter (db/sql-adapter.ts), which binds the values each driver's way. Rows come back as
+ * the driver gives them (PostgreSQL: Dates, booleans, text[], bigint as text; SQLite: unix
+ * milliseconds, 0/1, JSON text), and `toManagedKey` reads either.
  */
 import type { ModelId } from '../../../core/models';
 import { fromMicros, toMicros } from '../../../core/units';
@@ -33,10 +32,10 @@ export const KEY_SQL = {
 	rotate: `UPDATE api_keys SET previous_secret_hash = CASE WHEN $5 THEN secret_hash END, previous_valid_until = $4, secret_hash = $2, prefix = $3
 		WHERE id = $1 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
 	bySecret: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1 UNION ALL SELECT ${KEY_COLUMNS} FROM api_keys WHERE previous_secret_hash = $1 LIMIT 1`,
-	/** Settled spend plus generations in flight (charged at admission), from a UTC day on. */
+	/** Settled spend plus generations in flight (reserved at admission), from a UTC day on. */
 	spent: 'SELECT COALESCE(sum(spent_micros), 0) AS micros FROM key_spend_days WHERE key_id = $1 AND day >= $2',
-	/** Adds `$3` micro-dollars (negative: a refund) to the key's UTC day `$2`. */
-	charge: `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
+	/** Adds `$3` micro-dollars (negative: given back) to the key's spend of UTC day `$2`. */
+	addSpend: `INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES ($1, $2, $3)
 		ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + excluded.spent_micros`,
 };
 

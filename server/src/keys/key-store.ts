@@ -1,15 +1,14 @@
 /**
- * Where managed keys and their spend live: PostgreSQL for a fleet (pg-key-store.ts), the data
- * dir's SQLite database otherwise (sqlite-key-store.ts). Both pass test/server/support/key-store-contract.ts.
+ * Where managed keys and their spend live: one store (sql-key-store.ts) on PostgreSQL for a fleet
+ * or on the data dir's SQLite database otherwise, passing test/server/support/key-store-contract.ts
+ * on both.
  *
- * Budgets are the same on both: a generation's price is charged to the key's spend at its
- * admission (admitted only while spent + price ≤ limit, atomically for every process and replica),
- * then adjusted to the actual cost when it succeeds or refunded when it fails. A generation in
- * flight is therefore spend that every process sees, with nothing to expire: a process or replica
- * that dies mid-generation leaves its charge, so a key never spends past its budget (at worst it
- * pays for a generation cut off by the crash). Leased reservations, which SQLite kept before,
- * needed a lease longer than the slowest generation: one that ran longer stopped counting (room
- * for an overspend) and could then no longer be settled (a generation made for free).
+ * Budgets: a generation's price is reserved on the key's spend at its admission (admitted only
+ * while spent + price ≤ limit, atomically for every process and replica), then settled at the
+ * actual cost when it succeeds or released when it fails. A generation in flight is therefore
+ * spend that every process sees, with nothing to expire: a process or replica that dies
+ * mid-generation leaves its reservation, so a key never spends past its budget (at worst it pays
+ * for a generation cut off by the crash), and a generation however slow can always be settled.
  */
 import type { KeySettings, ManagedKey } from './managed-key';
 
@@ -46,11 +45,11 @@ export interface KeyStore {
 	rotate(id: string, secret: { hash: string; prefix: string }, previousValidUntil: Date | null): Promise<ManagedKey | null>;
 	/** The key, revoked or not, whose current or previous secret has this hash. */
 	findBySecretHash(hash: string): Promise<ManagedKey | null>;
-	/** Charges the amount to `now`'s UTC day only while spent + amount ≤ limit, atomically for every caller of the store. */
+	/** Reserves the amount on `now`'s UTC day only while spent + amount ≤ limit, atomically for every caller of the store. */
 	reserve(reservation: Reservation, now?: Date): Promise<Admission>;
-	/** The generation succeeded: its charge becomes `amountUsd` (the actual cost). */
+	/** The generation succeeded: its reservation becomes spend of `amountUsd` (the actual cost). */
 	settle(reservationId: string, amountUsd: number): Promise<void>;
-	/** The generation failed: its charge is refunded. */
+	/** The generation failed: its reservation is given back. */
 	release(reservationId: string): Promise<void>;
 	/** Spend of a key since an instant's UTC day, generations in flight included. */
 	spent(keyId: string, since: Date): Promise<number>;

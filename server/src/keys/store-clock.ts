@@ -1,7 +1,7 @@
 /**
  * The clock that judges key expiry, rotation grace and budget periods: the key store's own
  * (PostgreSQL: the database's), so replicas whose clocks drift apart still agree on whether a key
- * has expired and which day a charge belongs to. The store's time is asked once a minute and kept
+ * has expired and which day a reservation belongs to. The store's time is asked once a minute and kept
  * as an offset from this machine's clock, so a request costs no extra round trip.
  */
 import type { KeyStore } from './key-store';

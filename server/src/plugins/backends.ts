@@ -16,7 +16,7 @@ import { SqlIdempotencyStore } from '../idempotency/sql-idempotency-store';
 import type { JobStore } from '../jobs/job-store';
 import { SqlJobStore } from '../jobs/sql-job-store';
 import type { KeyStore } from '../keys/key-store';
-import { SqliteKeyStore } from '../keys/sqlite-key-store';
+import { SqlKeyStore } from '../keys/sql-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { SqlRateLimiter } from '../limits/sql-rate-limiter';
 import { openSqliteDatabase } from '../db/sqlite/database';
@@ -85,7 +85,7 @@ export async function openBackends(config: ServiceConfig, log: Required<LedgerLo
 			usageLedger,
 			rateLimiter: new SqlRateLimiter(adapter, config.rateLimitPerMinute),
 			idempotencyStore: new SqlIdempotencyStore(adapter),
-			keyStore: new SqliteKeyStore(database),
+			keyStore: new SqlKeyStore(adapter),
 			jobStore: new SqlJobStore(adapter),
 			outboxStore: new SqlOutboxStore(adapter),
 			noteFailure: (error) => adapter.noteFailure(error),
@@ -124,7 +124,7 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
 async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	const { openDatabase, PgKeyStore } = await import('./postgres-engines');
+	const { openDatabase } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
 		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
@@ -137,7 +137,7 @@ async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerL
 			usageLedger,
 			rateLimiter: new SqlRateLimiter(database, config.rateLimitPerMinute),
 			idempotencyStore: new SqlIdempotencyStore(database),
-			keyStore: new PgKeyStore(database.pool),
+			keyStore: new SqlKeyStore(database),
 			jobStore: new SqlJobStore(database),
 			outboxStore: new SqlOutboxStore(database),
 			close: () => database.close(),

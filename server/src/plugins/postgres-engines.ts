@@ -3,4 +3,3 @@
  * import when `--database-url` is given, and never otherwise (backends.ts).
  */
 export { openDatabase } from '../db/postgres/postgres';
-export { PgKeyStore } from '../keys/pg-key-store';

@@ -1,7 +1,7 @@
 /**
- * What every KeyStore must do, written once and run against each engine (the data dir here,
- * PostgreSQL in test/server/keys/pg-key-store.test.ts): keys by id and by secret hash, settings,
- * rotation, revocation, and budget admission that is exact under concurrency.
+ * What every KeyStore must do, written once and run on both databases
+ * (test/server/keys/key-store-sqlite.test.ts, key-store-postgres.test.ts): keys by id and by secret
+ * hash, settings, rotation, revocation, and budget reservations that are exact under concurrency.
  */
 import { randomUUID } from 'node:crypto';
 import type { Admission, KeyStore, Reservation } from '../../../server/src/keys/key-store';

@@ -107,46 +107,16 @@ const KEYS = `
 	);
 	CREATE INDEX api_keys_previous_secret_hash ON api_keys (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL;
 
-	-- Spend per key and UTC day, generations in flight included (charged when admitted,
-	-- refunded when they fail): a budget period sums at most a month of rows (all of a key's
-	-- days for a total budget), however many generations it holds.
+	-- Spend per key and UTC day, generations in flight included (reserved when admitted,
+	-- released when they fail): a budget period sums at most a month of rows (all of a key's
+	-- days for a total budget), however many generations it holds. Reservations lock the key's
+	-- api_keys row (keys/budget-reservations.ts).
 	CREATE TABLE key_spend_days (
 		key_id text NOT NULL,
 		day date NOT NULL,
 		spent_micros bigint NOT NULL,
 		PRIMARY KEY (key_id, day)
 	);
-
-	-- Budget admission in one statement: the key's row lock is held only while PostgreSQL runs
-	-- this, never across a round trip to a busy replica. Each statement of a volatile function
-	-- takes a fresh snapshot, so the sum after the lock sees every admission committed before it.
-	-- A replica sends the admissions waiting for one key together; they are decided in order,
-	-- each counting those admitted before it, and charged to p_day in one row update.
-	CREATE FUNCTION imagegen_admit_charges(p_key_id text, p_amounts bigint[], p_limit bigint, p_since date, p_day date)
-	RETURNS TABLE (ordinal integer, admitted boolean, spent bigint)
-	LANGUAGE plpgsql VOLATILE AS $$
-	DECLARE
-		v_spent bigint;
-		v_charged bigint := 0;
-	BEGIN
-		PERFORM 1 FROM api_keys WHERE id = p_key_id FOR UPDATE;
-		SELECT COALESCE(sum(spent_micros), 0) INTO v_spent FROM key_spend_days WHERE key_id = p_key_id AND day >= p_since;
-		FOR i IN 1 .. COALESCE(array_length(p_amounts, 1), 0) LOOP
-			ordinal := i;
-			spent := v_spent;
-			admitted := v_spent + p_amounts[i] <= p_limit;
-			IF admitted THEN
-				v_spent := v_spent + p_amounts[i];
-				v_charged := v_charged + p_amounts[i];
-			END IF;
-			RETURN NEXT;
-		END LOOP;
-		IF v_charged > 0 THEN
-			INSERT INTO key_spend_days AS spend (key_id, day, spent_micros) VALUES (p_key_id, p_day, v_charged)
-			ON CONFLICT (key_id, day) DO UPDATE SET spent_micros = spend.spent_micros + EXCLUDED.spent_micros;
-		END IF;
-	END
-	$$;
 `;
 
 // The same table and statements as the embedded engine (limits/bucket-rows.ts): any bucket name,

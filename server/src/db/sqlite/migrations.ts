@@ -94,7 +94,7 @@ const USAGE = `
 
 /**
  * Managed keys (secrets only as SHA-256) and their spend per UTC day in integer micro-dollars,
- * generations in flight included (charged when admitted, refunded when they fail): a budget
+ * generations in flight included (reserved when admitted, released when they fail): a budget
  * period sums at most a month of rows, however many generations it holds.
  */
 const KEYS = `
