@@ -13,37 +13,12 @@ import { ConfigError, helpText, parseConfig, type InfoRequest, type ServiceConfi
 import { serviceVersion } from './runtime/service-version';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
 
+type Service = Awaited<ReturnType<typeof createService>>;
+
 async function main(): Promise<void> {
-	const output = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
-	if (process.argv[2] === 'keys') {
-		const { runKeysCommand } = await import('./cli/keys-cli');
-		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, output);
-		return;
-	}
-	if (process.argv[2] === 'backup') {
-		const { runBackupCommand } = await import('./cli/backup-cli');
-		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, output);
-		return;
-	}
-	let parsed: ServiceConfig | InfoRequest;
-	try {
-		parsed = parseConfig(process.argv.slice(2), process.env);
-	} catch (error) {
-		if (error instanceof ConfigError) {
-			process.stderr.write(`imagegen-server: ${error.message}\n`);
-			process.exit(2);
-		}
-		throw error;
-	}
-	if (parsed === 'help') {
-		process.stdout.write(helpText());
-		return;
-	}
-	if (parsed === 'version') {
-		process.stdout.write(`imagegen-server ${serviceVersion()}\n`);
-		return;
-	}
-	const config = parsed;
+	if (await ranCommand(process.argv[2])) return;
+	const config = parseOrExit(process.argv.slice(2));
+	if (config === undefined) return;
 	let providers: ProviderTable;
 	try {
 		// Before the data dir or a key file is made: a selected provider without a setting it needs fails here, not per request.
@@ -63,7 +38,55 @@ async function main(): Promise<void> {
 
 	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
+	// Before the ready line: whoever waits for it may stop the service at once.
+	stopOnSignals(service, config);
+	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`);
+	if (config.adminKey !== undefined) lines.push(`  operator page: ${publicUrl}/admin`);
+	lines.push(`  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
+	process.stdout.write(`${lines.join('\n')}\n`);
+}
 
+/** `keys …` and `backup …` are commands of their own, loaded only when asked for; answers whether one ran. */
+async function ranCommand(command: string | undefined): Promise<boolean> {
+	const output = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
+	if (command === 'keys') {
+		const { runKeysCommand } = await import('./cli/keys-cli');
+		process.exitCode = await runKeysCommand(process.argv.slice(3), process.env, output);
+		return true;
+	}
+	if (command === 'backup') {
+		const { runBackupCommand } = await import('./cli/backup-cli');
+		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, output);
+		return true;
+	}
+	return false;
+}
+
+/** The service's configuration; undefined when `--help` or `--version` was answered instead. Bad options exit with 2. */
+function parseOrExit(args: string[]): ServiceConfig | undefined {
+	let parsed: ServiceConfig | InfoRequest;
+	try {
+		parsed = parseConfig(args, process.env);
+	} catch (error) {
+		if (error instanceof ConfigError) {
+			process.stderr.write(`imagegen-server: ${error.message}\n`);
+			process.exit(2);
+		}
+		throw error;
+	}
+	if (parsed === 'help') {
+		process.stdout.write(helpText());
+		return undefined;
+	}
+	if (parsed === 'version') {
+		process.stdout.write(`imagegen-server ${serviceVersion()}\n`);
+		return undefined;
+	}
+	return parsed;
+}
+
+/** SIGTERM and SIGINT drain the requests in flight, then exit; past the drain time they are cut off. */
+function stopOnSignals(service: Service, config: ServiceConfig): void {
 	let stopping = false;
 	const stop = (signal: NodeJS.Signals) => {
 		if (stopping) return;
@@ -87,13 +110,8 @@ async function main(): Promise<void> {
 			},
 		);
 	};
-	// Before the ready line: whoever waits for it may stop the service at once.
 	process.on('SIGTERM', stop);
 	process.on('SIGINT', stop);
-	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`);
-	if (config.adminKey !== undefined) lines.push(`  operator page: ${publicUrl}/admin`);
-	lines.push(`  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
-	process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 main().catch((error: unknown) => {
