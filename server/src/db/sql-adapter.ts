@@ -66,6 +66,12 @@ export interface SqlAdapter extends SqlReader {
 	readonly forUpdate: string;
 	/** The clock every process on this database shares (PostgreSQL: the server's; SQLite: this machine's). */
 	now(): Promise<Date>;
+	/**
+	 * That clock read without the database, in unix milliseconds, where this process has it (SQLite:
+	 * this machine's clock is the shared one); undefined where statements must read it themselves
+	 * (PostgreSQL's `now()`).
+	 */
+	readonly processClock?: () => number;
 	/** After a sweep deleted many rows: gives the space back where the engine does not itself (SQLite's free pages). */
 	reclaimSpace(): Promise<void>;
 	/** Told of every failed request: the embedded database learns of a full disk or a damaged page. */

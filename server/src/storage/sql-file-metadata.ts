@@ -5,7 +5,8 @@
  * published; bytes without a row are leftovers.
  *
  * Clock: every comparison uses the `now` passed in, else the store's `now` option (tests), else
- * the database's clock (file-rows.ts), never a replica's own: a file expires, and a removed file
+ * the clock every process on the database shares (SQLite: this machine's, read here; PostgreSQL:
+ * the server's, read by the statement, file-rows.ts), never a replica's own: a file expires, and a removed file
  * disappears, at the same instant for every process or replica however far their clocks drift.
  * With `lifetimeMs` a reservation's and a file's times are stamped by the same clock.
  */
@@ -48,11 +49,14 @@ export class SqlFileMetadata implements FileMetadataStore {
 	 * machine: a replica's pid means nothing on another.
 	 */
 	private readonly writerPid: number | null;
+	/** Where this process can read the shared clock itself; else the statements read the database's. */
+	private readonly clock: (() => number) | undefined;
 
 	constructor(
 		private readonly adapter: SqlAdapter,
-		private readonly options: SqlFileMetadataOptions = {},
+		options: SqlFileMetadataOptions = {},
 	) {
+		this.clock = options.now ?? adapter.processClock;
 		this.sql = fileStatements(adapter.dialect);
 		this.sweepLeaseMs = options.sweepLeaseMs ?? SWEEP_LEASE_MS;
 		this.writerPid = adapter.dialect === 'sqlite' ? process.pid : null;
@@ -69,7 +73,7 @@ export class SqlFileMetadata implements FileMetadataStore {
 	}
 
 	async publish(file: FileRecord, options: PublishOptions = {}): Promise<FileRecord> {
-		const clock = this.options.now;
+		const clock = this.clock;
 		const createdAt = options.lifetimeMs !== undefined && clock ? new Date(clock()) : file.createdAt;
 		const { expiresAt, lifetimeMs } = this.timed(file.expiresAt, options.lifetimeMs, createdAt);
 		const values = [
@@ -176,7 +180,7 @@ export class SqlFileMetadata implements FileMetadataStore {
 	/** The instant a statement judges by: the one passed in, else the store's clock, else null (the database's). */
 	private instant(now: Date | undefined): Date | null {
 		if (now) return now;
-		return this.options.now ? new Date(this.options.now()) : null;
+		return this.clock ? new Date(this.clock()) : null;
 	}
 
 	/**
@@ -186,7 +190,7 @@ export class SqlFileMetadata implements FileMetadataStore {
 	 */
 	private timed(expiresAt: Date, lifetimeMs: number | undefined, from?: Date): { expiresAt: Date; lifetimeMs: number | null } {
 		if (lifetimeMs === undefined) return { expiresAt, lifetimeMs: null };
-		const clock = this.options.now;
+		const clock = this.clock;
 		if (!clock) return { expiresAt, lifetimeMs };
 		return { expiresAt: new Date((from?.getTime() ?? clock()) + lifetimeMs), lifetimeMs: null };
 	}

@@ -53,7 +53,6 @@ const attempt = (run) => {
 const connect = ({ file, busyTimeoutMs }) => {
 	const database = new Database(file, { timeout: busyTimeoutMs });
 	database.pragma('synchronous = FULL');
-	database.function('imagegen_clock_ms', { deterministic: false }, () => Date.now());
 	const prepared = new Map();
 	const statement = (sql) => prepared.get(sql) ?? prepared.set(sql, database.prepare(sql)).get(sql);
 	const one = database.transaction((write) => {

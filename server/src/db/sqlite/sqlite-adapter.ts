@@ -15,6 +15,7 @@ import { groupCommitOf, type SqliteGroupCommit } from './group-commit';
 export class SqliteAdapter implements SqlAdapter {
 	readonly dialect = 'sqlite' as const;
 	readonly forUpdate = '';
+	readonly processClock = (): number => Date.now();
 	private readonly statement: (text: string) => SqliteStatement;
 	private readonly commits: SqliteGroupCommit;
 	readonly condition: SqliteCondition;
