@@ -7,10 +7,10 @@
 import type { ApiKeyPolicy } from '../../../server/src/keys/authenticate';
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
+import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { withBudgetAlerts } from '../../../server/src/webhooks/budget-alerts';
 import { WebhookOutbox } from '../../../server/src/webhooks/outbox';
 import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
-import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
 import { buildTestApp, type InProcessApp } from '../support/app';
 import { eventually } from '../support/http';
 import { useSqliteDataDir } from '../support/sqlite-data-dir';
