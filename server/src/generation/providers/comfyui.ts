@@ -23,7 +23,7 @@ import { sniffMedia } from '../../../../core/media';
 import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
 import { ImageBytes } from '../../media/image-bytes';
-import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
+import type { GenerationContext, GenerationProvider, HostJobRef, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
 import { loadInputImages, requiredSetting } from './inputs';
@@ -72,22 +72,82 @@ export function comfyuiProvider(model: ModelId, settings: ProviderSettings['comf
 	const workflow = loadComfyWorkflow(workflowPath);
 	if (model === 'p-image-edit' && workflow.imageInputs === 0) throw new Error(`comfyui workflow ${workflow.path}: has no {{image}}, so p-image-edit's input images would reach no node (put "{{image}}" as a LoadImage node's "image")`);
 	if (model !== 'p-image-edit' && workflow.imageInputs > 0) throw new Error(`comfyui workflow ${workflow.path}: uses {{image}}, but ${model} takes no input images`);
-	const retry = providerRetryPolicy(timing);
-	const pollMs = pollIntervalMs(timing);
-	// No secret: ComfyUI has no keys. Kept so redirects are treated as for every host.
-	const credentials = hostCredentials(root, {});
-	// ComfyUI sends a client's progress to its websocket under this id; we poll instead.
-	const clientId = randomUUID();
-	const call = <T>(request: Omit<ProviderRequest, 'provider' | 'retry' | 'credentials'>) => providerJson<T>({ provider: 'comfyui', retry, credentials, ...request });
+	return new ComfyuiProvider(root, workflow, timing);
+}
 
-	async function queueState(id: string, signal: AbortSignal, deadline?: number): Promise<'running' | 'pending' | undefined> {
-		const queue = await call<QueueState>({ method: 'GET', url: `${root}/queue`, signal, deadline });
+/** One model's workflow on one ComfyUI server: submitted with POST /prompt, followed through its history. */
+class ComfyuiProvider implements GenerationProvider {
+	readonly name = 'comfyui';
+	readonly hasJobIds = true;
+	readonly limits: GenerationProvider['limits'];
+	private readonly retry: ReturnType<typeof providerRetryPolicy>;
+	private readonly pollMs: number;
+	// No secret: ComfyUI has no keys. Kept so redirects are treated as for every host.
+	private readonly credentials: ReturnType<typeof hostCredentials>;
+	// ComfyUI sends a client's progress to its websocket under this id; we poll instead.
+	private readonly clientId = randomUUID();
+
+	constructor(
+		private readonly root: string,
+		private readonly workflow: ComfyWorkflow,
+		timing: ProviderTiming,
+	) {
+		this.limits = workflow.imageInputs > 0 ? { maxInputImages: workflow.imageInputs } : undefined;
+		this.retry = providerRetryPolicy(timing);
+		this.pollMs = pollIntervalMs(timing);
+		this.credentials = hostCredentials(root, {});
+	}
+
+	async generate(request: SettledRequest, context: GenerationContext): Promise<ProviderImage[]> {
+		const images = await this.uploadInputs(request, context);
+		const prompt = bindComfyWorkflow(this.workflow, {
+			prompt: request.prompt,
+			negative_prompt: request.negative_prompt ?? '',
+			seed: request.seed ?? randomInt(0, SEED_MAX + 1),
+			...comfyDimensions(request.aspect_ratio),
+			images,
+		});
+		const queued = await this.call<QueuedPrompt>({
+			method: 'POST',
+			url: `${this.root}/prompt`,
+			json: { prompt, client_id: this.clientId },
+			signal: context.signal,
+			deadline: context.deadline,
+			submit: true,
+			refusalMessage: promptRefusal,
+		});
+		if (typeof queued.prompt_id !== 'string' || !queued.prompt_id) throw new ImageGenError(502, 'The comfyui provider queued the prompt but answered no prompt_id', { code: 'upstream_invalid_output' });
+		const id = queued.prompt_id;
+		try {
+			await context.hostJobStarted?.({ provider: 'comfyui', id });
+		} catch (error) {
+			// Not kept, so no one will follow it: the GPU should not draw it either.
+			await this.cancelPrompt(id);
+			throw error;
+		}
+		return await this.follow(id, context, false);
+	}
+
+	async resume(job: HostJobRef, context: GenerationContext): Promise<ProviderImage[]> {
+		return await this.follow(job.id, context, true);
+	}
+
+	async cancel(job: HostJobRef): Promise<void> {
+		await this.cancelPrompt(job.id);
+	}
+
+	private call<T>(request: Omit<ProviderRequest, 'provider' | 'retry' | 'credentials'>): Promise<T> {
+		return providerJson<T>({ provider: 'comfyui', retry: this.retry, credentials: this.credentials, ...request });
+	}
+
+	private async queueState(id: string, signal: AbortSignal, deadline?: number): Promise<'running' | 'pending' | undefined> {
+		const queue = await this.call<QueueState>({ method: 'GET', url: `${this.root}/queue`, signal, deadline });
 		const has = (list: unknown) => Array.isArray(list) && list.some((item) => Array.isArray(item) && item[1] === id);
 		return has(queue.queue_running) ? 'running' : has(queue.queue_pending) ? 'pending' : undefined;
 	}
 
-	async function history(id: string, context: GenerationContext): Promise<HistoryEntry | undefined> {
-		const answer = await call<Record<string, HistoryEntry>>({ method: 'GET', url: `${root}/history/${encodeURIComponent(id)}`, signal: context.signal, deadline: context.deadline });
+	private async history(id: string, context: GenerationContext): Promise<HistoryEntry | undefined> {
+		const answer = await this.call<Record<string, HistoryEntry>>({ method: 'GET', url: `${this.root}/history/${encodeURIComponent(id)}`, signal: context.signal, deadline: context.deadline });
 		return answer?.[id];
 	}
 
@@ -97,10 +157,11 @@ export function comfyuiProvider(model: ModelId, settings: ProviderSettings['comf
 	 * prompt too. Its `prompt_id` lets newer ComfyUI check that again itself, closing the moment
 	 * between our look at the queue and the interrupt.
 	 */
-	async function cancelPrompt(id: string): Promise<void> {
+	private async cancelPrompt(id: string): Promise<void> {
 		const signal = AbortSignal.timeout(5_000);
+		const { root, credentials } = this;
 		try {
-			const state = await queueState(id, signal);
+			const state = await this.queueState(id, signal);
 			if (state === 'pending') await postOnce({ provider: 'comfyui', url: `${root}/queue`, json: { delete: [id] }, credentials }, signal);
 			if (state === 'running') await postOnce({ provider: 'comfyui', url: `${root}/interrupt`, json: { prompt_id: id }, credentials }, signal);
 		} catch {
@@ -109,89 +170,58 @@ export function comfyuiProvider(model: ModelId, settings: ProviderSettings['comf
 	}
 
 	/** Polls the prompt's history until it ended (at once when `pollAtOnce`), then brings its first image. */
-	async function follow(id: string, context: GenerationContext, pollAtOnce: boolean): Promise<ProviderImage[]> {
+	private async follow(id: string, context: GenerationContext, pollAtOnce: boolean): Promise<ProviderImage[]> {
 		try {
 			for (let wait = !pollAtOnce; ; wait = true) {
-				if (wait) await sleep(pollMs, undefined, { signal: context.signal });
-				const entry = await history(id, context);
-				if (entry) return await output(entry, id, context);
+				if (wait) await sleep(this.pollMs, undefined, { signal: context.signal });
+				const entry = await this.history(id, context);
+				if (entry) return await this.output(entry, id, context);
 				// Neither ended nor waiting: ComfyUI lost it (restarted, or someone cleared the queue). It may
 				// have ended between the two looks, so the history is asked once more.
-				if ((await queueState(id, context.signal, context.deadline)) === undefined) {
-					const late = await history(id, context);
-					if (late) return await output(late, id, context);
+				if ((await this.queueState(id, context.signal, context.deadline)) === undefined) {
+					const late = await this.history(id, context);
+					if (late) return await this.output(late, id, context);
 					throw new ImageGenError(502, `The comfyui provider no longer knows prompt ${id}: it is neither queued, running nor in its history (was ComfyUI restarted or its queue cleared?)`, { code: 'upstream_failed' });
 				}
 			}
 		} catch (error) {
-			if (context.signal.aborted) await cancelPrompt(id);
+			if (context.signal.aborted) await this.cancelPrompt(id);
 			throw error;
 		}
 	}
 
-	async function output(entry: HistoryEntry, id: string, context: GenerationContext): Promise<ProviderImage[]> {
+	private async output(entry: HistoryEntry, id: string, context: GenerationContext): Promise<ProviderImage[]> {
 		if (entry.status?.status_str === 'error') {
 			throw new ImageGenError(502, `The comfyui provider failed: ${executionFailure(entry)}`, { code: 'upstream_failed' });
 		}
-		const image = firstImage(entry, workflow);
-		if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
+		const image = firstImage(entry, this.workflow);
+		if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${this.workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
 		const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
+		const { root, credentials, retry } = this;
 		return [ImageBytes.owned(await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }))];
 	}
 
 	/** Uploads the request's input images (as many as the workflow binds) and answers the names ComfyUI gave them. */
-	async function uploadInputs(request: SettledRequest, context: GenerationContext): Promise<string[]> {
+	private async uploadInputs(request: SettledRequest, context: GenerationContext): Promise<string[]> {
+		const { workflow } = this;
 		if (workflow.imageInputs === 0) return [];
 		const images = await loadInputImages(request, context);
 		if (images.length < workflow.imageInputs) {
 			throw invalidField('images', `'images' must hold ${workflow.imageInputs} images for this ComfyUI workflow (it binds {{image}} to {{image_${workflow.imageInputs}}}); got ${images.length}`);
 		}
-		return await Promise.all(
-			images.map(async (bytes, index) => {
-				const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
-				const form = new FormData();
-				// A name of its own, so two generations never read each other's input.
-				form.append('image', new Blob([bytes], { type }), `imagegen-${randomUUID()}-${index}.${type.split('/')[1] ?? 'bin'}`);
-				form.append('overwrite', 'true');
-				const stored = await call<{ name?: unknown; subfolder?: unknown }>({ method: 'POST', url: `${root}/upload/image`, form, signal: context.signal, deadline: context.deadline, prepares: true });
-				if (typeof stored.name !== 'string' || !stored.name) throw new ImageGenError(502, 'The comfyui provider accepted an input image but answered no name for it', { code: 'upstream_invalid_output' });
-				return typeof stored.subfolder === 'string' && stored.subfolder ? `${stored.subfolder}/${stored.name}` : stored.name;
-			}),
-		);
+		return await Promise.all(images.map((bytes, index) => this.uploadInput(bytes, index, context)));
 	}
 
-	return {
-		name: 'comfyui',
-		limits: workflow.imageInputs > 0 ? { maxInputImages: workflow.imageInputs } : undefined,
-		hasJobIds: true,
-		async generate(request, context) {
-			const images = await uploadInputs(request, context);
-			const prompt = bindComfyWorkflow(workflow, {
-				prompt: request.prompt,
-				negative_prompt: request.negative_prompt ?? '',
-				seed: request.seed ?? randomInt(0, SEED_MAX + 1),
-				...comfyDimensions(request.aspect_ratio),
-				images,
-			});
-			const queued = await call<QueuedPrompt>({ method: 'POST', url: `${root}/prompt`, json: { prompt, client_id: clientId }, signal: context.signal, deadline: context.deadline, submit: true, refusalMessage: promptRefusal });
-			if (typeof queued.prompt_id !== 'string' || !queued.prompt_id) throw new ImageGenError(502, 'The comfyui provider queued the prompt but answered no prompt_id', { code: 'upstream_invalid_output' });
-			const id = queued.prompt_id;
-			try {
-				await context.hostJobStarted?.({ provider: 'comfyui', id });
-			} catch (error) {
-				// Not kept, so no one will follow it: the GPU should not draw it either.
-				await cancelPrompt(id);
-				throw error;
-			}
-			return await follow(id, context, false);
-		},
-		async resume(job, context) {
-			return await follow(job.id, context, true);
-		},
-		async cancel(job) {
-			await cancelPrompt(job.id);
-		},
-	};
+	private async uploadInput(bytes: Buffer, index: number, context: GenerationContext): Promise<string> {
+		const type = sniffMedia(bytes)?.mimeType ?? 'application/octet-stream';
+		const form = new FormData();
+		// A name of its own, so two generations never read each other's input.
+		form.append('image', new Blob([bytes], { type }), `imagegen-${randomUUID()}-${index}.${type.split('/')[1] ?? 'bin'}`);
+		form.append('overwrite', 'true');
+		const stored = await this.call<{ name?: unknown; subfolder?: unknown }>({ method: 'POST', url: `${this.root}/upload/image`, form, signal: context.signal, deadline: context.deadline, prepares: true });
+		if (typeof stored.name !== 'string' || !stored.name) throw new ImageGenError(502, 'The comfyui provider accepted an input image but answered no name for it', { code: 'upstream_invalid_output' });
+		return typeof stored.subfolder === 'string' && stored.subfolder ? `${stored.subfolder}/${stored.name}` : stored.name;
+	}
 }
 
 /** The first image of the workflow's output nodes, in the file's order; else any image the history lists. */
