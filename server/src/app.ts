@@ -1,6 +1,6 @@
 /**
  * Assembles the service: Fastify with JSON errors everywhere, the engines behind their interfaces
- * (plugins/backends.ts), the public file and health routes, and the authenticated, rate-limited /v1
+ * (plugins/engines.ts), the public file and health routes, and the authenticated, rate-limited /v1
  * scope (models, uploads, file info and delete, generation, usage, webhook secret). Closing the app (SIGTERM) lets in-flight requests
  * finish, answers 503 to new ones, then stops the sweeper, flushes the usage ledger and closes
  * every engine.
@@ -16,7 +16,7 @@ import { scope } from './http/scope';
 import { buildProviderTable, type ProviderTable, type ProviderTiming } from './generation/providers';
 import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
-import backendsPlugin, { openBackends, type Backends } from './plugins/backends';
+import enginesPlugin, { openEngines, type Engines } from './plugins/engines';
 import configPlugin from './plugins/config';
 import generationPlugin from './plugins/generation';
 import hostedFilesPlugin from './plugins/hosted-files';
@@ -63,8 +63,8 @@ export interface ServiceParts {
 	providers?: ProviderTable;
 	/** How soon the providers built from the config ask a host again; the hosts' pace unless set (a suite against stand-ins). */
 	providerTiming?: ProviderTiming;
-	/** Engines opened by the caller; otherwise chosen from the config (plugins/backends.ts). */
-	backends?: Backends;
+	/** Engines opened by the caller; otherwise chosen from the config (plugins/engines.ts). */
+	engines?: Engines;
 	/** Where the log lines go instead of stdout (a test reading what the service said). */
 	logStream?: { write(line: string): void };
 	/** Told when a generation's job ends. */
@@ -84,10 +84,10 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	app.addHook('onSend', async (_request, reply) => {
 		if (closing) reply.header('connection', 'close');
 	});
-	const backends = parts.backends ?? (await openBackends(config, app.log.child({ component: 'backends' })));
+	const engines = parts.engines ?? (await openEngines(config, app.log.child({ component: 'engines' })));
 	await registerService(app, config, {
 		providers,
-		backends,
+		engines,
 		publicBaseUrl: () => publicBaseUrl,
 		jobEndListeners: parts.jobEndListeners,
 	});
@@ -165,7 +165,7 @@ function createFastify(config: ServiceConfig, logStream?: { write(line: string):
 async function registerService(
 	app: FastifyInstance,
 	config: ServiceConfig,
-	parts: { providers: ProviderTable; backends: Backends; publicBaseUrl: () => string; jobEndListeners?: readonly JobEndListener[] },
+	parts: { providers: ProviderTable; engines: Engines; publicBaseUrl: () => string; jobEndListeners?: readonly JobEndListener[] },
 ): Promise<void> {
 	app.decorateRequest('apiKeyId', '');
 	// Uploads are JSON or multipart; anything else (text/plain included) is a 415.
@@ -192,7 +192,7 @@ async function registerService(
 	});
 
 	await app.register(configPlugin, { config });
-	await app.register(backendsPlugin, { backends: parts.backends });
+	await app.register(enginesPlugin, { engines: parts.engines });
 	await app.register(authPlugin);
 	await app.register(metricsPlugin);
 	await app.register(providersPlugin, { providers: parts.providers });

@@ -3,7 +3,7 @@ export { createService, type Service, type ServiceParts } from './app';
 export { parseConfig, helpText, ConfigError, type ServiceConfig } from './config';
 export { classifyAddress } from './net/address-policy';
 export { createSafeFetcher, type FetchPolicy, type HostResolver, type RemoteFetcher } from './net/safe-fetch';
-export { openBackends, type Backends } from './plugins/backends';
+export { openEngines, type Engines } from './plugins/engines';
 export { DiskObjectStorage } from './storage/disk-object-storage';
 export { SqlFileMetadata } from './storage/sql-file-metadata';
 export { openSqliteDatabase } from './db/sqlite/database';

@@ -8,7 +8,7 @@ import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import { option, to } from './option-row';
 import { PROVIDER_OPTIONS } from './provider-options';
 import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
-import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_DRIVERS, type ModelAliases, type PriceOverrides } from './service-config';
+import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_ENGINES, type ModelAliases, type PriceOverrides } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 import { isHttpUrl, listOf, mustBe, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber } from './value-types';
 
@@ -114,7 +114,7 @@ export const OPTIONS = [
 		into: to('modelAliases'),
 	}),
 	option({ flag: 'log-level', placeholder: '<level>', type: oneOf(LOG_LEVELS), default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}`, into: to('logLevel') }),
-	option({ flag: 'storage', placeholder: '<driver>', type: oneOf(STORAGE_DRIVERS), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
+	option({ flag: 'storage', placeholder: '<engine>', type: oneOf(STORAGE_ENGINES), default: 'disk', help: 'Where hosted bytes live: disk (the data dir) or s3 (a bucket)' }),
 	option({
 		flag: 's3-bucket',
 		placeholder: '<name>',

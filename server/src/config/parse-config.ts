@@ -38,9 +38,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
 }
 
 function storageConfig(values: Values): StorageConfig {
-	if (values.storage === 'disk') return { driver: 'disk' };
+	if (values.storage === 'disk') return { engine: 'disk' };
 	return {
-		driver: 's3',
+		engine: 's3',
 		// Required with s3: readOptions has refused its absence.
 		bucket: values['s3-bucket']!,
 		endpoint: values['s3-endpoint'],
@@ -82,7 +82,7 @@ function checkPairs(values: Values, nameOf: (flag: Row['flag']) => string): void
 
 /** Rules between options, after each one is valid on its own. */
 function checkCombinations(config: ServiceConfig, nameOf: (flag: Row['flag']) => string): void {
-	if (config.fileDelivery === 'redirect' && config.storage.driver !== 's3') {
+	if (config.fileDelivery === 'redirect' && config.storage.engine !== 's3') {
 		throw new ConfigError(`${nameOf('file-delivery')} redirect needs --storage s3 (a disk has no presigned URLs); use proxy`);
 	}
 	if (config.adminKey !== undefined && config.apiKeys.includes(config.adminKey)) {

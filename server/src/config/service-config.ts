@@ -81,15 +81,15 @@ export interface ProvenanceConfig {
 
 export const PROVENANCE_MODES = ['on', 'off'] as const;
 
-export const STORAGE_DRIVERS = ['disk', 's3'] as const;
-export type StorageDriverName = (typeof STORAGE_DRIVERS)[number];
+export const STORAGE_ENGINES = ['disk', 's3'] as const;
+export type StorageEngineName = (typeof STORAGE_ENGINES)[number];
 
 export const FILE_DELIVERIES = ['proxy', 'redirect'] as const;
 export type FileDelivery = (typeof FILE_DELIVERIES)[number];
 
 export type StorageConfig =
-	| { driver: 'disk' }
-	| { driver: 's3'; bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; prefix: string };
+	| { engine: 'disk' }
+	| { engine: 's3'; bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; prefix: string };
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -24,5 +24,5 @@ export default fp(
 			else await fastify.requireApiKey(request);
 		});
 	},
-	{ name: 'api-guard', dependencies: ['config', 'backends', 'auth'] },
+	{ name: 'api-guard', dependencies: ['config', 'engines', 'auth'] },
 );

@@ -71,5 +71,5 @@ export default fp(
 			}
 		});
 	},
-	{ name: 'auth', dependencies: ['config', 'backends'] },
+	{ name: 'auth', dependencies: ['config', 'engines'] },
 );

@@ -50,5 +50,5 @@ export default fp(
 		};
 		fastify.decorate('runGeneration', runGeneration);
 	},
-	{ name: 'generation', dependencies: ['config', 'backends', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
+	{ name: 'generation', dependencies: ['config', 'engines', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
 );

@@ -45,5 +45,5 @@ export default fp<HostedFilesPluginOptions>(
 			await sweeper?.stop();
 		});
 	},
-	{ name: 'hosted-files', dependencies: ['config', 'backends', 'metrics', 'provenance'] },
+	{ name: 'hosted-files', dependencies: ['config', 'engines', 'metrics', 'provenance'] },
 );

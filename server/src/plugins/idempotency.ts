@@ -150,5 +150,5 @@ export default fp(
 		};
 		fastify.decorate('idempotency', idempotency);
 	},
-	{ name: 'idempotency', dependencies: ['config', 'backends', 'hosted-files'] },
+	{ name: 'idempotency', dependencies: ['config', 'engines', 'hosted-files'] },
 );

@@ -51,5 +51,5 @@ export default fp<JobsPluginOptions>(
 			await jobs.close();
 		});
 	},
-	{ name: 'jobs', dependencies: ['backends', 'providers', 'hosted-files', 'generation', 'webhooks'] },
+	{ name: 'jobs', dependencies: ['engines', 'providers', 'hosted-files', 'generation', 'webhooks'] },
 );

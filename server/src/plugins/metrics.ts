@@ -36,5 +36,5 @@ export default fp(
 			});
 		});
 	},
-	{ name: 'metrics', dependencies: ['backends'] },
+	{ name: 'metrics', dependencies: ['engines'] },
 );

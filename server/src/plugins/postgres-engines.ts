@@ -1,5 +1,5 @@
 /**
  * Every PostgreSQL engine in one module, so that the service loads `pg` and them with one dynamic
- * import when `--database-url` is given, and never otherwise (backends.ts).
+ * import when `--database-url` is given, and never otherwise (engines.ts).
  */
 export { openDatabase } from '../db/postgres/postgres';

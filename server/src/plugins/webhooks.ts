@@ -40,5 +40,5 @@ export default fp(
 		fastify.addHook('onReady', async () => outbox.start());
 		fastify.addHook('onClose', async () => outbox.stop());
 	},
-	{ name: 'webhooks', dependencies: ['config', 'backends', 'metrics'] },
+	{ name: 'webhooks', dependencies: ['config', 'engines', 'metrics'] },
 );

@@ -41,7 +41,7 @@ export default async function fileRoutes(app: FastifyInstance): Promise<void> {
 
 		if (redirect) {
 			const location = await files.presign(file);
-			if (location === null) throw new Error(`the ${files.storage.driver} storage cannot presign URLs`);
+			if (location === null) throw new Error(`the ${files.storage.engine} storage cannot presign URLs`);
 			// The link itself expires, and a cached redirect would outlive a delete.
 			return reply.status(302).headers(missingFileHeaders()).header('location', location).send();
 		}

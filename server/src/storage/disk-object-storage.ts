@@ -39,7 +39,7 @@ const closeFd = promisify(close);
 const KEY = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,200}$/;
 
 export class DiskObjectStorage implements ObjectStorage {
-	readonly driver = 'disk' as const;
+	readonly engine = 'disk' as const;
 	readonly directory: string;
 	private readonly openWriteStream: (path: string) => Writable;
 	private readonly writeBytes: BytesWriter;

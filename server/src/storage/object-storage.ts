@@ -4,10 +4,10 @@
  * can be combined freely (disk + embedded metadata for one laptop, s3 + PostgreSQL for a fleet).
  */
 import type { Readable } from 'node:stream';
-import type { StorageDriverName } from '../config/service-config';
+import type { StorageEngineName } from '../config/service-config';
 
 // The names are the option's values; the drivers answer to them.
-export type { StorageDriverName };
+export type { StorageEngineName };
 
 export interface ObjectWriteOptions {
 	contentType: string;
@@ -42,7 +42,7 @@ export interface PresignOptions {
 }
 
 export interface ObjectStorage {
-	readonly driver: StorageDriverName;
+	readonly engine: StorageEngineName;
 	/**
 	 * Stores `source` under `key` and answers the byte count. The object is complete before its
 	 * row publishes it (nothing reads an unpublished key); on any failure nothing is left and

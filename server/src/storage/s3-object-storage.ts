@@ -63,7 +63,7 @@ export class S3BucketUnreachableError extends Error {
 }
 
 export class S3ObjectStorage implements ObjectStorage {
-	readonly driver = 's3' as const;
+	readonly engine = 's3' as const;
 	readonly bucket: string;
 	private readonly client: S3Client;
 	private readonly ownsClient: boolean;

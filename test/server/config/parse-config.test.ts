@@ -121,11 +121,11 @@ describe('parseConfig', () => {
 	});
 
 	it('reads the storage, database, delivery and drain settings', () => {
-		expect(parseConfig([], {})).toMatchObject({ storage: { driver: 'disk' }, databaseUrl: undefined, fileDelivery: 'proxy', drainTimeoutMs: 30_000 });
+		expect(parseConfig([], {})).toMatchObject({ storage: { engine: 'disk' }, databaseUrl: undefined, fileDelivery: 'proxy', drainTimeoutMs: 30_000 });
 		const env = { IMAGEGEN_STORAGE: 's3', IMAGEGEN_S3_BUCKET: 'media', IMAGEGEN_S3_FORCE_PATH_STYLE: 'true', IMAGEGEN_DATABASE_URL: 'postgres://u@127.0.0.1:5432/imagegen' };
 		const config = parseConfig(['--s3-endpoint', 'http://127.0.0.1:9000', '--s3-prefix', 'imagegen/', '--file-delivery', 'redirect', '--drain-timeout-seconds', '2.5'], env);
 		expect(config).toMatchObject({
-			storage: { driver: 's3', bucket: 'media', endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true, prefix: 'imagegen/' },
+			storage: { engine: 's3', bucket: 'media', endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', forcePathStyle: true, prefix: 'imagegen/' },
 			databaseUrl: 'postgres://u@127.0.0.1:5432/imagegen',
 			fileDelivery: 'redirect',
 			drainTimeoutMs: 2500,

@@ -12,7 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS } from '../../../core/media';
 import { parseConfig, type ServiceConfig } from '../../../server/src/config';
-import { openBackends, type Backends } from '../../../server/src/plugins/backends';
+import { openEngines, type Engines } from '../../../server/src/plugins/engines';
 import { openSqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { DiskObjectStorage } from '../../../server/src/storage/disk-object-storage';
 import { HostedFiles } from '../../../server/src/storage/hosted-files';
@@ -22,16 +22,16 @@ const OWNER = 'owner-key-id-0001';
 const quiet = { error: () => undefined, info: () => undefined };
 let dataDir: string;
 let directory: string;
-const opened: Backends[] = [];
+const opened: Engines[] = [];
 beforeEach(() => {
 	dataDir = mkdtempSync(join(tmpdir(), 'imagegen-store-'));
 	directory = join(dataDir, 'files');
 });
 afterEach(async () => {
-	for (const backends of opened.splice(0)) {
-		await backends.usageLedger.close();
-		await backends.keyStore.close?.();
-		await backends.close?.();
+	for (const engines of opened.splice(0)) {
+		await engines.usageLedger.close();
+		await engines.keyStore.close?.();
+		await engines.close?.();
 	}
 	rmSync(dataDir, { recursive: true, force: true });
 });
@@ -42,11 +42,11 @@ function configFor(): ServiceConfig {
 
 /** As the service builds it: the start-up cleanup has run. */
 async function embeddedFiles(now?: () => number): Promise<HostedFiles> {
-	const backends = await openBackends(configFor(), quiet);
-	opened.push(backends);
+	const engines = await openEngines(configFor(), quiet);
+	opened.push(engines);
 	return new HostedFiles({
-		storage: backends.storage,
-		metadata: backends.fileMetadata,
+		storage: engines.storage,
+		metadata: engines.fileMetadata,
 		retentionSeconds: 60,
 		publicBaseUrl: () => 'http://127.0.0.1:1',
 		now,

@@ -1,5 +1,5 @@
 /**
- * What every storage driver promises the routes (server/src/storage/object-storage.ts), as tests
+ * What every storage engine promises the routes (server/src/storage/object-storage.ts), as tests
  * to run against each driver: whole and ranged reads, missing objects, idempotent deletes, and
  * nothing readable after a write that was aborted or whose source failed.
  */

@@ -31,8 +31,8 @@ import type { UsageLedger } from '../usage/usage-ledger';
 import type { OutboxStore } from '../webhooks/outbox-store';
 import { SqlOutboxStore } from '../webhooks/sql-outbox-store';
 
-/** The engines as the routes see them: each instance decorator is one of these. */
-interface Engines {
+/** What the routes see of the engines: the bytes' storage and one store per domain, each an instance decorator. */
+interface Stores {
 	storage: ObjectStorage;
 	fileMetadata: FileMetadataStore;
 	usageLedger: UsageLedger;
@@ -47,11 +47,12 @@ interface Engines {
 }
 
 declare module 'fastify' {
-	// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the decorators are the engines
-	interface FastifyInstance extends Engines {}
+	// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the decorators are the stores
+	interface FastifyInstance extends Stores {}
 }
 
-export interface Backends extends Engines {
+/** The engines opened for the configuration, as their stores, and how to close them. */
+export interface Engines extends Stores {
 	/** Closed last, after every engine that uses it. */
 	close?: () => Promise<void>;
 	/** Told of every request that failed: the embedded database learns of a full disk or a damaged page. */
@@ -59,12 +60,12 @@ export interface Backends extends Engines {
 }
 
 /** `log` receives the engines' own reports (a failing ledger append, a recovery). */
-export async function openBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
-	if (config.databaseUrl !== undefined) return openDatabaseBackends(config, log);
+export async function openEngines(config: ServiceConfig, log: Required<LedgerLog>): Promise<Engines> {
+	if (config.databaseUrl !== undefined) return openDatabaseEngines(config, log);
 	const database = openSqliteDatabase(config.dataDir, { log, serving: true });
 	const adapter = new SqliteAdapter(database);
 	try {
-		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
+		const storage = config.storage.engine === 's3' ? await openS3Storage(config.storage) : new DiskObjectStorage({ directory: join(config.dataDir, 'files') });
 		const fileMetadata = new SqlFileMetadata(adapter);
 		if (storage instanceof DiskObjectStorage) await storage.init();
 		// Writes killed mid-way (SIGKILL, power loss) leave a reservation naming their process:
@@ -113,7 +114,7 @@ function isProcessAlive(pid: number): boolean {
 }
 
 /** An S3-compatible bucket; a wrong bucket, endpoint or credential stops the start. */
-async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>): Promise<ObjectStorage> {
+async function openS3Storage(storage: Extract<StorageConfig, { engine: 's3' }>): Promise<ObjectStorage> {
 	const { bucket, endpoint, region, forcePathStyle, prefix } = storage;
 	const { S3ObjectStorage } = await import('../storage/s3-object-storage');
 	return S3ObjectStorage.open({ bucket, endpoint, region, forcePathStyle, prefix });
@@ -123,11 +124,11 @@ async function openS3Storage(storage: Extract<StorageConfig, { driver: 's3' }>):
  * Everything but the bytes in PostgreSQL, so replicas share it; bytes still come from
  * `config.storage`. The schema is brought up to date (under an advisory lock) before anything runs.
  */
-async function openDatabaseBackends(config: ServiceConfig, log: Required<LedgerLog>): Promise<Backends> {
+async function openDatabaseEngines(config: ServiceConfig, log: Required<LedgerLog>): Promise<Engines> {
 	const { openDatabase } = await import('./postgres-engines');
 	const database = await openDatabase(config.databaseUrl!, { log, statementTimeoutMs: config.databaseTimeoutMs });
 	try {
-		const storage = config.storage.driver === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
+		const storage = config.storage.engine === 's3' ? await openS3Storage(config.storage) : await openSharedDisk(config);
 		// Lines the database could not take before a shutdown or crash are kept in the data dir.
 		const usageLedger = new SqlUsageLedger(database, { log, pendingDir: config.dataDir });
 		await usageLedger.start();
@@ -158,32 +159,32 @@ async function openSharedDisk(config: ServiceConfig): Promise<ObjectStorage> {
 	return storage;
 }
 
-export default fp<{ backends: Backends }>(
-	async (fastify, { backends }) => {
-		fastify.decorate('storage', backends.storage);
-		fastify.decorate('fileMetadata', backends.fileMetadata);
-		fastify.decorate('usageLedger', backends.usageLedger);
-		fastify.decorate('rateLimiter', backends.rateLimiter);
-		fastify.decorate('idempotencyStore', backends.idempotencyStore);
-		fastify.decorate('keyStore', backends.keyStore);
-		fastify.decorate('jobStore', backends.jobStore);
-		fastify.decorate('outboxStore', backends.outboxStore);
-		const { noteFailure } = backends;
+export default fp<{ engines: Engines }>(
+	async (fastify, { engines }) => {
+		fastify.decorate('storage', engines.storage);
+		fastify.decorate('fileMetadata', engines.fileMetadata);
+		fastify.decorate('usageLedger', engines.usageLedger);
+		fastify.decorate('rateLimiter', engines.rateLimiter);
+		fastify.decorate('idempotencyStore', engines.idempotencyStore);
+		fastify.decorate('keyStore', engines.keyStore);
+		fastify.decorate('jobStore', engines.jobStore);
+		fastify.decorate('outboxStore', engines.outboxStore);
+		const { noteFailure } = engines;
 		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
 			// Usage is billing data: every accepted line is written before the engines go away.
-			await backends.usageLedger.close();
+			await engines.usageLedger.close();
 			await Promise.all([
-				backends.fileMetadata.close?.(),
-				backends.rateLimiter.close?.(),
-				backends.idempotencyStore.close?.(),
-				backends.keyStore.close?.(),
-				backends.jobStore.close?.(),
-				backends.outboxStore.close?.(),
-				backends.storage.close?.(),
+				engines.fileMetadata.close?.(),
+				engines.rateLimiter.close?.(),
+				engines.idempotencyStore.close?.(),
+				engines.keyStore.close?.(),
+				engines.jobStore.close?.(),
+				engines.outboxStore.close?.(),
+				engines.storage.close?.(),
 			]);
-			await backends.close?.();
+			await engines.close?.();
 		});
 	},
-	{ name: 'backends', dependencies: ['config'] },
+	{ name: 'engines', dependencies: ['config'] },
 );
