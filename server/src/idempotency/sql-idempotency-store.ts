@@ -43,7 +43,7 @@ interface AnswerRow {
 	status: number;
 	content_type: string;
 	body: string;
-	/** `StoredAnswer.inlineFiles` (PostgreSQL's jsonb parsed, SQLite's JSON as text); NULL when the answer has none, or on rows written before there were any. */
+	/** `StoredAnswer.inlineFiles` (PostgreSQL's jsonb parsed, SQLite's JSON as text); NULL when the answer has none. */
 	inline_files: InlineFilePart[] | string | null;
 }
 
