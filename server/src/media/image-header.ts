@@ -1,8 +1,9 @@
 /**
  * The first line against image bombs: a picture's size is read from its header (image-size, plain
  * JavaScript, no decoding, no thread-pool work) before anything decodes it. A 750 KB PNG can
- * declare 16000 × 16000 px, which takes ~1 GB and a minute to decode; such a file is refused in
- * microseconds. sharp's `limitInputPixels` is the second line, for headers image-size cannot read.
+ * declare 16000 × 16000 px, which takes ~1 GB and a long while to decode; such a file is refused
+ * from its first bytes. sharp's `limitInputPixels` is the second line, for headers image-size
+ * cannot read.
  */
 import { open } from 'node:fs/promises';
 import { imageSize } from 'image-size';

@@ -1,7 +1,7 @@
 /**
  * Every sharp pipeline of the service runs through this small queue. A pipeline holds one thread of
  * libuv's pool (4 by default) from start to end, and file reads and writes queue for the same pool:
- * four big fits at once used to stall every download for a minute while /healthz stayed fast.
+ * four big fits at once used to stall every download while /healthz stayed fast.
  * So at most `concurrency` pipelines run (libvips spreads each over the cores by itself), a few
  * more wait, and everyone else hears 503 with Retry-After at once instead of waiting unseen.
  * A task has one time budget (waiting included), stops when its client leaves, and sharp's own
@@ -34,10 +34,10 @@ export interface ImageTask {
 }
 
 const IMAGE_WORK_DEFAULTS = {
-	// Measured in bench/image-work.mjs: with 2 pipelines a file read's p99 stays at a few ms while fits
-	// run; each pipeline is parallel inside libvips already, so more would only queue on the cores.
+	// Two pipelines leave the pool's other threads to file reads and writes while fits run; each
+	// pipeline is parallel inside libvips already, so more would only queue on the cores.
 	concurrency: 2,
-	// Enough for a burst of small tasks (64 generations at once in the load bench, each a short render);
+	// Enough for a burst of small tasks (many generations at once, each a short render);
 	// the pixel limit bounds each task and the budget bounds how long any of them waits.
 	maxQueued: 100,
 	budgetMs: 60_000,

@@ -1,5 +1,5 @@
 /**
- * sharp, loaded on its first use rather than at start: libvips costs about 9 MB of resident memory
+ * sharp, loaded on its first use rather than at start: libvips brings resident memory of its own
  * that a service hosting videos and files as they are never needs. Call sites use it exactly as
  * the package (`sharp(input, options)`, `sharp.concurrency()`); types come from the package itself.
  */

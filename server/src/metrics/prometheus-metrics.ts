@@ -12,7 +12,7 @@ const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 /** Seconds: a pass over nothing to a pass over a day's worth of expired files in a slow bucket. */
 const SWEEP_BUCKETS = [0.01, 0.05, 0.25, 1, 5, 30, 120, 600];
 const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
-/** Seconds: a small PNG (≈ 1 ms) to a large video-sized image in a queue. */
+/** Seconds: from a small PNG, marked almost at once, to a large video-sized image in a queue. */
 const MARKING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
 
 interface HttpObservation {

@@ -6,7 +6,7 @@
  * and closes every engine.
  *
  * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: `pg` and the
- * AWS SDK cost tens of MB of resident memory that a service on the data dir would carry for nothing.
+ * AWS SDK take resident memory that a service on the data dir would carry for nothing.
  */
 import { join } from 'node:path';
 import fp from 'fastify-plugin';

@@ -28,8 +28,8 @@ export default fp(
 		}
 		const credentials = await loadSigningCredentials({ certPath: provenance.certPath, keyPath: provenance.keyPath, dataDir, organization: 'imagegen-server' });
 		const options = { key: credentials.key, chain: credentials.chain, includePrompt: provenance.includePrompt, creatorTool: `imagegen-server ${serviceVersion()}` };
-		// The C2PA engine (≈ 15 MB resident) is compiled by the first image that needs it, so a
-		// service that only hosts uploads as they are never carries it.
+		// The C2PA engine (WebAssembly that stays resident once compiled) is compiled by the first
+		// image that needs it, so a service that only hosts uploads as they are never carries it.
 		const inThread = new C2paProvenanceMarker({ ...options, signer: new CoseSigner(options.key, options.chain) });
 		// Large images go to worker threads (size-routed-marker.ts). Run from the TypeScript sources
 		// (the test suites' in-process apps) there is no compiled worker: every image stays in-thread.

@@ -12,7 +12,7 @@ declare const WebAssembly: { compile(bytes: Uint8Array): Promise<object> };
 
 let loading: Promise<void> | undefined;
 
-/** Compiling 9 MB of WebAssembly takes a tenth of a second: off the event loop, once. */
+/** Compiling 9 MB of WebAssembly would stall every request: off the event loop, once. */
 function loadC2pa(): Promise<void> {
 	loading ??= WebAssembly.compile(readFileSync(require.resolve('@contentauth/c2pa-wasm/c2pa.wasm'))).then((module) => {
 		provideFileReaderSync();

@@ -1,7 +1,7 @@
 /**
- * Puts an XMP packet into PNG, JPEG and WebP bytes without decoding a pixel: a container edit of
- * well under a millisecond, where a re-encode through sharp costs tens of them and changes the
- * image. A packet already there is replaced, so readers never see two that disagree.
+ * Puts an XMP packet into PNG, JPEG and WebP bytes without decoding a pixel: a container edit,
+ * where a re-encode through sharp decodes and encodes every pixel and changes the image. A
+ * packet already there is replaced, so readers never see two that disagree.
  */
 import { crc32 } from 'node:zlib';
 import type { SniffedMedia } from '../../../core/media';

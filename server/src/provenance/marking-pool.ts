@@ -1,10 +1,10 @@
 /**
  * Marks images in a small pool of worker threads (piscina running marking-worker.ts), so the CPU
- * the C2PA engine spends on a large image (≈ 7 ms per MB: c2pa-rs hashes the whole file in
+ * the C2PA engine spends on a large image (it grows with the file: c2pa-rs hashes all of it in
  * WebAssembly) is not taken from the event loop that serves every other request. Worker threads are
  * threads of their own, not libuv's: the pool never holds a thread that file I/O or sharp needs.
  * The workers start with the first image, so a service that never marks a large one never carries
- * them (each holds its own C2PA engine, ≈ 15 MB).
+ * them (each holds its own C2PA engine, compiled and resident).
  *
  * The queue is bounded (`canTake`; past it, 503 `provenance_busy`). A worker that dies fails only
  * the image it was marking (503 `provenance_unavailable`) and piscina starts another; when no

@@ -43,7 +43,7 @@ export async function loadSigningCredentials(sources: CredentialSources): Promis
 async function readOrMakeOwn(dir: string, sources: CredentialSources): Promise<{ chainPem: string; keyPem: string; created: boolean }> {
 	const existing = await readOwn(dir);
 	if (existing) return { ...existing, created: false };
-	// Loaded only to make one: the X.509 library is ≈ 4 MB of heap that every later start does without.
+	// Loaded only to make one: every later start does without the X.509 library and its heap.
 	const { makeOwnCertificate } = await import('./own-certificate');
 	const made = await makeOwnCertificate(sources.organization);
 	// Both files appear at once (a directory renamed into place): a replica starting at the same

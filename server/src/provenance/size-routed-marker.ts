@@ -1,11 +1,11 @@
 /**
- * Sends each image to where marking it costs the service least. c2pa-rs spends about 1 ms on any
- * image plus about 7 ms per MB it hashes. The event loop marks small images itself: the hop to a
- * worker (copying the bytes there and back, waking the thread) costs about as much as the marking
- * saves, and on two cores it bought no throughput. From OFFLOAD_FROM_BYTES on the pool marks them,
- * so one caller's 3 MB image does not hold every other request for 20 ms. When the pool is closing
- * or its queue is full the event loop marks them too: the provider has already been paid for the
- * image, and refusing it would throw the work away.
+ * Sends each image to where marking it costs the service least. c2pa-rs spends a fixed share on
+ * any image plus time in proportion to the bytes it hashes. The event loop marks small images
+ * itself: the hop to a worker (copying the bytes there and back, waking the thread) costs about as
+ * much as the marking saves, and on two cores it bought no throughput. From OFFLOAD_FROM_BYTES on
+ * the pool marks them, so one caller's large image does not hold every other request while it is
+ * hashed. When the pool is closing or its queue is full the event loop marks them too: the
+ * provider has already been paid for the image, and refusing it would throw the work away.
  */
 import type { MarkingObservation } from '../metrics/service-metrics';
 import type { MarkingPool } from './marking-pool';
@@ -13,8 +13,7 @@ import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type
 
 /**
  * Between a 16 KB PNG, for which the pool cost throughput on two cores, and a 1 MB one, for which
- * it gained 40 % and kept other requests' p99 at that of an unmarked service
- * (bench/marking-fairness.mjs).
+ * it gained throughput and kept other requests' p99 at that of an unmarked service.
  */
 export const OFFLOAD_FROM_BYTES = 256 * 1024;
 

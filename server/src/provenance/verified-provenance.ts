@@ -9,8 +9,8 @@ import { readManifestStore, type ManifestStoreReport, type StoredIngredient, typ
 
 /**
  * c2pa-rs reads the whole file into its WebAssembly memory, which never shrinks again, and
- * validating hashes all of it (≈ 18 ms per MB): files larger than this are not read, and
- * answered as carrying no manifest. The same bound as a provider's image.
+ * validating hashes all of it, in time that grows with its size: files larger than this are not
+ * read, and answered as carrying no manifest. The same bound as a provider's image.
  */
 const VERIFY_MAX_BYTES = 64 * 1024 * 1024;
 

@@ -10,7 +10,7 @@
  * tool calls past the per-request rate limit. Refusing keeps "n requests a minute" meaning at most
  * n generations, with no second way of counting.
  *
- * The MCP SDK is loaded by the first MCP request, not at start: it is ≈ 14 MB of V8 heap that a
+ * The MCP SDK is loaded by the first MCP request, not at start: its modules take V8 heap that a
  * service no agent calls would carry for ever.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';

@@ -42,8 +42,8 @@ export interface S3ObjectStorageOptions {
 
 /**
  * S3's minimum part size (objects up to 48.8 GiB within the 10 000-part limit). A write holds
- * (QUEUE_SIZE + 1) part buffers, reused from part to part (s3-part-writer.ts); bench/s3-upload.mjs
- * and bench/s3-server-upload.mjs measure what that costs in resident memory.
+ * (QUEUE_SIZE + 1) part buffers, reused from part to part (s3-part-writer.ts): what a write costs
+ * in memory follows this size, not the file's.
  */
 export const PART_SIZE = 5 * 1024 * 1024;
 /** Parts uploaded at once: one can be on the wire while the next fills. Each more costs a part buffer. */

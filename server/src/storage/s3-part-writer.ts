@@ -3,7 +3,7 @@
  * small pool once S3 has acknowledged it, so a write holds (queue size + 1) part buffers whatever
  * the size of the file, and a long upload allocates nothing per part. (lib-storage's `Upload`
  * concatenates every part into a fresh buffer and leaves the old ones to the garbage collector,
- * which let resident memory run tens of MB above what is in use.)
+ * which let resident memory run well above what is in use.)
  *
  * A stream that ends within the first part is one PutObject; a longer one is a multipart upload,
  * aborted on any failure so that its parts are not kept (and billed) by the store.

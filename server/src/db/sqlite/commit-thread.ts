@@ -1,8 +1,8 @@
 /**
  * The thread that commits every group (sqlite/group-commit.ts) of this process: one worker, with a
- * connection of its own per database it is sent. A worker costs ≈ 37 ms of CPU to start (an
- * isolate, the driver's addon, the file opened); with one per connection, every data dir a test, a
- * command or an embedding opened paid that again. The service has one database, so its groups are
+ * connection of its own per database it is sent. A worker is costly to start (an isolate, the
+ * driver's addon, the file opened); with one per connection, every data dir a test, a command or
+ * an embedding opened paid that again. The service has one database, so its groups are
  * committed as before; two databases in one process take turns on the thread.
  *
  * The worker is held open (ref) only while a group waits for its answer, and ends a second after

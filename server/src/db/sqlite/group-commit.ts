@@ -1,7 +1,7 @@
 /**
  * Group commit for the data dir's database, off the event loop. With `synchronous = FULL` SQLite
  * syncs the write-ahead log before a commit returns: on the service's connection that would stop
- * the event loop for a disk sync (3.6 ms p50, 12 ms p90 on a small VM) three times per hosted
+ * the event loop for a whole disk sync, as slow as the disk is, three times per hosted
  * generation. The writes handed to `write()` therefore run in the process's commit thread
  * (sqlite/commit-thread.ts) on a connection of its own; those that arrive while a group commits
  * share the next group's IMMEDIATE transaction (each in a savepoint, so one that fails rolls back

@@ -206,7 +206,7 @@ export async function renderSandboxImage(scene: SandboxScene, format: ImageOutpu
 		.update(JSON.stringify([scene.model, scene.prompt, scene.styleType ?? '', scene.negativePrompt ?? '', scene.magicPromptOption ?? '', scene.seed]))
 		.digest();
 	const palette = paletteFor(scene, seed);
-	// One document drawn once: layers composited one over another cost three times the CPU.
+	// One document drawn once: layers composited one over another would each pass over every pixel.
 	const svg =
 		`<svg xmlns="http://www.w3.org/2000/svg" width="${scene.width}" height="${scene.height}">` +
 		`${background(scene, seed, palette)}${await tiles(scene, palette.accents[0]!, task)}${caption(scene)}</svg>`;
