@@ -31,7 +31,8 @@ export class PostgresAdapter implements SqlAdapter {
 		return (await this.query<Row>(this.pool, sql, values)).rows;
 	}
 
-	async write<Answer = Changes>(statements: readonly SqlStatement[], _options?: unknown): Promise<Answer> {
+	/** Every PostgreSQL commit is durable, so `options.durable` changes nothing here. */
+	async write<Answer = Changes>(statements: readonly SqlStatement[]): Promise<Answer> {
 		if (statements.length === 1) return this.answer(this.pool, statements[0]!) as Promise<Answer>;
 		return withConnection(
 			this.pool,
