@@ -141,6 +141,14 @@ const webhookUrlField = z.unknown().transform((value, ctx): string | undefined =
 	return value;
 });
 
+/** `webhook_url` checked alone (a request that is not a generation: a video): undefined when absent. */
+export function parseWebhookUrl(value: unknown): string | undefined {
+	const parsed = webhookUrlField.safeParse(value);
+	if (parsed.success) return parsed.data;
+	const issue = parsed.error.issues[0]!;
+	throw invalidField(WEBHOOK_URL, issue.message, (issue as { params?: { code?: string } }).params?.code ?? 'invalid_value');
+}
+
 /** A preformatted refusal of one field (an OpenAI one, `webhook_url`), in the wording of the others. */
 function refuseField(ctx: z.RefinementCtx, field: string, message: string, code = 'invalid_value'): never {
 	ctx.addIssue({ code: z.ZodIssueCode.custom, message: `'${field}' ${message}`, params: { preformatted: true, code } });
