@@ -2,7 +2,7 @@
 // `npx depcruise server/src core`. A folder belongs to exactly one layer; a new folder must be
 // placed in one here before it may import anything.
 const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db'];
-const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'jobs', 'schema-docs', 'webhooks'];
+const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'video', 'jobs', 'schema-docs', 'webhooks'];
 // mcp/ reaches the services through the instance's decorators, as routes do: it is wiring.
 const WIRING = ['plugins', 'routes', 'cli', 'mcp'];
 
