@@ -88,7 +88,7 @@ export const OPTIONS = [
 	option({
 		flag: 'comfyui-workflow',
 		placeholder: '<spec>',
-		type: parsedBy((text) => parseModelEntries(text, '<workflow file>', (file) => resolve(file))),
+		type: parsedBy((text) => parseModelEntries(text, '<workflow file>', (file) => resolve(file), MODEL_IDS)),
 		default: {} as Partial<Record<ModelId, string>>,
 		defaultText: '(none)',
 		help: 'ComfyUI workflow file (API format) per model served by the comfyui provider, e.g. p-image=./flux.json,p-image-edit=./edit.json',
@@ -101,7 +101,7 @@ export const OPTIONS = [
 		type: parsedBy(parsePriceOverrides),
 		default: {} as PriceOverrides,
 		defaultText: '(catalog prices)',
-		help: 'Price per image overrides in USD, e.g. textimage-v2=0.08',
+		help: "Price overrides in USD: per image, or for p-video per second at 720p (other resolutions and drafts keep the catalog's proportions), e.g. textimage-v2=0.08,p-video=0.03",
 		into: (overrides, given) => ({ prices: given, priceOverrides: overrides }),
 	}),
 	option({
@@ -254,7 +254,7 @@ function parseModelAliases(text: string): ModelAliases {
 
 /** `--prices p-image=0.004,textimage-v2=0.08`: an operator who pays a provider a different rate states it. */
 function parsePriceOverrides(text: string): PriceOverrides {
-	return parseModelEntries(text, '<usd per image>', (price, model) => {
+	return parseModelEntries(text, '<usd per image, or per second of video>', (price, model) => {
 		if (!/^\d+(\.\d+)?$/.test(price) || !Number.isFinite(Number(price))) throw new Error(`the price of '${model}' must be a non-negative number of USD; got '${price}'`);
 		return Number(price);
 	});

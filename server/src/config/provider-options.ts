@@ -6,7 +6,7 @@
  * refuses there a provider whose required settings are missing.
  */
 import type { ImageSize } from '../../../core/openai-images';
-import type { ModelId } from '../../../core/models';
+import { MODEL_IDS, type ModelId } from '../../../core/models';
 import { option } from './option-row';
 import { parseModelEntries, type ProviderName } from './provider-selection';
 import type { OptionValues } from './read-options';
@@ -116,7 +116,7 @@ function parseModelVersions(text: string): Partial<Record<ModelId, string>> {
 	return parseModelEntries(text, 'owner/name:version', (version, model) => {
 		if (!VERSION_PATTERN.test(version)) throw new Error(`${model} must be owner/name:version (a 64-digit hex version id); got '${version}'`);
 		return version;
-	});
+	}, MODEL_IDS);
 }
 
 /** `WIDTHxHEIGHT` entries separated by commas; the error names a bad one. */

@@ -1,7 +1,7 @@
 /** The configuration the service runs with, as parseConfig assembles it from the option rows. */
 import type { ModelId } from '../../../core/models';
 import type { ProviderSettings } from './provider-options';
-import type { ProviderSelection } from './provider-selection';
+import type { CatalogModelId, ProviderSelection } from './provider-selection';
 import type { TrustProxy } from './trust-proxy';
 
 export interface ServiceConfig {
@@ -65,8 +65,11 @@ export interface ServiceConfig {
 /** An alias → the catalog model it stands for. */
 export type ModelAliases = Record<string, ModelId>;
 
-/** Price per image in USD, by model, where the operator's differs from the catalog's (`--prices`). */
-export type PriceOverrides = Partial<Record<ModelId, number>>;
+/**
+ * The operator's prices in USD where they differ from the catalog's (`--prices`): per image, and
+ * for a video model per second at its lowest resolution (core/video-models.ts, videoPricePerSecond).
+ */
+export type PriceOverrides = Partial<Record<CatalogModelId, number>>;
 
 /** How generated images are marked (docs/provenance.md). */
 export interface ProvenanceConfig {
