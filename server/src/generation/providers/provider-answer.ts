@@ -2,6 +2,7 @@
  * A model host's answer as undici's `request` gives it, read within a byte bound. Its body must
  * always be read or discarded: until then the connection is not returned to the pool.
  */
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { ImageJsonReader, parseAnswer } from './image-json';
@@ -58,6 +59,14 @@ export class ProviderAnswer {
 		const reader = new ImageJsonReader(this.declaredLength());
 		for await (const chunk of this.chunks()) reader.write(chunk);
 		return reader.end();
+	}
+
+	/**
+	 * The body as it arrives, not bounded here: for a download whose reader bounds it by what it
+	 * expects (a video, by --max-video-mb). Its reader must consume or destroy it.
+	 */
+	stream(): Readable {
+		return this.answer.body;
 	}
 
 	async text(): Promise<string> {

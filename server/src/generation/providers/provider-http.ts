@@ -195,6 +195,14 @@ export async function providerBytes(request: ProviderRequest): Promise<Buffer> {
 }
 
 /**
+ * A download as a stream (a video): the same credentials, redirects and retries as providerBytes,
+ * its body handed over as it arrives instead of gathered; the caller's reader bounds it.
+ */
+export async function providerStream(request: ProviderRequest): Promise<Readable> {
+	return (await providerFetch(request)).stream();
+}
+
+/**
  * A POST sent once, best effort and short (a cancel, an interrupt): its answer is discarded and
  * its failure ignored, because its caller is already failing for its own reason.
  */
