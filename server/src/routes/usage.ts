@@ -1,4 +1,7 @@
-/** GET /v1/usage: the calling key's images and cost per model and UTC day, optionally between dates. */
+/**
+ * GET /v1/usage: the calling key's images, seconds of video and cost per model and UTC day,
+ * optionally between dates.
+ */
 import type { FastifyInstance } from 'fastify';
 import { invalidField } from '../../../core/errors';
 import { isRealDateTime } from '../http/calendar';
@@ -21,7 +24,7 @@ const DATE_QUERY = { type: 'string', pattern: DATE.source, description: 'A UTC d
 const schema = {
 	tags: ['Usage'],
 	operationId: 'usage',
-	summary: "The key's images and cost per model and UTC day",
+	summary: "The key's images, seconds of video and cost per model and UTC day",
 	...API_KEY_AUTH,
 	querystring: { type: 'object', properties: { from: DATE_QUERY, to: DATE_QUERY }, additionalProperties: false },
 	response: { 200: usageResponseSchema, ...errorResponses([400, 'A bad date'], ...AUTH_ERRORS) },

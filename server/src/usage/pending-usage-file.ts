@@ -110,10 +110,10 @@ function serialize({ entry, recordedAt }: PendingUsage): string {
 
 function parse(text: string): PendingUsage | undefined {
 	try {
-		const { requestId, apiKeyId, model, images, costUsd, provider, at, recordedAt } = JSON.parse(text);
+		const { requestId, apiKeyId, model, images, seconds, costUsd, provider, at, recordedAt } = JSON.parse(text);
 		const recorded = new Date(recordedAt);
 		if (Number.isNaN(recorded.getTime())) return undefined;
-		const entry: UsageEntry = { requestId, apiKeyId, model, images, costUsd, ...(provider === undefined ? {} : { provider }), ...(at === undefined ? {} : { at: new Date(at) }) };
+		const entry: UsageEntry = { requestId, apiKeyId, model, images, costUsd, ...(seconds === undefined ? {} : { seconds }), ...(provider === undefined ? {} : { provider }), ...(at === undefined ? {} : { at: new Date(at) }) };
 		return { entry, recordedAt: recorded };
 	} catch {
 		return undefined;

@@ -1,32 +1,35 @@
 /**
- * Per-key usage (billing data): images and cost per model and UTC day. In the data dir's SQLite
- * database by default, PostgreSQL for a fleet, where every replica reports all.
+ * Per-key usage (billing data): images, seconds of video and cost per model and UTC day. In the
+ * data dir's SQLite database by default, PostgreSQL for a fleet, where every replica reports all.
  *
  * Both engines keep the same two tables: `usage_lines` (one per generation, keyed by its request id)
- * and `usage_days` (images and cost per key, UTC day and model, added to in the same transaction or
- * statement as the lines), money in whole micro-dollars. A report reads the day totals.
+ * and `usage_days` (images, seconds and cost per key, UTC day and model, added to in the same
+ * transaction or statement as the lines), money in whole micro-dollars. A report reads the day totals.
  */
 import { fromMicros } from '../../../core/units';
 
 export const USAGE_ROWS_SQL =
-	'SELECT day, model, images, cost_micros FROM usage_days WHERE api_key_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, model';
+	'SELECT day, model, images, seconds, cost_micros FROM usage_days WHERE api_key_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, model';
 
 export interface UsageDayRow {
 	day: string;
 	model: string;
 	/** Counts and sums as the driver gives them (PostgreSQL's bigint as text). */
 	images: number | string;
+	seconds: number | string;
 	cost_micros: number | string;
 }
 
 export function toUsageRow(row: UsageDayRow): UsageRow {
-	return { date: row.day, model: row.model, images: Number(row.images), cost_usd: fromMicros(row.cost_micros) };
+	return { date: row.day, model: row.model, images: Number(row.images), seconds: Number(row.seconds), cost_usd: fromMicros(row.cost_micros) };
 }
 
 export interface UsageRow {
 	date: string;
 	model: string;
 	images: number;
+	/** Whole seconds of video made (0 for a day and model of images only). */
+	seconds: number;
 	cost_usd: number;
 }
 
@@ -34,6 +37,8 @@ export interface UsageEntry {
 	apiKeyId: string;
 	model: string;
 	images: number;
+	/** Whole seconds of video made; left out (or 0) for images. */
+	seconds?: number;
 	costUsd: number;
 	/**
 	 * When the generation was made; it decides the UTC day. Left out, the ledger stamps the entry

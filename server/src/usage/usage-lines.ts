@@ -13,6 +13,8 @@ export interface UsageLine {
 }
 
 const MAX_TEXT = 1000;
+/** The largest a line's images or seconds may be: PostgreSQL's `integer`. */
+const MAX_INTEGER = 2_147_483_647;
 
 /** Why an entry can never be written (it would fail every retry and hold up the lines behind it). */
 export function invalidEntry(entry: UsageEntry): string | undefined {
@@ -26,7 +28,8 @@ export function invalidEntry(entry: UsageEntry): string | undefined {
 			return `${field} must be a non-empty string of at most ${MAX_TEXT} characters without NUL`;
 		}
 	}
-	if (!Number.isSafeInteger(entry.images) || entry.images < 0 || entry.images > 2_147_483_647) return 'images must be a non-negative integer';
+	if (!Number.isSafeInteger(entry.images) || entry.images < 0 || entry.images > MAX_INTEGER) return 'images must be a non-negative integer';
+	if (entry.seconds !== undefined && (!Number.isSafeInteger(entry.seconds) || entry.seconds < 0 || entry.seconds > MAX_INTEGER)) return 'seconds must be a non-negative integer';
 	if (!Number.isFinite(entry.costUsd) || entry.costUsd < 0) return 'costUsd must be a non-negative finite number';
 	if (entry.at !== undefined && (!(entry.at instanceof Date) || Number.isNaN(entry.at.getTime()))) return 'at must be a valid Date';
 	return undefined;
@@ -40,10 +43,11 @@ export function linesSql(dialect: Dialect, lines: readonly UsageLine[]): SqlStat
 	return dialect === 'postgres' ? [postgresLines(lines)] : lines.flatMap(sqliteLine);
 }
 
-const INSERT_LINE = `INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
-	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO NOTHING`;
-const ADD_TO_DAY = `INSERT INTO usage_days (api_key_id, day, model, images, cost_micros) VALUES ($1, $2, $3, $4, $5)
-	ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, cost_micros = cost_micros + excluded.cost_micros`;
+const INSERT_LINE = `INSERT INTO usage_lines (request_id, at, api_key_id, model, images, seconds, cost_micros, provider)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`;
+const ADD_TO_DAY = `INSERT INTO usage_days (api_key_id, day, model, images, seconds, cost_micros) VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = images + excluded.images, seconds = seconds + excluded.seconds,
+		cost_micros = cost_micros + excluded.cost_micros`;
 
 /**
  * On the data dir every process shares this machine's clock: an entry without its own `at` is
@@ -53,9 +57,10 @@ const ADD_TO_DAY = `INSERT INTO usage_days (api_key_id, day, model, images, cost
 function sqliteLine({ entry, recordedAt }: UsageLine): SqlStatement[] {
 	const at = entry.at ?? recordedAt;
 	const costMicros = toMicros(entry.costUsd);
+	const seconds = entry.seconds ?? 0;
 	return [
-		{ sql: INSERT_LINE, values: [entry.requestId, at, entry.apiKeyId, entry.model, entry.images, costMicros, entry.provider ?? null] },
-		{ sql: ADD_TO_DAY, values: [entry.apiKeyId, at.toISOString().slice(0, 10), entry.model, entry.images, costMicros], ifChanged: true },
+		{ sql: INSERT_LINE, values: [entry.requestId, at, entry.apiKeyId, entry.model, entry.images, seconds, costMicros, entry.provider ?? null] },
+		{ sql: ADD_TO_DAY, values: [entry.apiKeyId, at.toISOString().slice(0, 10), entry.model, entry.images, seconds, costMicros], ifChanged: true },
 	];
 }
 
@@ -69,18 +74,19 @@ function sqliteLine({ entry, recordedAt }: UsageLine): SqlStatement[] {
  */
 const POSTGRES_INSERT = `
 	WITH stamped AS (
-		SELECT entry.*, COALESCE(entry.given_at, now() - ($9::timestamptz - entry.recorded_at)) AS at
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::bigint[], $6::timestamptz[], $7::timestamptz[], $8::text[])
-			AS entry(request_id, api_key_id, model, images, cost_micros, given_at, recorded_at, provider)
+		SELECT entry.*, COALESCE(entry.given_at, now() - ($10::timestamptz - entry.recorded_at)) AS at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::text[])
+			AS entry(request_id, api_key_id, model, images, seconds, cost_micros, given_at, recorded_at, provider)
 	), inserted AS (
-		INSERT INTO usage_lines (request_id, at, api_key_id, model, images, cost_micros, provider)
-		SELECT request_id, at, api_key_id, model, images, cost_micros, provider FROM stamped
+		INSERT INTO usage_lines (request_id, at, api_key_id, model, images, seconds, cost_micros, provider)
+		SELECT request_id, at, api_key_id, model, images, seconds, cost_micros, provider FROM stamped
 		ON CONFLICT (request_id) DO NOTHING
-		RETURNING api_key_id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model, images, cost_micros
+		RETURNING api_key_id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model, images, seconds, cost_micros
 	)
-	INSERT INTO usage_days AS total (api_key_id, day, model, images, cost_micros)
-	SELECT api_key_id, day, model, sum(images), sum(cost_micros) FROM inserted GROUP BY api_key_id, day, model ORDER BY api_key_id, day, model
-	ON CONFLICT (api_key_id, day, model) DO UPDATE SET images = total.images + EXCLUDED.images, cost_micros = total.cost_micros + EXCLUDED.cost_micros`;
+	INSERT INTO usage_days AS total (api_key_id, day, model, images, seconds, cost_micros)
+	SELECT api_key_id, day, model, sum(images), sum(seconds), sum(cost_micros) FROM inserted GROUP BY api_key_id, day, model ORDER BY api_key_id, day, model
+	ON CONFLICT (api_key_id, day, model) DO UPDATE
+		SET images = total.images + EXCLUDED.images, seconds = total.seconds + EXCLUDED.seconds, cost_micros = total.cost_micros + EXCLUDED.cost_micros`;
 
 function postgresLines(lines: readonly UsageLine[]): SqlStatement {
 	return {
@@ -90,6 +96,7 @@ function postgresLines(lines: readonly UsageLine[]): SqlStatement {
 			lines.map(({ entry }) => entry.apiKeyId),
 			lines.map(({ entry }) => entry.model),
 			lines.map(({ entry }) => entry.images),
+			lines.map(({ entry }) => entry.seconds ?? 0),
 			lines.map(({ entry }) => toMicros(entry.costUsd)),
 			lines.map(({ entry }) => entry.at ?? null),
 			lines.map(({ recordedAt }) => recordedAt),

@@ -1,7 +1,7 @@
 /**
  * What every UsageLedger must do, run against each engine (SQLite in the data dir, PostgreSQL):
- * rows per key, UTC day and model, inclusive date bounds, one count per request id, and records
- * that outlive the ledger that wrote them.
+ * rows per key, UTC day and model (images, seconds of video, cost), inclusive date bounds, one count
+ * per request id, and records that outlive the ledger that wrote them.
  */
 import { randomUUID } from 'node:crypto';
 import type { UsageEntry, UsageLedger } from '../../../server/src/usage/usage-ledger';
@@ -51,10 +51,48 @@ export function describeUsageLedgerContract(name: string, factory: () => Promise
 				ledger.record(entry({ at: new Date('2030-03-11T00:00:00.000Z') })),
 			]);
 			expect(await ledger.rows('key-a')).toEqual([
-				{ date: '2030-03-10', model: 'p-image', images: 4, cost_usd: 0.014 },
-				{ date: '2030-03-10', model: 'textimage-v2', images: 1, cost_usd: 0.05 },
-				{ date: '2030-03-11', model: 'p-image', images: 1, cost_usd: 0.0035 },
+				{ date: '2030-03-10', model: 'p-image', images: 4, seconds: 0, cost_usd: 0.014 },
+				{ date: '2030-03-10', model: 'textimage-v2', images: 1, seconds: 0, cost_usd: 0.05 },
+				{ date: '2030-03-11', model: 'p-image', images: 1, seconds: 0, cost_usd: 0.0035 },
 			]);
+		});
+
+		it('adds up seconds of video per UTC day and model beside images; lines of images alone read 0 seconds', async () => {
+			const ledger = await open();
+			const video = (seconds: number, overrides: Partial<UsageEntry> = {}) => entry({ model: 'p-video', images: 0, seconds, costUsd: seconds * 0.02, ...overrides });
+			await Promise.all([
+				ledger.record(video(5)),
+				ledger.record(video(10)),
+				ledger.record(video(3, { model: 'p-video-next', costUsd: 0.015 })),
+				ledger.record(video(7, { at: new Date('2030-03-11T00:00:00.000Z') })),
+				// Left out and 0 both mean no video.
+				ledger.record(entry()),
+				ledger.record(entry({ seconds: 0 })),
+				ledger.record(video(4, { apiKeyId: 'key-b' })),
+			]);
+			expect(await ledger.rows('key-a')).toEqual([
+				{ date: '2030-03-10', model: 'p-image', images: 2, seconds: 0, cost_usd: 0.007 },
+				{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 15, cost_usd: 0.3 },
+				{ date: '2030-03-10', model: 'p-video-next', images: 0, seconds: 3, cost_usd: 0.015 },
+				{ date: '2030-03-11', model: 'p-video', images: 0, seconds: 7, cost_usd: 0.14 },
+			]);
+			expect(await ledger.rows('key-b')).toEqual([{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 4, cost_usd: 0.08 }]);
+		});
+
+		it('counts the seconds of a video recorded again under the same request id once', async () => {
+			const ledger = await open();
+			const once = entry({ model: 'p-video', images: 0, seconds: 8, costUsd: 0.16 });
+			await Promise.all([ledger.record(once), ledger.record({ ...once })]);
+			await ledger.record(once);
+			expect(await ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 8, cost_usd: 0.16 }]);
+		});
+
+		it('refuses seconds that are not a whole non-negative number, naming the field', async () => {
+			const ledger = await open();
+			for (const seconds of [1.5, -1, Number.NaN, Number.POSITIVE_INFINITY, 2_147_483_648]) {
+				await expect(ledger.record(entry({ model: 'p-video', images: 0, seconds }))).rejects.toThrow(/seconds must be a non-negative integer/);
+			}
+			expect(await ledger.rows('key-a')).toEqual([]);
 		});
 
 		it('stamps an entry recorded without its time with the ledger clock: it counts today', async () => {
@@ -89,7 +127,7 @@ export function describeUsageLedgerContract(name: string, factory: () => Promise
 			const once = entry({ images: 3, costUsd: 0.0105 });
 			await Promise.all([ledger.record(once), ledger.record(once)]);
 			await ledger.record(once);
-			expect(await ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.0105 }]);
+			expect(await ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, seconds: 0, cost_usd: 0.0105 }]);
 		});
 
 		it('reports ok health with nothing pending once records resolved', async () => {

@@ -73,9 +73,9 @@ describe('usage ledger on PostgreSQL', () => {
 			a.ledger.record(entry({ apiKeyId: 'key-b', images: 9 })),
 		]);
 		const expected = [
-			{ date: '2030-03-10', model: 'p-image', images: 4, cost_usd: 0.015 },
-			{ date: '2030-03-10', model: 'textimage-v2', images: 4, cost_usd: 0.32 },
-			{ date: '2030-03-11', model: 'p-image', images: 1, cost_usd: 0.3 },
+			{ date: '2030-03-10', model: 'p-image', images: 4, seconds: 0, cost_usd: 0.015 },
+			{ date: '2030-03-10', model: 'textimage-v2', images: 4, seconds: 0, cost_usd: 0.32 },
+			{ date: '2030-03-11', model: 'p-image', images: 1, seconds: 0, cost_usd: 0.3 },
 		];
 		expect(await a.ledger.rows('key-a')).toEqual(expected);
 		expect(await b.ledger.rows('key-a')).toEqual(expected);
@@ -83,7 +83,7 @@ describe('usage ledger on PostgreSQL', () => {
 		expect(await b.ledger.rows('key-a', undefined, '2030-03-10')).toEqual(expected.slice(0, 2));
 		expect(await b.ledger.rows('key-a', '2030-03-10', '2030-03-10')).toEqual(expected.slice(0, 2));
 		expect(await b.ledger.rows('key-a', '2030-03-12', '2030-12-31')).toEqual([]);
-		expect(await a.ledger.rows('key-b')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 9, cost_usd: 0.005 }]);
+		expect(await a.ledger.rows('key-b')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 9, seconds: 0, cost_usd: 0.005 }]);
 		expect(await a.ledger.rows('key-nobody')).toEqual([]);
 	});
 
@@ -93,13 +93,13 @@ describe('usage ledger on PostgreSQL', () => {
 		const once = entry({ images: 3 });
 		await Promise.all([a.ledger.record(once), a.ledger.record(once), b.ledger.record(once)]);
 		await a.ledger.record(once);
-		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, seconds: 0, cost_usd: 0.005 }]);
 	});
 
 	it('loses nothing under a burst', async () => {
 		const a = await replica();
 		await Promise.all(Array.from({ length: 1234 }, () => a.ledger.record(entry({ costUsd: 0.001 }))));
-		expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1234, cost_usd: 1.234 }]);
+		expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1234, seconds: 0, cost_usd: 1.234 }]);
 		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
 	});
 
@@ -128,8 +128,8 @@ describe('usage ledger on PostgreSQL', () => {
 		await second;
 		expect(a.ledger.health()).toEqual({ status: 'ok', pending: 0 });
 		expect(await b.ledger.rows('key-a')).toEqual([
-			{ date: '2030-03-10', model: 'p-image', images: 2, cost_usd: 0.005 },
-			{ date: '2030-03-10', model: 'p-image-edit', images: 1, cost_usd: 0.005 },
+			{ date: '2030-03-10', model: 'p-image', images: 2, seconds: 0, cost_usd: 0.005 },
+			{ date: '2030-03-10', model: 'p-image-edit', images: 1, seconds: 0, cost_usd: 0.005 },
 		]);
 	});
 
@@ -155,7 +155,7 @@ describe('usage ledger on PostgreSQL', () => {
 		await expect(lost).rejects.toThrow(/closed before the entry was written/);
 		expect(b.log.errors.at(-1)).toMatchObject({ message: expect.stringMatching(/closed with entries not yet written/), details: { pending: 1 } });
 		await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
-		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
+		expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, seconds: 0, cost_usd: 0.005 }]);
 	});
 
 	it('a shutdown during an outage keeps the unwritten entries on disk; the next start writes them, once', async () => {
@@ -179,14 +179,33 @@ describe('usage ledger on PostgreSQL', () => {
 			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 			const b = await replicaKeepingIn(dataDir);
 			await eventually(async () => (await b.ledger.rows('key-a')).length > 0);
-			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, seconds: 0, cost_usd: 0.005 }]);
 			await eventually(() => pendingFiles(dataDir).length === 0);
 
 			// The same file found again (a copy restored from a backup): the request id counts once.
 			const c = await replicaKeepingIn(copy);
 			await eventually(() => pendingFiles(copy).length === 0);
-			expect(await c.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, cost_usd: 0.005 }]);
+			expect(await c.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 3, seconds: 0, cost_usd: 0.005 }]);
 			rmSync(copy, { recursive: true, force: true });
+		} finally {
+			rmSync(dataDir, { recursive: true, force: true });
+		}
+	});
+
+	it('a video line kept on disk during an outage keeps its seconds for the next start', async () => {
+		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
+		try {
+			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 300 });
+			await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
+			const recorded = a.ledger.record(entry({ model: 'p-video', images: 0, seconds: 12, costUsd: 0.24 }));
+			await eventually(() => a.ledger.health().status === 'degraded');
+			await a.ledger.close();
+			await expect(recorded).resolves.toBeUndefined();
+			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
+
+			const b = await replicaKeepingIn(dataDir);
+			await eventually(async () => (await b.ledger.rows('key-a')).length > 0);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 12, cost_usd: 0.24 }]);
 		} finally {
 			rmSync(dataDir, { recursive: true, force: true });
 		}
@@ -213,8 +232,8 @@ describe('usage ledger on PostgreSQL', () => {
 			await eventually(() => a.ledger.health().pending === 0);
 			await eventually(() => pendingFiles(dataDir).length === 0 && pendingFiles(afterCrash).length === 0);
 			expect(await b.ledger.rows('key-a')).toEqual([
-				{ date: '2030-03-10', model: 'p-image-edit', images: 1, cost_usd: 0.005 },
-				{ date: '2030-03-10', model: 'textimage-v2', images: 1, cost_usd: 0.005 },
+				{ date: '2030-03-10', model: 'p-image-edit', images: 1, seconds: 0, cost_usd: 0.005 },
+				{ date: '2030-03-10', model: 'textimage-v2', images: 1, seconds: 0, cost_usd: 0.005 },
 			]);
 		} finally {
 			rmSync(dataDir, { recursive: true, force: true });
@@ -235,7 +254,7 @@ describe('usage ledger on PostgreSQL', () => {
 			await closing;
 			await recorded;
 			expect(pendingFiles(dataDir)).toEqual([]);
-			expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, cost_usd: 0.005 }]);
+			expect(await a.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 1, seconds: 0, cost_usd: 0.005 }]);
 		} finally {
 			rmSync(dataDir, { recursive: true, force: true });
 		}
@@ -249,7 +268,7 @@ describe('usage ledger on PostgreSQL', () => {
 			writeFileSync(join(dataDir, 'usage-pending-crashed.jsonl'), `${line}\n{"requestId":"cut-o`);
 			const b = await replicaKeepingIn(dataDir);
 			await eventually(async () => (await b.ledger.rows('key-a')).length === 1);
-			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 4, cost_usd: 0.005 }]);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-image', images: 4, seconds: 0, cost_usd: 0.005 }]);
 			expect(b.log.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(/damaged line/), details: expect.objectContaining({ line: 2 }) })]);
 			await eventually(() => pendingFiles(dataDir).length === 0);
 		} finally {

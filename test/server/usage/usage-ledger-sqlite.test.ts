@@ -41,7 +41,7 @@ test('record resolves once the line is committed; another process on the file re
 		{ request_id: 'r2', provider: null },
 		{ request_id: 'r3', provider: 'replicate' },
 	]);
-	expect(await ledgerOn(other).rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 4, cost_usd: 0.014 }]);
+	expect(await ledgerOn(other).rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 4, seconds: 0, cost_usd: 0.014 }]);
 	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });
 	await ledger.close();
 });
@@ -59,7 +59,7 @@ test('a write lock held past the busy timeout: the entry is kept and retried, he
 	holder.exec('COMMIT');
 	await recorded;
 	expect(ledger.health()).toEqual({ status: 'ok', pending: 0 });
-	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 1, cost_usd: 0.0035 }]);
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 1, seconds: 0, cost_usd: 0.0035 }]);
 	await ledger.close();
 });
 
@@ -81,7 +81,7 @@ test('sums of micro-dollars stay exact, a cost is counted to the nearest micro-d
 	// 40,000 × $0.3 in doubles is 11,999.999999999…; in micro-dollars it is exact. Half a micro-dollar rounds up, less down.
 	const many = Array.from({ length: 40_000 }, (_, index) => ({ ...entry(`r${index}`), costUsd: 0.3 }));
 	await Promise.all([...many, { ...entry('half'), costUsd: 0.0000005 }, { ...entry('less'), costUsd: 0.000000499 }].map((each) => ledger.record(each)));
-	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_002, cost_usd: 12_000.000001 }]);
+	expect(await ledger.rows('key-a')).toEqual([{ date: '2030-01-02', model: 'p-image', images: 40_002, seconds: 0, cost_usd: 12_000.000001 }]);
 	const plan = open()
 		.prepare("EXPLAIN QUERY PLAN SELECT day, model, images, cost_micros FROM usage_days WHERE api_key_id = 'key-a' AND day >= '0' AND day <= '9' ORDER BY day, model")
 		.all() as Array<{ detail: string }>;

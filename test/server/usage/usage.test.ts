@@ -1,13 +1,18 @@
 /** The usage ledger: per key, per model and day, persisted across restarts, behind GET /v1/usage. */
-import { startServer, type RunningServer } from '../../helpers/server';
+import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
+import { startInProcessServer, type InProcessServer } from '../support/app';
 import { call, postJson } from '../support/http';
 
 const KEY_A = 'usage-key-aaaaaaaaaaaa';
 const KEY_B = 'usage-key-bbbbbbbbbbbb';
-let server: RunningServer;
+const KEY_VIDEO = 'usage-key-vvvvvvvvvvvv';
+const ADMIN_KEY = 'usage-admin-0123456789';
+const start = (dataDir?: string) =>
+	startInProcessServer({ apiKey: [KEY_A, KEY_B, KEY_VIDEO].join(','), dataDir, args: ['--prices', 'textimage-v2=0.05', '--admin-key', ADMIN_KEY] });
+let server: InProcessServer;
 
 beforeAll(async () => {
-	server = await startServer({ apiKey: null, args: ['--api-keys', `${KEY_A},${KEY_B}`, '--prices', 'textimage-v2=0.05'] });
+	server = await start();
 });
 
 afterAll(async () => {
@@ -50,8 +55,37 @@ test('a mixed run: totals per key and model, failed requests not counted, prices
 test('totals survive a restart (the ledger is a file in the data dir)', async () => {
 	const before = (await usage(KEY_A)).body;
 	await server.stop();
-	server = await startServer({ apiKey: null, dataDir: server.dataDir, args: ['--api-keys', `${KEY_A},${KEY_B}`] });
+	server = await start(server.dataDir);
 	expect((await usage(KEY_A)).body).toEqual(before);
+});
+
+test('seconds of video are answered per row and in the total where there are any; rows of images alone keep their shape', async () => {
+	const today = new Date().toISOString().slice(0, 10);
+	const videoKeyId = apiKeyIdOf(KEY_VIDEO);
+	const line = (requestId: string, seconds: number, costUsd: number) => ({ apiKeyId: videoKeyId, model: 'p-video', images: 0, seconds, costUsd, requestId });
+	// What a finished video job records (the ledger the routes read), a retried record among them.
+	await Promise.all([server.app.usageLedger.record(line('video-1', 5, 0.1)), server.app.usageLedger.record(line('video-2', 10, 0.2)), server.app.usageLedger.record(line('video-1', 5, 0.1))]);
+	expect((await generate(KEY_VIDEO, { model: 'p-image', prompt: 'a still', response_format: 'b64_json' })).status).toBe(200);
+
+	const answer = await usage(KEY_VIDEO);
+	expect(answer.status).toBe(200);
+	expect(answer.body).toEqual({
+		object: 'usage',
+		from: null,
+		to: null,
+		data: [
+			{ date: today, model: 'p-image', images: 1, cost_usd: 0.0035 },
+			{ date: today, model: 'p-video', images: 0, seconds: 15, cost_usd: 0.3 },
+		],
+		total: { images: 1, seconds: 15, cost_usd: 0.3035 },
+	});
+	const admin = await call({ ...server, apiKey: ADMIN_KEY }, `/v1/admin/usage?key_id=${videoKeyId}`);
+	expect(admin.status).toBe(200);
+	expect(admin.body.data).toEqual([
+		{ date: today, key_id: videoKeyId, model: 'p-image', images: 1, cost_usd: 0.0035 },
+		{ date: today, key_id: videoKeyId, model: 'p-video', images: 0, seconds: 15, cost_usd: 0.3 },
+	]);
+	expect(admin.body.total).toEqual({ images: 1, seconds: 15, cost_usd: 0.3035 });
 });
 
 test.each([

@@ -72,6 +72,8 @@ const USAGE = `
 		api_key_id text NOT NULL,
 		model text COLLATE "C" NOT NULL,
 		images integer NOT NULL,
+		-- Whole seconds of video made (0 on a line of images).
+		seconds integer NOT NULL DEFAULT 0,
 		at timestamptz NOT NULL,
 		-- The provider that served the generation (fallback chains).
 		provider text,
@@ -82,6 +84,7 @@ const USAGE = `
 		day text COLLATE "C" NOT NULL,
 		model text COLLATE "C" NOT NULL,
 		images bigint NOT NULL,
+		seconds bigint NOT NULL DEFAULT 0,
 		cost_micros bigint NOT NULL,
 		PRIMARY KEY (api_key_id, day, model)
 	);

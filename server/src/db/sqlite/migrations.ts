@@ -70,7 +70,8 @@ const IDEMPOTENCY = `
 /**
  * One row per generation (the request id keeps a retried record from counting twice) and exact
  * per-day totals kept in the same transaction, so a usage report reads a few rows per day however
- * many generations there were. Money in whole micro-dollars, as on PostgreSQL.
+ * many generations there were. Money in whole micro-dollars, as on PostgreSQL; seconds are whole
+ * seconds of video (0 on a line of images).
  */
 const USAGE = `
 	CREATE TABLE usage_lines (
@@ -79,6 +80,7 @@ const USAGE = `
 		api_key_id TEXT NOT NULL,
 		model TEXT NOT NULL,
 		images INTEGER NOT NULL,
+		seconds INTEGER NOT NULL DEFAULT 0,
 		cost_micros INTEGER NOT NULL,
 		provider TEXT
 	) STRICT;
@@ -87,6 +89,7 @@ const USAGE = `
 		day TEXT NOT NULL,
 		model TEXT NOT NULL,
 		images INTEGER NOT NULL,
+		seconds INTEGER NOT NULL DEFAULT 0,
 		cost_micros INTEGER NOT NULL,
 		PRIMARY KEY (api_key_id, day, model)
 	) STRICT, WITHOUT ROWID;

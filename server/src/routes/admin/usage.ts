@@ -25,7 +25,7 @@ export default async function adminUsageRoutes(scope: FastifyInstance): Promise<
 	admin.get('/usage', { schema }, async (request) => {
 		const { from, to, key_id: keyId } = request.query;
 		const keyIds = keyId !== undefined ? [keyId] : [...new Set([...(await admin.keyStore.list({ includeRevoked: true })).map((key) => key.id), ...flatKeyIds])];
-		const perKey = await Promise.all(keyIds.map(async (id) => (await ledger.rows(id, from, to)).map((row) => ({ date: row.date, key_id: id, model: row.model, images: row.images, cost_usd: row.cost_usd }))));
+		const perKey = await Promise.all(keyIds.map(async (id) => (await ledger.rows(id, from, to)).map((row) => ({ date: row.date, key_id: id, model: row.model, images: row.images, seconds: row.seconds, cost_usd: row.cost_usd }))));
 		const data = perKey.flat().sort((a, b) => a.date.localeCompare(b.date) || a.key_id.localeCompare(b.key_id) || a.model.localeCompare(b.model));
 		return usageAnswer(data, from, to);
 	});
