@@ -18,7 +18,7 @@ export class ImageGen implements INodeType {
 		group: ['transform'],
 		version: 1,
 		subtitle: '={{ ($parameter["operation"] ?? "generate") === "generate" ? $parameter["model"] : "get generation" }}',
-		description: 'Generate images with p-image, p-image-edit and textimage-v2, or fetch a generation',
+		description: 'Generate images with p-image, p-image-edit and textimage-v2, videos with p-video, or fetch a generation',
 		defaults: { name: 'ImageGen' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],

@@ -18,10 +18,12 @@ import {
 	type AspectRatioChoice,
 	type ModelId,
 } from '../../core/models';
+import { VIDEO_MODEL_IDS, VIDEO_MODELS } from '../../core/video-models';
 import { mediaSourceFields, mediaSourceOptions } from '../shared/media-source';
 import { requestOptionProperties } from '../shared/request-options';
 import { getGenerationProperties } from './get-generation';
 import { jobOptionProperties } from './job-options';
+import { hideForVideo, videoProperties } from './video-description';
 
 const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', webp: 'WebP' };
 const STYLE_NAMES: Record<string, string> = { RENDER_3D: '3D Render' };
@@ -116,7 +118,7 @@ const generateOptionProperties: INodeProperties[] = [
 		type: 'number',
 		typeOptions: { minValue: 0 },
 		default: 4,
-		description: 'Binary input images up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
+		description: 'Binary input images (and first and last frames) up to this size are sent inside the request; larger ones are uploaded first and passed as a URL',
 	},
 	{
 		displayName: 'Seed',
@@ -124,7 +126,7 @@ const generateOptionProperties: INodeProperties[] = [
 		type: 'number',
 		typeOptions: { minValue: 0, maxValue: 2147483647, numberPrecision: 0 },
 		default: 0,
-		description: 'The same request with the same seed gives the same image where the model allows it; the output shows the seed used',
+		description: 'The same request with the same seed gives the same image or video where the model allows it; the output shows the seed used',
 	},
 	...jobOptionProperties,
 	{
@@ -135,6 +137,7 @@ const generateOptionProperties: INodeProperties[] = [
 		placeholder: 'e.g. gpt-image-1, dall-e-3 or a LocalAI model',
 		description:
 			'Used only when the credential\'s Service Type is OpenAI-Compatible: the model the API is asked for. Model above then only chooses between generating (p-image, textimage-v2) and editing the input images (p-image-edit).',
+		displayOptions: { hide: { '/model': [...VIDEO_MODEL_IDS] } },
 	},
 ];
 
@@ -146,18 +149,18 @@ const optionsProperty: INodeProperties = {
 	default: {},
 	options: [
 		{
-			displayName: 'Download Image',
+			displayName: 'Download Image or Video',
 			name: 'download',
 			type: 'boolean',
 			default: true,
-			description: 'Whether to download a hosted image into the output item as binary data (Response Format "Hosted URL")',
+			description: 'Whether to download a hosted image (Response Format "Hosted URL") or a finished video into the output item as binary data',
 		},
 		{
 			displayName: 'Put Output File in Field',
 			name: 'binaryPropertyName',
 			type: 'string',
 			default: 'data',
-			description: 'The binary field of the output item that receives the image',
+			description: 'The binary field of the output item that receives the image or video',
 		},
 		...generateOptionProperties.map(optionForGenerate),
 		...requestOptionProperties,
@@ -170,8 +173,8 @@ const operationProperty: INodeProperties = {
 	type: 'options',
 	noDataExpression: true,
 	options: [
-		{ name: 'Generate', value: 'generate', action: 'Generate an image', description: 'Generate an image from a prompt and, for p-image-edit, input images' },
-		{ name: 'Get Generation', value: 'getGeneration', action: 'Get a generation', description: 'Fetch a generation by its ID: its status, or its image once it has succeeded' },
+		{ name: 'Generate', value: 'generate', action: 'Generate an image or video', description: 'Generate an image from a prompt and, for p-image-edit, input images; or a video with p-video' },
+		{ name: 'Get Generation', value: 'getGeneration', action: 'Get a generation', description: 'Fetch a generation by its ID: its status, or its image or video once it has succeeded' },
 	],
 	// Workflows saved before operations existed have no `operation`: they generate.
 	default: 'generate',
@@ -184,11 +187,10 @@ const generateProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		// Named by id: the id is what the API, the docs and the run data call the model.
-		options: MODEL_IDS.map<INodePropertyOptions>((id) => ({
-			name: id,
-			value: id,
-			description: MODELS[id].description,
-		})),
+		options: [
+			...MODEL_IDS.map<INodePropertyOptions>((id) => ({ name: id, value: id, description: MODELS[id].description })),
+			...VIDEO_MODEL_IDS.map<INodePropertyOptions>((id) => ({ name: id, value: id, description: VIDEO_MODELS[id].description })),
+		],
 		default: 'p-image',
 	},
 	{
@@ -199,7 +201,7 @@ const generateProperties: INodeProperties[] = [
 		required: true,
 		default: '',
 		placeholder: 'A lighthouse on a cliff at sunset, watercolor',
-		description: 'What the image should show',
+		description: 'What the image or video should show',
 	},
 	imagesProperty,
 	{
@@ -233,12 +235,14 @@ const generateProperties: INodeProperties[] = [
 		displayOptions: showFor(modelsAccepting('magic_prompt_option')),
 	},
 	...aspectRatioProperties(),
+	...videoProperties,
 	{
 		displayName: 'Output Format',
 		name: 'outputFormat',
 		type: 'options',
 		options: IMAGE_OUTPUT_FORMATS.map((format) => ({ name: FORMAT_NAMES[format] ?? format, value: format })),
 		default: 'png',
+		displayOptions: hideForVideo,
 	},
 	{
 		displayName: 'Response Format',
@@ -249,6 +253,7 @@ const generateProperties: INodeProperties[] = [
 			{ name: 'Binary Data', value: 'b64_json', description: 'The image comes back in the answer; nothing is hosted' },
 		],
 		default: 'url',
+		displayOptions: hideForVideo,
 	},
 ];
 

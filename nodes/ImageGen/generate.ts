@@ -2,25 +2,27 @@
  * One input item through the ImageGen node's Generate operation, in one straight path: resolve
  * every input (uploading binaries too large to inline) → build the request → validate it once →
  * submit it as a job → wait for it (Wait for Result "Wait") or hand the job on ("Submit").
+ * A video model takes its own path (video.ts).
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { MODELS, type ModelId } from '../../core/models';
 import { toGenerationBody, type GenerationParameters } from '../../core/request';
 import { parseGenerationRequest, type GenerationRequest } from '../../core/schemas';
+import { isVideoModelId } from '../../core/video-models';
 import { readGenerationAnswer } from '../shared/answers';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { serviceTypeOf } from '../shared/service-type';
 import { runsAsTool } from '../shared/tool-mode';
-import { callApi } from '../shared/transport';
 import type { ItemCall } from '../shared/uploads';
-import { resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
+import { deleteUploads, imagesEntry, resolveImage, type ImageSourceParameter, type ResolvedImage } from './image-inputs';
 import { readJobOptions, type JobOptions, type JobOptionValues } from './job-options';
 import { toOutputItems, toolItems, type GenerationSubject, type ImageOutputOptions } from './image-output';
 import { generationFailure, submitGeneration, waitForGeneration } from './jobs';
 import { generateWithOpenAi } from './openai-generate';
+import { generateVideoForItem } from './video';
 
 interface ImageGenOptions extends ImageOutputOptions, JobOptionValues {
 	inlineLimitMb?: number;
@@ -32,6 +34,7 @@ const MEGABYTE = 1024 * 1024;
 const FIELD_PARAMETERS = { webhook_url: 'webhookUrl' } as const;
 
 export async function generateForItem(context: IExecuteFunctions, itemIndex: number): Promise<INodeExecutionData[]> {
+	if (isVideoModelId(context.getNodeParameter('model', itemIndex))) return await generateVideoForItem(context, itemIndex);
 	if ((await serviceTypeOf(context, itemIndex)) === 'openai') return await generateWithOpenAi(context, itemIndex);
 	const model = context.getNodeParameter('model', itemIndex) as ModelId;
 	const accepted = MODELS[model]?.fields ?? [];
@@ -61,7 +64,7 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 		if (accepted.includes('images')) {
 			const sources = (parameter('images', {}) as { image?: ImageSourceParameter[] }).image ?? [];
 			const inlineLimitBytes = (options.inlineLimitMb ?? 4) * MEGABYTE;
-			const resolved = await Promise.allSettled(sources.map(async (source, position) => await resolveImage(call, source, position, inlineLimitBytes)));
+			const resolved = await Promise.allSettled(sources.map(async (source, position) => await resolveImage(call, source, imagesEntry(position), inlineLimitBytes)));
 			uploaded = resolved.flatMap((result) => (result.status === 'fulfilled' && result.value.uploadedId ? [result.value] : []));
 			const failure = resolved.find((result) => result.status === 'rejected');
 			if (failure) throw failure.reason;
@@ -93,18 +96,4 @@ export async function generateForItem(context: IExecuteFunctions, itemIndex: num
 	const subject: GenerationSubject = { model: request.model, prompt: request.prompt, outputFormat: request.output_format };
 	if (asTool) return toolItems(subject, answer);
 	return await toOutputItems(context, itemIndex, subject, answer, options, call.settings);
-}
-
-async function deleteUploads(call: ItemCall, uploaded: ResolvedImage[]): Promise<void> {
-	await Promise.allSettled(
-		uploaded.map(async (image) =>
-			await callApi<unknown>(call.context, {
-				method: 'DELETE',
-				path: `/files/${encodeURIComponent(image.uploadedId ?? '')}`,
-				itemIndex: call.itemIndex,
-				timeoutMs: call.settings.timeoutMs,
-				retry: { ...call.settings.retry, maxRetries: 0 },
-			}),
-		),
-	);
 }

@@ -1,7 +1,8 @@
 /**
  * The Get Generation operation: a generation named by its id, as the service keeps it. One that
  * succeeded becomes the image items a synchronous Generate gives (the prompt is not part of a
- * generation, so it is not in them); any other is output as the generation object, as it is.
+ * generation, so it is not in them), or for a video (`video_…`) the item a waited Generate gives;
+ * any other is output as the generation object, as it is.
  */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
@@ -11,6 +12,8 @@ import { readRequestSettings } from '../shared/request-options';
 import { runsAsTool } from '../shared/tool-mode';
 import { toOutputItems, toolItems, type GenerationSubject, type ImageOutputOptions } from './image-output';
 import { fetchGeneration } from './jobs';
+import { readVideo } from './video-jobs';
+import { toVideoItems, videoJson } from './video-output';
 
 export const getGenerationProperties: INodeProperties[] = [
 	{
@@ -19,8 +22,8 @@ export const getGenerationProperties: INodeProperties[] = [
 		type: 'string',
 		required: true,
 		default: '',
-		placeholder: 'e.g. gen_abc123',
-		description: 'The ID of a generation, e.g. the "ID" a Generate with Wait for Result "Submit" output; only the API key that made it can fetch it',
+		placeholder: 'e.g. gen_abc123 or video_abc123',
+		description: 'The ID of a generation or video, e.g. the "ID" a Generate with Wait for Result "Submit" output; only the API key that made it can fetch it',
 		displayOptions: { show: { operation: ['getGeneration'] } },
 	},
 ];
@@ -38,6 +41,11 @@ export async function getGenerationForItem(context: IExecuteFunctions, itemIndex
 	const settings = readRequestSettings(context, itemIndex);
 	const { job } = await fetchGeneration({ context, itemIndex, settings }, id, 'generationId');
 	if (job.status !== 'succeeded') return [{ json: job.body }];
+	if (isVideoObject(job.result)) {
+		const video = readVideo({ context, itemIndex, settings }, job.result);
+		if (asTool) return [{ json: videoJson(video) }];
+		return await toVideoItems(context, itemIndex, video, options, settings);
+	}
 	if (job.result === null || job.result === undefined) {
 		throw new NodeOperationError(context.getNode(), `Generation '${id}' succeeded, but its images are not kept`, {
 			itemIndex,
@@ -50,4 +58,9 @@ export async function getGenerationForItem(context: IExecuteFunctions, itemIndex
 	const subject: GenerationSubject = { model: answer.model ?? String(job.body.model ?? '') };
 	if (asTool) return toolItems(subject, answer);
 	return await toOutputItems(context, itemIndex, subject, answer, options, settings);
+}
+
+/** A video's generation keeps the Video object as its result. */
+function isVideoObject(result: unknown): boolean {
+	return typeof result === 'object' && result !== null && (result as { object?: unknown }).object === 'video';
 }

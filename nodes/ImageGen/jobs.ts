@@ -32,15 +32,15 @@ type Submitted = { job: Generation; retryAfterMs?: number } | { answer: unknown 
 // Polls start after 250 ms and grow by half up to every 5 s: a fast host (the sandbox answers in
 // tens of ms) is seen at once, a slow one (minutes) costs a request every 5 s. A Retry-After from
 // the service overrides the pause.
-const FIRST_POLL_MS = 250;
-const POLL_GROWTH = 1.5;
-const LONGEST_POLL_MS = 5000;
+export const FIRST_POLL_MS = 250;
+export const POLL_GROWTH = 1.5;
+export const LONGEST_POLL_MS = 5000;
 // A Retry-After of 0 must not turn into a tight loop against the service.
-const SHORTEST_POLL_MS = 250;
+export const SHORTEST_POLL_MS = 250;
 // Pauses are slept in slices, so a canceled execution stops polling within a second.
 const PAUSE_SLICE_MS = 1000;
 
-interface JobCall {
+export interface JobCall {
 	context: IExecuteFunctions;
 	itemIndex: number;
 	settings: RequestSettings;
@@ -159,10 +159,11 @@ function generationPath(id: string): string {
 	return `/generations/${encodeURIComponent(id)}`;
 }
 
-function retryAfterOf(response: IN8nHttpFullResponse): number | undefined {
+export function retryAfterOf(response: IN8nHttpFullResponse): number | undefined {
 	return parseRetryAfter(response.headers['retry-after']);
 }
 
-async function pause(ms: number, aborted: () => boolean): Promise<void> {
+/** Sleeps `ms` in slices, returning early once `aborted` says so. */
+export async function pause(ms: number, aborted: () => boolean): Promise<void> {
 	for (let left = ms; left > 0 && !aborted(); left -= PAUSE_SLICE_MS) await sleep(Math.min(left, PAUSE_SLICE_MS));
 }

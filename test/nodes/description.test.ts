@@ -6,6 +6,7 @@ import { NodeHelpers, type INodeParameters, type INodeProperties, type INodeType
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
 import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES, aspectRatioChoices, type ModelId } from '../../core/models';
+import { VIDEO_MODEL_IDS, isVideoModelId } from '../../core/video-models';
 import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { ImageGenUpload } from '../../nodes/ImageGenUpload/ImageGenUpload.node';
 
@@ -50,7 +51,7 @@ test('7 aspect ratios for p-image, the same 7 and Match Input Image for p-image-
 
 test('option lists come from the catalog and defaults equal the service defaults', () => {
 	const byName = (name: string) => imageGen.properties.find((property) => property.name === name)!;
-	expect(optionValues(byName('model'))).toEqual([...MODEL_IDS]);
+	expect(optionValues(byName('model'))).toEqual([...MODEL_IDS, ...VIDEO_MODEL_IDS]);
 	expect(optionValues(byName('outputFormat'))).toEqual([...IMAGE_OUTPUT_FORMATS]);
 	expect(optionValues(byName('styleType'))).toEqual([...STYLE_TYPES]);
 	expect(optionValues(byName('magicPromptOption'))).toEqual([...MAGIC_PROMPT_OPTIONS]);
@@ -59,7 +60,8 @@ test('option lists come from the catalog and defaults equal the service defaults
 	expect(byName('responseFormat').default).toBe(DEFAULTS.response_format);
 	expect(byName('styleType').default).toBe(DEFAULTS.style_type);
 	expect(byName('magicPromptOption').default).toBe(DEFAULTS.magic_prompt_option);
-	for (const property of imageGen.properties.filter((p) => p.name === 'aspectRatio')) {
+	// The video models' aspect ratio: test/nodes/video-description.test.ts.
+	for (const property of imageGen.properties.filter((p) => p.name === 'aspectRatio' && !(p.displayOptions!.show!.model as string[]).some(isVideoModelId))) {
 		const models = property.displayOptions!.show!.model as ModelId[];
 		expect(models.map((model) => MODELS[model].defaultAspectRatio)).toEqual(models.map(() => property.default));
 	}
