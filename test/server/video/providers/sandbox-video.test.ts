@@ -13,6 +13,7 @@ import sharp from 'sharp';
 import { videoDimensions } from '../../../../core/video-models';
 import { parseVideoRequest } from '../../../../core/video-schemas';
 import { ffmpegPath } from '../../../../server/src/media/ffmpeg';
+import { inspectMp4 } from '../../../../server/src/media/mp4';
 import { sandboxVideoProvider } from '../../../../server/src/video/providers/sandbox-video';
 import type { SettledVideoRequest, VideoContext, VideoInputField } from '../../../../server/src/video/video-provider';
 import { probeVideo } from '../../../helpers/ffprobe';
@@ -60,12 +61,14 @@ async function firstFrameMean(mp4: string): Promise<number[]> {
 }
 
 describe('the video sandbox', () => {
-	test('a catalog frame (16:9 at 720p): H.264 High, yuv420p, the exact size, rate and length, no audio when not asked', async () => {
+	test('a catalog frame (16:9 at 720p): H.264 Main, yuv420p, faststart, the exact size, rate and length, no audio when not asked', async () => {
 		const frame = videoDimensions('16:9', '720p');
-		const probed = await probeVideo(await render(settled({ seconds: 1, fps: 24 }, frame)));
-		expect(probed).toMatchObject({ codec: 'h264', profile: 'High', pixFmt: 'yuv420p', width: 1280, height: 720, fps: 24, frames: 24 });
+		const mp4 = await render(settled({ seconds: 1, fps: 24 }, frame));
+		const probed = await probeVideo(mp4);
+		expect(probed).toMatchObject({ codec: 'h264', profile: 'Main', pixFmt: 'yuv420p', width: 1280, height: 720, fps: 24, frames: 24 });
 		expect(probed.durationSeconds).toBeCloseTo(1, 1);
 		expect(probed.audio).toBeUndefined();
+		expect(await inspectMp4(mp4)).toMatchObject({ width: 1280, height: 720, hasAudio: false, faststart: true });
 	});
 
 	test('48 fps for 2 s is 96 frames; save_audio adds an AAC track as long as the video', async () => {
