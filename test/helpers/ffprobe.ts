@@ -12,6 +12,8 @@ export interface ProbedVideo {
 	pixFmt: string;
 	width: number;
 	height: number;
+	/** `1:1` for square pixels. */
+	sampleAspectRatio: string;
 	/** Frames per second, from ffprobe's `avg_frame_rate` fraction. */
 	fps: number;
 	frames: number;
@@ -47,6 +49,7 @@ interface Stream {
 	pix_fmt?: string;
 	width?: number;
 	height?: number;
+	sample_aspect_ratio?: string;
 	avg_frame_rate?: string;
 	nb_frames?: string;
 	duration?: string;
@@ -70,6 +73,7 @@ export async function probeVideo(path: string): Promise<ProbedVideo> {
 		pixFmt: video.pix_fmt ?? '',
 		width: video.width ?? 0,
 		height: video.height ?? 0,
+		sampleAspectRatio: video.sample_aspect_ratio ?? '',
 		fps: fraction(video.avg_frame_rate ?? '0/1'),
 		frames: Number(video.nb_frames),
 		durationSeconds: Number(video.duration),

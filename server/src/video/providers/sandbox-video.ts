@@ -64,7 +64,9 @@ function patternFilter(request: SettledVideoRequest, look: Look, frames: number)
 		`mold_color=${look.moldColor}`,
 		'stitch=1',
 	].join(':');
-	return `${life},scale=${request.width}:${request.height}:flags=neighbor,format=yuv420p,trim=end_frame=${frames},setpts=PTS-STARTPTS[pattern]`;
+	// Cells that do not divide the frame are stretched a little; setsar keeps the pixels square, so
+	// players show the frame at exactly the asked size.
+	return `${life},scale=${request.width}:${request.height}:flags=neighbor,setsar=1,format=yuv420p,trim=end_frame=${frames},setpts=PTS-STARTPTS[pattern]`;
 }
 
 /** The first frame (input 0, already the frame's size) shown first and faded into the pattern. */

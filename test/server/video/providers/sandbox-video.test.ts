@@ -65,15 +65,17 @@ describe('the video sandbox', () => {
 		const frame = videoDimensions('16:9', '720p');
 		const mp4 = await render(settled({ seconds: 1, fps: 24 }, frame));
 		const probed = await probeVideo(mp4);
-		expect(probed).toMatchObject({ codec: 'h264', profile: 'Main', pixFmt: 'yuv420p', width: 1280, height: 720, fps: 24, frames: 24 });
+		expect(probed).toMatchObject({ codec: 'h264', profile: 'Main', pixFmt: 'yuv420p', width: 1280, height: 720, sampleAspectRatio: '1:1', fps: 24, frames: 24 });
 		expect(probed.durationSeconds).toBeCloseTo(1, 1);
 		expect(probed.audio).toBeUndefined();
 		expect(await inspectMp4(mp4)).toMatchObject({ width: 1280, height: 720, hasAudio: false, faststart: true });
 	});
 
-	test('48 fps for 2 s is 96 frames; save_audio adds an AAC track as long as the video', async () => {
-		const probed = await probeVideo(await render(settled({ seconds: 2, fps: 48, save_audio: true })));
-		expect(probed).toMatchObject({ codec: 'h264', width: 160, height: 96, fps: 48, frames: 96 });
+	test('48 fps for 2 s is 96 frames, square pixels at a size the cells do not divide; save_audio adds an AAC track as long as the video', async () => {
+		const mp4 = await render(settled({ seconds: 2, fps: 48, save_audio: true }, { width: 200, height: 122 }));
+		const probed = await probeVideo(mp4);
+		expect(probed).toMatchObject({ codec: 'h264', width: 200, height: 122, sampleAspectRatio: '1:1', fps: 48, frames: 96 });
+		expect(await inspectMp4(mp4)).toMatchObject({ width: 200, height: 122, hasAudio: true });
 		expect(Math.abs(probed.durationSeconds - 2)).toBeLessThanOrEqual(1 / 48);
 		expect(probed.audio?.codec).toBe('aac');
 		expect(Math.abs(probed.audio!.durationSeconds - 2)).toBeLessThan(0.05);
