@@ -4,8 +4,10 @@
  * run. Compiled once per process, the first time an image is signed or read.
  */
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { initSync, WasmBuilder, WasmReader } from '@contentauth/c2pa-wasm';
 import type { CoseSigner } from './cose-signer';
+import { FileBlob, type ReadableBlob } from './file-blob';
 
 /** The global of every JavaScript runtime; Node's type declarations leave it out. */
 declare const WebAssembly: { compile(bytes: Uint8Array): Promise<object> };
@@ -26,7 +28,7 @@ export interface SigningJob {
 	manifest: object;
 	mimeType: string;
 	bytes: Buffer;
-	/** An image whose own manifest becomes the parent ingredient of ours. */
+	/** An image whose own manifest becomes an ingredient of ours (`ingredient` says which relationship). */
 	parent?: { bytes: Buffer; mimeType: string; ingredient: object };
 }
 
@@ -34,13 +36,39 @@ export interface SigningJob {
 const SIGNING_SETTINGS = JSON.stringify({ verify: { verify_after_sign: false, verify_trust: false } });
 
 export async function signWithC2pa(job: SigningJob, signer: CoseSigner): Promise<Buffer> {
+	const signed = await signBlob(job, signer, asBlob(job.bytes));
+	return Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength);
+}
+
+/** A file to sign where it lies on disk, and where its signed copy goes. */
+export interface FileSigningJob extends Omit<SigningJob, 'bytes'> {
+	input: string;
+	output: string;
+}
+
+/**
+ * Signs the file at `input` into `output`. The engine reads its source through the file (nothing
+ * of it is kept on the JavaScript side), but c2pa-rs takes the whole source in and answers the
+ * whole signed asset as one array: the caller bounds the size it signs.
+ */
+export async function signFileWithC2pa(job: FileSigningJob, signer: CoseSigner): Promise<void> {
+	const source = FileBlob.open(job.input);
+	let signed: Uint8Array;
+	try {
+		signed = await signBlob(job, signer, source as unknown as Blob);
+	} finally {
+		source.close();
+	}
+	await writeFile(job.output, signed);
+}
+
+async function signBlob(job: Omit<SigningJob, 'bytes'>, signer: CoseSigner, source: Blob): Promise<Uint8Array> {
 	await loadC2pa();
 	const builder = WasmBuilder.fromJson(JSON.stringify(job.manifest), SIGNING_SETTINGS);
 	try {
 		if (job.parent) await addParent(builder, job.parent);
 		const definition = { alg: signer.algorithm.c2pa, reserveSize: signer.reserveSize, sign: async (claim: Uint8Array) => signer.signClaim(claim) };
-		const signed = await builder.sign(definition as never, [], job.mimeType, asBlob(job.bytes));
-		return Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength);
+		return await builder.sign(definition as never, [], job.mimeType, source);
 	} finally {
 		builder.free();
 	}
@@ -110,7 +138,7 @@ async function addParent(builder: WasmBuilder, parent: NonNullable<SigningJob['p
  * The bytes as the WASM build reads a browser Blob: it asks only for `size`, `slice` and a
  * FileReaderSync to read a slice, which Node lacks. Nothing is copied until a slice is read.
  */
-class BytesBlob {
+class BytesBlob implements ReadableBlob {
 	constructor(readonly bytes: Uint8Array) {}
 
 	get size(): number {
@@ -119,6 +147,15 @@ class BytesBlob {
 
 	slice(start?: number, end?: number): BytesBlob {
 		return new BytesBlob(this.bytes.subarray(start, end));
+	}
+
+	read(): ArrayBuffer {
+		const { bytes } = this;
+		// The engine copies what it reads into its own memory: a slice that is the whole buffer
+		// is handed over as it is, not copied once more (a 3 MB image read whole).
+		const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+		if (whole && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
+		return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
 	}
 }
 
@@ -129,13 +166,8 @@ function asBlob(bytes: Buffer): Blob {
 function provideFileReaderSync(): void {
 	const global = globalThis as { FileReaderSync?: unknown };
 	global.FileReaderSync ??= class {
-		readAsArrayBuffer(blob: BytesBlob): ArrayBuffer {
-			const { bytes } = blob;
-			// The engine copies what it reads into its own memory: a slice that is the whole buffer
-			// is handed over as it is, not copied once more (a 3 MB image read whole).
-			const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-			if (whole && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
-			return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+		readAsArrayBuffer(blob: ReadableBlob): ArrayBuffer {
+			return blob.read();
 		}
 	};
 }

@@ -11,12 +11,18 @@
  * worker can start at all, the pool gives up and refuses images (`canTake` is false). `close()`
  * lets every accepted image finish: that wait is counted here, because piscina's own `close()`
  * may stop a busy worker once any other is idle.
+ *
+ * Videos go to threads of their own, one video at a time: c2pa-rs grows its WebAssembly memory to
+ * several times the video it signs and never gives it back, so the thread that signed a video ends
+ * with it, and the memory goes with the thread. Aborting the caller's signal stops that thread.
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import { ImageGenError } from '../../../core/errors';
-import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, ProvenanceMarker } from './provenance-marker';
-import type { MarkingAnswer, MarkingTask, MarkingWorkerData } from './marking-worker';
+import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, MarkedVideo, ProvenanceMarker, VideoMarkingJob } from './provenance-marker';
+import type { MarkingAnswer, MarkingTask, MarkingWorkerData, VideoMarkingAnswer } from './marking-worker';
+import { tooLargeToSign } from './sign-video';
 
 interface MarkingPoolOptions {
 	workerData: MarkingWorkerData;
@@ -33,6 +39,7 @@ export const MARKING_WORKER_SCRIPT = join(__dirname, 'marking-worker.js');
 
 export class MarkingPool implements ProvenanceMarker {
 	private pool: Piscina<MarkingTask, MarkingAnswer> | undefined;
+	private videoThreads: Piscina<MarkingTask, VideoMarkingAnswer> | undefined;
 	private readonly maxQueued: number;
 	/** Every image accepted and not yet answered: what `close()` waits for. */
 	private readonly accepted = new Set<Promise<unknown>>();
@@ -57,11 +64,34 @@ export class MarkingPool implements ProvenanceMarker {
 		return this.submit({ kind: 'converted', facts: upload });
 	}
 
-	/** Waits for every accepted image, then stops the workers. */
+	/** In a thread that ends with the video; the signed MP4 is written by that thread. */
+	async markVideo(job: VideoMarkingJob, signal?: AbortSignal): Promise<MarkedVideo> {
+		// Answered here: no thread is started to say so.
+		const tooLarge = await tooLargeToSign(job.input);
+		if (tooLarge) return tooLarge;
+		if (this.closing) throw unavailable('the service is shutting down', undefined, 'video');
+		const threads = (this.videoThreads ??= this.startVideoThreads());
+		if (threads.queueSize >= this.maxQueued) throw new ImageGenError(503, 'Too many videos are waiting to be marked; retry shortly', { code: 'provenance_busy' });
+		const marked = threads.run({ kind: 'video', facts: job }, signal ? { signal } : {}).then(
+			(answer) => {
+				if ('failed' in answer) throw new Error(`marking the video failed: ${answer.failed}`);
+				return answer.video;
+			},
+			// Stopped mid-way (aborted, or the thread died): what it may have half written goes too.
+			async (error: unknown) => {
+				await rm(job.output, { force: true });
+				if (signal?.aborted) throw signal.reason;
+				throw unavailable('the worker marking it stopped', error instanceof Error ? error : new Error(String(error)), 'video');
+			},
+		);
+		return this.track(marked);
+	}
+
+	/** Waits for every accepted image and video, then stops the workers. */
 	async close(): Promise<void> {
 		this.closing = true;
 		await Promise.allSettled(this.accepted);
-		await this.pool?.destroy();
+		await Promise.all([this.pool?.destroy(), this.videoThreads?.destroy()]);
 	}
 
 	private submit(task: MarkingTask): Promise<MarkedImage> {
@@ -83,10 +113,31 @@ export class MarkingPool implements ProvenanceMarker {
 				throw unavailable('the worker marking it stopped', error instanceof Error ? error : new Error(String(error)));
 			},
 		);
+		return this.track(marked);
+	}
+
+	private track<T>(marked: Promise<T>): Promise<T> {
 		this.accepted.add(marked);
 		const settled = () => this.accepted.delete(marked);
 		marked.then(settled, settled);
 		return marked;
+	}
+
+	/** No thread until a video comes, and none once it is signed (`minThreads` 0, no idle time). */
+	private startVideoThreads(): Piscina<MarkingTask, VideoMarkingAnswer> {
+		const threads = new Piscina<MarkingTask, VideoMarkingAnswer>({
+			filename: this.options.workerScript ?? MARKING_WORKER_SCRIPT,
+			workerData: this.options.workerData,
+			minThreads: 0,
+			maxThreads: 1,
+			idleTimeout: 0,
+			maxQueue: Infinity,
+			recordTiming: false,
+		});
+		// A thread that fails with no video on it: the next video starts another, and a video whose
+		// thread died is failed by its own run.
+		threads.on('error', () => undefined);
+		return threads;
 	}
 
 	private start(): Piscina<MarkingTask, MarkingAnswer> {
@@ -112,6 +163,6 @@ export class MarkingPool implements ProvenanceMarker {
 	}
 }
 
-function unavailable(why: string, cause?: Error): ImageGenError {
-	return new ImageGenError(503, `The image could not be marked with its provenance: ${why}; retry`, { code: 'provenance_unavailable', ...(cause ? { cause } : {}) });
+function unavailable(why: string, cause?: Error, what: 'image' | 'video' = 'image'): ImageGenError {
+	return new ImageGenError(503, `The ${what} could not be marked with its provenance: ${why}; retry`, { code: 'provenance_unavailable', ...(cause ? { cause } : {}) });
 }

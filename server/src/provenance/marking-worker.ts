@@ -9,7 +9,7 @@ import type { KeyObject } from 'node:crypto';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { ImageBytes } from '../media/image-bytes';
 import { CoseSigner } from './cose-signer';
-import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage } from './provenance-marker';
+import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type MarkedVideo, type VideoMarkingJob } from './provenance-marker';
 
 export interface MarkingWorkerData {
 	key: KeyObject;
@@ -18,10 +18,13 @@ export interface MarkingWorkerData {
 	creatorTool: string;
 }
 
-export type MarkingTask = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts };
+export type MarkingTask = { kind: 'generated'; facts: GeneratedImageFacts } | { kind: 'converted'; facts: ConvertedUploadFacts } | { kind: 'video'; facts: VideoMarkingJob };
 
 /** `marked.bytes` arrives as a plain Uint8Array (structured clone). */
 export type MarkingAnswer = { marked: MarkedImage } | { failed: string };
+
+/** A video is read from and written to files: only the answer comes back. */
+export type VideoMarkingAnswer = { video: MarkedVideo } | { failed: string };
 
 const data = workerData as MarkingWorkerData;
 const marker = new C2paProvenanceMarker({
@@ -31,7 +34,8 @@ const marker = new C2paProvenanceMarker({
 });
 
 /** Answers a MarkingAnswer, the marked one wrapped so that piscina transfers its bytes. */
-export default async function markInWorker(task: MarkingTask): Promise<MarkingAnswer | ReturnType<typeof move>> {
+export default async function markInWorker(task: MarkingTask): Promise<MarkingAnswer | VideoMarkingAnswer | ReturnType<typeof move>> {
+	if (task.kind === 'video') return markVideo(task.facts);
 	let marked: MarkedImage;
 	try {
 		marked = task.kind === 'generated' ? await marker.markGenerated(revivedGenerated(task.facts)) : await marker.markConverted(revivedConverted(task.facts));
@@ -45,13 +49,21 @@ export default async function markInWorker(task: MarkingTask): Promise<MarkingAn
 	return move({ [transferableSymbol]: ownBuffer(marked.bytes), [valueSymbol]: answer });
 }
 
+async function markVideo(job: VideoMarkingJob): Promise<VideoMarkingAnswer> {
+	try {
+		return { video: await marker.markVideo(job.firstFrame ? { ...job, firstFrame: { ...job.firstFrame, bytes: asBuffer(job.firstFrame.bytes) } } : job) };
+	} catch (error) {
+		return { failed: error instanceof Error ? error.message : String(error) };
+	}
+}
+
 /**
  * The task's images are this thread's own copies (structured clones), read by now. This thread
  * allocates almost nothing on V8's heap, so it collects rarely: left to the collector, the copies
  * of dozens of images would stay resident until it did. A marked image that is its input is not
  * released: it goes back to the service.
  */
-function releaseTask(task: MarkingTask): void {
+function releaseTask(task: Exclude<MarkingTask, { kind: 'video' }>): void {
 	const images = task.kind === 'generated' ? [task.facts.bytes, task.facts.source?.bytes] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
 	for (const bytes of images) if (bytes) ImageBytes.owned(bytes).release();
 }

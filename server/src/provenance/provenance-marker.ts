@@ -12,6 +12,7 @@ import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type Provenance } from '../..
 import { embedXmp } from './embed-xmp';
 import { keptCredits } from './kept-credits';
 import { mayCarryC2pa } from './provenance-scan';
+import { signVideo } from './sign-video';
 import { verifiedProvenance } from './verified-provenance';
 import { xmpPacket } from './xmp-packet';
 
@@ -58,9 +59,30 @@ export interface MarkedImage {
 	provenance: Provenance;
 }
 
+/** A generated MP4 on local disk, and where its signed copy is to be written. */
+export interface VideoMarkingJob {
+	/** The MP4 as the provider delivered it. */
+	input: string;
+	/** Where the signed MP4 goes; nothing is written there when the video is not marked. */
+	output: string;
+	model: string;
+	generationId: string;
+	/** The image the video starts from: with its own C2PA manifest, an ingredient of ours. */
+	firstFrame?: { bytes: Buffer; mimeType: string };
+}
+
+/** Marked: host `output`. Not marked: host `input` as it is (`reason` says why, when there is one). */
+export interface MarkedVideo {
+	marked: boolean;
+	provenance?: Provenance;
+	reason?: string;
+}
+
 export interface ProvenanceMarker {
 	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage>;
 	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage>;
+	/** Signs off the service's event loop; rejects with the signal's reason once it aborts. */
+	markVideo(job: VideoMarkingJob, signal?: AbortSignal): Promise<MarkedVideo>;
 }
 
 /** `--provenance off`: bytes as they are; a provider's own manifest still reported once it validates. */
@@ -70,6 +92,9 @@ export const UNMARKED: ProvenanceMarker = {
 	},
 	async markConverted(upload) {
 		return { bytes: upload.bytes, provenance: NO_PROVENANCE };
+	},
+	async markVideo() {
+		return { marked: false };
 	},
 };
 
@@ -139,6 +164,11 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			this.options.signer,
 		).finally(() => withXmp.release());
 		return { bytes, provenance: { c2pa: 'signed', digital_source_type: verifiedSourceType } };
+	}
+
+	/** In this thread: the marking pool (marking-pool.ts) calls this from its workers. */
+	markVideo(job: VideoMarkingJob, signal?: AbortSignal): Promise<MarkedVideo> {
+		return signVideo(job, { signer: this.options.signer, creatorTool: this.options.creatorTool }, signal);
 	}
 
 	/** A c2pa-rs manifest definition with one actions assertion. */

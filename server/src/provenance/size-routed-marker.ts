@@ -9,7 +9,16 @@
  */
 import type { MarkingObservation } from '../metrics/service-metrics';
 import type { MarkingPool } from './marking-pool';
-import { convertedBytesRead, generatedBytesRead, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type ProvenanceMarker } from './provenance-marker';
+import {
+	convertedBytesRead,
+	generatedBytesRead,
+	type ConvertedUploadFacts,
+	type GeneratedImageFacts,
+	type MarkedImage,
+	type MarkedVideo,
+	type ProvenanceMarker,
+	type VideoMarkingJob,
+} from './provenance-marker';
 
 /**
  * Between a 16 KB PNG, for which the pool cost throughput on two cores, and a 1 MB one, for which
@@ -35,6 +44,11 @@ export class SizeRoutedMarker implements ProvenanceMarker {
 
 	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
 		return this.timed(convertedBytesRead(upload), (marker) => marker.markConverted(upload));
+	}
+
+	/** Every video to the pool when there is one: hashing it would hold the event loop for long. */
+	markVideo(job: VideoMarkingJob, signal?: AbortSignal): Promise<MarkedVideo> {
+		return (this.pool ?? this.inThread).markVideo(job, signal);
 	}
 
 	close(): Promise<void> {

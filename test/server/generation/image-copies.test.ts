@@ -24,6 +24,7 @@ function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
 		markConverted: async () => {
 			throw new Error('not reached');
 		},
+		markVideo: UNMARKED.markVideo,
 	};
 }
 
