@@ -192,20 +192,21 @@ describe('usage ledger on PostgreSQL', () => {
 		}
 	});
 
-	it('a video line kept on disk during an outage keeps its seconds for the next start', async () => {
+	it('video lines kept on disk during an outage keep their seconds; the next start sums them in one write', async () => {
 		const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-pending-'));
 		try {
 			const a = await replicaKeepingIn(dataDir, { closeTimeoutMs: 300 });
 			await postgres.admin(url, 'ALTER TABLE usage_days RENAME TO usage_days_away');
-			const recorded = a.ledger.record(entry({ model: 'p-video', images: 0, seconds: 12, costUsd: 0.24 }));
-			await eventually(() => a.ledger.health().status === 'degraded');
+			const recorded = [12, 8].map((seconds) => a.ledger.record(entry({ model: 'p-video', images: 0, seconds, costUsd: seconds * 0.02 })));
+			await eventually(() => a.ledger.health().pending === 2);
 			await a.ledger.close();
-			await expect(recorded).resolves.toBeUndefined();
+			await expect(Promise.all(recorded)).resolves.toEqual([undefined, undefined]);
 			await postgres.admin(url, 'ALTER TABLE usage_days_away RENAME TO usage_days');
 
+			// Both kept lines go in one statement: their seconds are summed per day and model there.
 			const b = await replicaKeepingIn(dataDir);
 			await eventually(async () => (await b.ledger.rows('key-a')).length > 0);
-			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 12, cost_usd: 0.24 }]);
+			expect(await b.ledger.rows('key-a')).toEqual([{ date: '2030-03-10', model: 'p-video', images: 0, seconds: 20, cost_usd: 0.4 }]);
 		} finally {
 			rmSync(dataDir, { recursive: true, force: true });
 		}
