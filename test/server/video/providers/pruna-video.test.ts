@@ -69,15 +69,15 @@ test('uploads a first frame, a last frame and an audio track first, and passes t
 	const request = settledVideo({ image: 'https://media.example/first.png', last_frame_image: 'https://media.example/last.jpg', audio: 'https://media.example/voice.wav' });
 	await deliveredBytes(await provider.generate(request, ctx));
 
-	const uploads = host.uploads();
-	expect(uploads.map(({ filename, type }) => [filename, type])).toEqual([
-		['image.png', 'image/png'],
-		['last_frame_image.jpeg', 'image/jpeg'],
-		['audio.wav', 'audio/wav'],
-	]);
-	expect(uploads.map((upload) => upload.bytes)).toEqual([png, jpeg, wav]);
 	const { input } = host.callsTo('POST', '/v1/predictions')[0]!.json;
-	expect([input.image, input.last_frame_image, input.audio]).toEqual(uploads.map((upload) => upload.url));
+	// Uploaded side by side, so in any order: each matched by its name.
+	const uploads = Object.fromEntries(host.uploads().map(({ filename, ...upload }) => [filename, upload]));
+	expect(uploads).toEqual({
+		'image.png': { type: 'image/png', bytes: png, url: input.image },
+		'last_frame_image.jpeg': { type: 'image/jpeg', bytes: jpeg, url: input.last_frame_image },
+		'audio.wav': { type: 'audio/wav', bytes: wav, url: input.audio },
+	});
+	expect(new Set([input.image, input.last_frame_image, input.audio]).size).toBe(3);
 });
 
 test('a restart follows the prediction by its id, polling at once, and creates nothing', async () => {
