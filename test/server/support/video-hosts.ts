@@ -4,7 +4,7 @@
  * Replicate's and Pruna's delivery hosts do), and the scripting of a route's next answers.
  */
 import { createReadStream } from 'node:fs';
-import { mkdtemp, stat } from 'node:fs/promises';
+import { mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import type http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,12 +26,20 @@ export interface VideoHostScript {
 
 let made: Promise<string> | undefined;
 
-/** A real one-second H.264 MP4 (a test pattern, 128×72, 24 fps), made once per test file. */
+/**
+ * A real one-second H.264 MP4 (a test pattern, 128×72, 24 fps), made once in the system's temp
+ * folder and kept for later runs: written under a name of its own, then renamed into place, so
+ * suites running side by side never read half a file.
+ */
 export function testMp4(): Promise<string> {
 	made ??= (async () => {
-		const path = join(await mkdtemp(join(tmpdir(), 'video-host-')), 'delivery.mp4');
+		const path = join(tmpdir(), 'imagegen-video-host-delivery.mp4');
+		if (await stat(path).then((file) => file.size > 0, () => false)) return path;
+		const work = await mkdtemp(join(tmpdir(), 'video-host-'));
 		const source = ['-f', 'lavfi', '-i', 'testsrc=size=128x72:rate=24:duration=1'];
-		await runFfmpeg([...source, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', '-y', path], { what: 'make the test MP4' });
+		await runFfmpeg([...source, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', '-y', join(work, 'delivery.mp4')], { what: 'make the test MP4' });
+		await rename(join(work, 'delivery.mp4'), path);
+		await rm(work, { recursive: true, force: true });
 		return path;
 	})();
 	return made;

@@ -79,9 +79,15 @@ export function upstreamVideoProvider(model: VideoModelId, settings: ProviderSet
 		async generate(request, context) {
 			const json = await body(request, context);
 			const created = read(await providerJson<UpstreamVideo>({ provider: 'upstream', method: 'POST', url: `${root}/videos`, credentials, json, signal: context.signal, deadline: context.deadline, submit: true, retry }), context);
-			await context.hostJobStarted?.({ provider: 'upstream', id: created.id });
-			if (created.status === 'completed' || created.status === 'failed') return await follow(created.id, context, true);
-			return await follow(created.id, context, false);
+			try {
+				await context.hostJobStarted?.({ provider: 'upstream', id: created.id });
+			} catch (error) {
+				// Not kept, so no one will follow it: nobody should pay for it either.
+				await cancelVideo(created.id);
+				throw error;
+			}
+			// One that ended already is read once more, at once; one still running after the interval.
+			return await follow(created.id, context, created.status === 'completed' || created.status === 'failed');
 		},
 		async resume(job, context) {
 			return await follow(job.id, context, true);

@@ -91,6 +91,15 @@ test("cancel reaches the upstream's cancel route, and a host without one (a 404)
 	await expect(provider.cancel!({ provider: 'upstream', id: ctx.jobs[0]!.id })).resolves.toBeUndefined();
 });
 
+test('a video whose id could not be kept is canceled', async () => {
+	const ctx = context();
+	ctx.hostJobStarted = async () => {
+		throw new Error('the job store is down');
+	};
+	await expect(provider.generate(settledVideo(), ctx)).rejects.toThrow('the job store is down');
+	expect(host.statusOf(host.videosMade().at(-1)!)).toBe('failed');
+});
+
 test('an aborted job stops polling and cancels its video', async () => {
 	host.setPendingPolls(10_000);
 	const ctx = context();
