@@ -75,7 +75,7 @@ export const OPTIONS = [
 		type: parsedBy(parseProviderSelection),
 		default: {} as ProviderSelection,
 		defaultText: '(sandbox for every model)',
-		help: 'Provider per model, e.g. p-image=replicate,textimage-v2=ideogram; p-image=pruna|replicate is a fallback chain (the next host only when the previous one provably made nothing)',
+		help: 'Provider per model, e.g. p-image=replicate,textimage-v2=ideogram,p-video=pruna (p-video: pruna, replicate, upstream or sandbox); p-image=pruna|replicate is a fallback chain (the next host only when the previous one provably made nothing)',
 		into: (selection, given) => ({ providers: given, providerSelection: selection }),
 	}),
 	option({
