@@ -6,6 +6,7 @@
  */
 import { z } from 'zod/v3';
 import { MODEL_IDS } from './models';
+import { VIDEO_MODEL_IDS } from './video-models';
 
 const instant = z.string().datetime({ offset: true });
 
@@ -44,18 +45,41 @@ export const generationResponseSchema = z
 	.describe('The image');
 export type GenerationResponse = z.infer<typeof generationResponseSchema>;
 
+const hostedFile = z.object({
+	id: z.string(),
+	url: z.string().url().describe('Public, for the retention; Range and HEAD'),
+	bytes: z.number().int(),
+	expires_at: z.number().int().describe('Unix seconds'),
+});
+
+/** What a finished video job keeps: where its MP4 and still are, and what it cost. */
+export const videoResultSchema = z
+	.object({
+		object: z.literal('video.result'),
+		video: hostedFile.extend({ provenance: provenanceSchema.optional() }),
+		thumbnail: hostedFile.nullable(),
+		seconds: z.number().int().describe('Whole seconds of the MP4, as billed'),
+		size: z.string().describe('WxH of its frames'),
+		usage: z.object({ seconds: z.number().int(), cost_usd: z.number() }),
+	})
+	.describe("A video job's result: its hosted MP4, the still of its first frame, its length and cost");
+export type VideoResult = z.infer<typeof videoResultSchema>;
+
 export const GENERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 
 /** A generation as a job: every generation is one, the synchronous ones too. */
 export const generationObjectSchema = z
 	.object({
 		object: z.literal('generation'),
-		id: z.string().describe('gen_ and 32 hex digits'),
+		id: z.string().describe('gen_ (images) or video_ (videos) and 32 hex digits'),
 		status: z.enum(GENERATION_STATUSES),
-		model: z.enum(MODEL_IDS),
+		model: z.enum([...MODEL_IDS, ...VIDEO_MODEL_IDS]),
 		created: z.number().int().describe('Unix seconds'),
 		finished_at: z.number().int().nullable().describe('Unix seconds; null while it runs'),
-		result: generationResponseSchema.nullable().describe('Exactly the body a synchronous call answers; null until it succeeded'),
+		result: z
+			.union([generationResponseSchema, videoResultSchema])
+			.nullable()
+			.describe('Exactly the body a synchronous call answers (a video: its hosted MP4 and cost); null until it succeeded'),
 		error: z
 			.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() })
 			.nullable()

@@ -8,7 +8,7 @@
  * draft (a faster, cheaper preview), seed, prompt_upsampling (default on), save_audio, a first
  * frame (`image`), a last frame, and an audio track whose length the video follows.
  */
-import { SEED_MAX, STANDARD_ASPECT_RATIOS, type AspectRatio } from './models';
+import { MODEL_IDS, SEED_MAX, STANDARD_ASPECT_RATIOS, isModelId, type AspectRatio, type ModelId } from './models';
 
 export const VIDEO_MODEL_IDS = ['p-video'] as const;
 export type VideoModelId = (typeof VIDEO_MODEL_IDS)[number];
@@ -118,4 +118,11 @@ export function describeVideoModel(spec: VideoModelSpec, overridePerSecondUsd?: 
 		defaults: { seconds: spec.defaultSeconds, aspect_ratio: spec.defaultAspectRatio, resolution: spec.defaultResolution, fps: spec.defaultFps, draft: false, prompt_upsampling: true, save_audio: true },
 		pricing: { per_second_usd: priced(false), draft_per_second_usd: priced(true) },
 	};
+}
+
+/** Any model of the catalog, image or video: what a job, a key's list or a price names. */
+export type CatalogModelId = ModelId | VideoModelId;
+export const CATALOG_MODEL_IDS: readonly CatalogModelId[] = [...MODEL_IDS, ...VIDEO_MODEL_IDS];
+export function isCatalogModelId(value: unknown): value is CatalogModelId {
+	return isModelId(value) || isVideoModelId(value);
 }

@@ -14,11 +14,13 @@ import { answerClientError, installConnectionHandling } from './http/connections
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './http/error-handler';
 import { scope } from './http/scope';
 import { buildProviderTable, type ProviderTable, type ProviderTiming } from './generation/providers';
+import { buildVideoProviderTable, type VideoProviderTable } from './video/video-providers';
 import apiGuard from './plugins/api-guard';
 import authPlugin from './plugins/auth';
 import enginesPlugin, { openEngines, type Engines } from './plugins/engines';
 import configPlugin from './plugins/config';
 import generationPlugin from './plugins/generation';
+import videosPlugin from './plugins/videos';
 import hostedFilesPlugin from './plugins/hosted-files';
 import provenancePlugin from './plugins/provenance';
 import idempotencyPlugin from './plugins/idempotency';
@@ -34,6 +36,7 @@ import fileInfoRoutes from './routes/file-info';
 import fileRoutes from './routes/files';
 import generationRoutes from './routes/generations';
 import jobRoutes from './routes/jobs';
+import videoRoutes from './routes/videos';
 import adminPageRoutes from './routes/admin-page';
 import docsPageRoutes from './routes/docs-page';
 import healthRoutes from './routes/health';
@@ -61,6 +64,8 @@ export interface Service {
 export interface ServiceParts {
 	/** Built by the caller when it checks them itself at start (the CLI); otherwise from the config. */
 	providers?: ProviderTable;
+	/** As `providers`, for the video models. */
+	videoProviders?: VideoProviderTable;
 	/** How soon the providers built from the config ask a host again; the hosts' pace unless set (a suite against stand-ins). */
 	providerTiming?: ProviderTiming;
 	/** Engines opened by the caller; otherwise chosen from the config (plugins/engines.ts). */
@@ -77,6 +82,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	let closing = false;
 	// First: an incomplete provider setting fails before any engine is opened.
 	const providers = parts.providers ?? buildProviderTable(config, parts.providerTiming);
+	const videoProviders = parts.videoProviders ?? buildVideoProviderTable(config, parts.providerTiming);
 	const app = createFastify(config, parts.logStream);
 	installConnectionHandling(app);
 	// Answers sent while draining end their connection: a client's keep-alive must not hold the
@@ -87,6 +93,7 @@ export async function createService(config: ServiceConfig, parts: ServiceParts =
 	const engines = parts.engines ?? (await openEngines(config, app.log.child({ component: 'engines' })));
 	await registerService(app, config, {
 		providers,
+		videoProviders,
 		engines,
 		publicBaseUrl: () => publicBaseUrl,
 		jobEndListeners: parts.jobEndListeners,
@@ -165,7 +172,7 @@ function createFastify(config: ServiceConfig, logStream?: { write(line: string):
 async function registerService(
 	app: FastifyInstance,
 	config: ServiceConfig,
-	parts: { providers: ProviderTable; engines: Engines; publicBaseUrl: () => string; jobEndListeners?: readonly JobEndListener[] },
+	parts: { providers: ProviderTable; videoProviders: VideoProviderTable; engines: Engines; publicBaseUrl: () => string; jobEndListeners?: readonly JobEndListener[] },
 ): Promise<void> {
 	app.decorateRequest('apiKeyId', '');
 	// Uploads are JSON or multipart; anything else (text/plain included) is a 415.
@@ -195,13 +202,14 @@ async function registerService(
 	await app.register(enginesPlugin, { engines: parts.engines });
 	await app.register(authPlugin);
 	await app.register(metricsPlugin);
-	await app.register(providersPlugin, { providers: parts.providers });
+	await app.register(providersPlugin, { providers: parts.providers, videoProviders: parts.videoProviders });
 	await app.register(remoteFetch);
 	await app.register(provenancePlugin);
 	await app.register(hostedFilesPlugin, { publicBaseUrl: parts.publicBaseUrl });
 	await app.register(idempotencyPlugin);
 	await app.register(webhooksPlugin);
 	await app.register(generationPlugin);
+	await app.register(videosPlugin);
 	await app.register(jobsPlugin, { listeners: parts.jobEndListeners });
 	await app.register(uploadsPlugin);
 
@@ -213,7 +221,7 @@ async function registerService(
 async function v1Api(v1: FastifyInstance): Promise<void> {
 	await v1.register(apiGuard);
 	installNotFoundHandler(v1);
-	for (const routes of [modelRoutes, uploadRoutes, fileInfoRoutes, generationRoutes, jobRoutes, usageRoutes, webhookRoutes, adminRoutes]) await v1.register(scope(routes));
+	for (const routes of [modelRoutes, uploadRoutes, fileInfoRoutes, generationRoutes, jobRoutes, videoRoutes, usageRoutes, webhookRoutes, adminRoutes]) await v1.register(scope(routes));
 }
 
 /** MCP clients authenticate and are rate limited exactly like /v1 callers. */

@@ -61,6 +61,8 @@ export const OPTIONS = [
 	option({ flag: 'max-json-mb', type: positiveNumber, default: 100, help: 'Largest JSON request body, in MiB (base64 inputs travel in it)', into: (mib) => ({ maxJsonBytes: mebibytes(mib) }) }),
 	option({ flag: 'rate-limit-per-minute', type: wholeNumber(0), default: 600, help: 'Requests per minute per API key on /v1 (0 = unlimited)', into: to('rateLimitPerMinute') }),
 	option({ flag: 'generation-timeout-seconds', type: positiveNumber, default: 120, help: 'Time limit for one generation request', into: (seconds) => ({ generationTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'video-timeout-seconds', type: positiveNumber, default: 1800, help: 'Time limit for one video, from its request to the hosted MP4 (hosts take minutes)', into: (seconds) => ({ videoTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'max-video-mb', type: positiveNumber, default: 512, help: "Largest video a host may deliver, in MiB: it streams to storage, and a longer download is cut off and the job fails", into: (mib) => ({ maxVideoBytes: mebibytes(mib) }) }),
 	option({
 		flag: 'job-lease-seconds',
 		type: wholeNumber(3, 3_600),

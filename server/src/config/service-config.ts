@@ -22,6 +22,10 @@ export interface ServiceConfig {
 	maxJsonBytes: number;
 	rateLimitPerMinute: number;
 	generationTimeoutMs: number;
+	/** `--video-timeout-seconds`: one video's time limit, from its request to the hosted MP4. */
+	videoTimeoutMs: number;
+	/** `--max-video-mb`: the largest video a host may deliver. */
+	maxVideoBytes: number;
 	/** Raw `--providers` value; `providerSelection` is its parsed form. */
 	providers?: string;
 	providerSelection: ProviderSelection;

@@ -28,26 +28,37 @@ export function inputImageLoader(
 		const field = `images[${index}]`;
 		const value = request.images?.[index];
 		if (value === undefined) throw invalidField(field, `'${field}' does not exist`);
-		const input = parseMediaInput(value, field);
-		const bytes =
-			input.kind === 'url'
-				? await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })
-				: input.bytes;
-		if (bytes.length > context.maxInputImageBytes) {
-			throw invalidField(field, `'${field}' is larger than the ${formatBytes(context.maxInputImageBytes)} allowed for an input image`, 'too_large');
-		}
-		const media = sniffMedia(bytes);
-		if (!media || media.kind !== 'image') {
-			throw invalidField(
-				field,
-				`'${field}' is not a supported image (png, jpeg, webp, gif or avif)${media ? `: it is a ${media.type} video` : ''}`,
-				'unsupported_media_type',
-			);
-		}
-		// Judged here, before any provider (the sandbox included) decodes it.
-		const size = declaredSize(bytes);
-		if (!size) throw invalidField(field, `'${field}' could not be read as a ${media.type} image: its header is damaged`, 'undecodable_image');
-		checkPixels(size, context.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS, { field, status: 400 });
-		return bytes;
+		return await loadInputImage(value, field, context, signal);
 	};
+}
+
+/** One input image given as `field` (a URL, data URI or base64): its bytes, checked to be an image within the limits. */
+export async function loadInputImage(value: string, field: string, context: InputImageSource, signal: AbortSignal): Promise<Buffer> {
+	const bytes = await loadInputBytes(value, field, context, signal);
+	const media = sniffMedia(bytes);
+	if (!media || media.kind !== 'image') {
+		throw invalidField(
+			field,
+			`'${field}' is not a supported image (png, jpeg, webp, gif or avif)${media ? `: it is a ${media.type} video` : ''}`,
+			'unsupported_media_type',
+		);
+	}
+	// Judged here, before any provider (the sandbox included) decodes it.
+	const size = declaredSize(bytes);
+	if (!size) throw invalidField(field, `'${field}' could not be read as a ${media.type} image: its header is damaged`, 'undecodable_image');
+	checkPixels(size, context.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS, { field, status: 400 });
+	return bytes;
+}
+
+/** The bytes of an input of any kind (an image, an audio track), within the size limit. */
+export async function loadInputBytes(value: string, field: string, context: InputImageSource, signal: AbortSignal): Promise<Buffer> {
+	const input = parseMediaInput(value, field);
+	const bytes =
+		input.kind === 'url'
+			? await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })
+			: input.bytes;
+	if (bytes.length > context.maxInputImageBytes) {
+		throw invalidField(field, `'${field}' is larger than the ${formatBytes(context.maxInputImageBytes)} allowed for an input`, 'too_large');
+	}
+	return bytes;
 }

@@ -8,14 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
-import type { ModelId } from '../../../core/models';
 import { roundUsd } from '../../../core/units';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { KeyStore } from '../keys/key-store';
 import { BUDGET_EXCEEDED, periodEnd, periodStart, type KeyBudget } from '../keys/managed-key';
 
-export function checkModelAllowed(key: ApiKeyPolicy, model: ModelId): void {
-	if (key.models === null || key.models.includes(model)) return;
+export function checkModelAllowed(key: ApiKeyPolicy, model: string): void {
+	if (key.models === null || (key.models as readonly string[]).includes(model)) return;
 	throw new ImageGenError(403, `This API key may not use the model '${model}'; it may use: ${key.models.join(', ')}`, {
 		param: 'model',
 		code: 'model_not_allowed',

@@ -113,7 +113,7 @@ async function generateOnce(
 }
 
 /** Why the signal fired: our time limit (504, like every time-out) or our client leaving. */
-export function stoppedError(signal: AbortSignal, timeoutMs: number, provider: GenerationProvider): ImageGenError {
+export function stoppedError(signal: AbortSignal, timeoutMs: number, provider: { name: string }): ImageGenError {
 	const timedOut = signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError';
 	return timedOut ? new ImageGenError(504, `The ${provider.name} provider did not finish within ${timeoutMs / 1000} s`, { code: 'generation_timeout' }) : cancelled();
 }

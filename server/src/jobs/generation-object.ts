@@ -3,13 +3,13 @@
  * body a synchronous call answered, whose inline images are stored files spliced in as base64 when
  * it is sent (storage/inline-answer.ts), so neither the row nor this text holds an image.
  */
-import type { GenerationResponse } from '../../../core/api';
+import type { GenerationResponse, VideoResult } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
 import type { InlineFilePart, StoredAnswer } from '../idempotency/idempotency-store';
 import type { GenerationObject, Job } from './job-store';
 
-/** `gen_` and 32 hex digits; anything else names no job. */
-const JOB_ID = /^gen_[0-9a-f]{32}$/;
+/** `gen_` (images) or `video_` (a video) and 32 hex digits; anything else names no job. */
+const JOB_ID = /^(gen|video)_[0-9a-f]{32}$/;
 
 /** The job `find` answers for `id`; another key's job, an unknown id and one that names no job are the same 404. */
 export async function foundJob(id: string, find: (id: string) => Promise<Job | null>): Promise<Job> {
@@ -55,7 +55,7 @@ export function generationAnswer(job: Job): StoredAnswer {
  * listener's body, an MCP answer), or left empty without it.
  */
 export async function generationObject(job: Job, inlineBase64?: (fileId: string) => Promise<string>): Promise<GenerationObject> {
-	let result: GenerationResponse | null = null;
+	let result: GenerationResponse | VideoResult | null = null;
 	if (job.result) {
 		const { body, inlineFiles = [] } = job.result;
 		let text = '';
@@ -64,7 +64,7 @@ export async function generationObject(job: Job, inlineBase64?: (fileId: string)
 			text += body.slice(from, part.at) + (inlineBase64 ? await inlineBase64(part.fileId) : '');
 			from = part.at;
 		}
-		result = JSON.parse(text + body.slice(from)) as GenerationResponse;
+		result = JSON.parse(text + body.slice(from)) as GenerationResponse | VideoResult;
 	}
 	const { error, ...head } = envelope(job);
 	return { ...head, result, error };

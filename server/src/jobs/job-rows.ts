@@ -4,7 +4,7 @@
  * drivers differ only in how values travel (PostgreSQL: Dates, bigint as text; SQLite: unix
  * milliseconds), which `toJob` takes care of. JSON columns are text on both.
  */
-import type { ModelId } from '../../../core/models';
+import type { CatalogModelId } from '../../../core/video-models';
 import { Lease } from '../db/lease';
 import { KEY_SQL } from '../keys/key-rows';
 import type { GenerationStatus, Job, JobEnd, JobError, NewJob, StoredResult } from './job-store';
@@ -39,8 +39,16 @@ export const JOB_SQL = {
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
 	/** One row's three columns by its key: asked once per generation, where `get` would read and parse the whole job. */
 	isRunning: `SELECT 1 AS running FROM generation_jobs WHERE ${JOB_LEASE.heldBy('$1', '$2')}`,
+	/**
+	 * Args: the key, a status or null, how many, an id pattern (`video_%`: the videos), and the id of
+	 * the job the page starts after (older than it) or null.
+	 */
 	list: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE api_key_id = $1 AND (CAST($2 AS TEXT) IS NULL OR status = CAST($2 AS TEXT))
+		AND id LIKE CAST($4 AS TEXT)
+		AND (CAST($5 AS TEXT) IS NULL OR (created_at, id) < (SELECT created_at, id FROM generation_jobs WHERE id = CAST($5 AS TEXT) AND api_key_id = $1))
 		ORDER BY created_at DESC, id DESC LIMIT $3`,
+	/** A job that has ended, deleted by its key; answers its result (the files it hosted). */
+	remove: `DELETE FROM generation_jobs WHERE id = $1 AND api_key_id = $2 AND NOT ${NOT_ENDED} RETURNING ${JOB_COLUMNS}`,
 	/** Every key's newest jobs, for the operator (a top-`$1` sort over the table; retention bounds it). */
 	recent: `SELECT ${JOB_COLUMNS} FROM generation_jobs ORDER BY created_at DESC, id DESC LIMIT $1`,
 	/** Args: the new owner, its lease, now, how many at most; the longest abandoned first. */
@@ -109,7 +117,7 @@ export function toJob(row: JobRow): Job {
 	return {
 		id: row.id,
 		apiKeyId: row.api_key_id,
-		model: row.model as ModelId,
+		model: row.model as CatalogModelId,
 		status: row.status as GenerationStatus,
 		request: JSON.parse(row.request) as Record<string, unknown>,
 		webhookUrl: row.webhook_url,

@@ -15,10 +15,14 @@ import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
 import { toMicros } from '../../../core/units';
 import type { GenerationRequest } from '../../../core/schemas';
+import type { VideoResult } from '../../../core/video-api';
+import { isVideoModelId } from '../../../core/video-models';
+import type { VideoRequest } from '../../../core/video-schemas';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { BudgetReservation } from '../generation/key-policy';
-import type { ProviderTable } from '../generation/providers';
+import type { HostJobRef } from '../generation/provider';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
+import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
 import type { GenerationObject, Job, JobEnd, JobEndListener, JobError, JobStore } from './job-store';
@@ -32,10 +36,23 @@ const CLOSE_WAIT_MS = 10_000;
 /** Jobs taken over per recovery pass; the rest wait for the next. */
 const RECOVERY_BATCH = 100;
 
+/** What a job asks for: images or a video. */
+export type JobRequest = GenerationRequest | VideoRequest;
+/** What a job answers: the images' answer or the video's result. */
+export type JobAnswer = GenerationAnswer | VideoResult;
+
+/** What the runner needs of a model's host: whether it follows a job again, and its cancel. */
+export interface JobHost {
+	resume?: unknown;
+	cancel?(job: HostJobRef): Promise<void>;
+}
+
 export interface JobRunnerOptions {
 	store: JobStore;
 	runGeneration: GenerationRunner;
-	providers: ProviderTable;
+	runVideo: VideoRunner;
+	/** The host serving each model. */
+	hostOf(model: string): JobHost | undefined;
 	listeners?: readonly JobEndListener[];
 	/** Base64 of an inline image's stored file, for the listeners' generation objects. */
 	inlineBase64?: (fileId: string, apiKeyId: string) => Promise<string>;
@@ -59,7 +76,7 @@ export interface StartedJob {
 	/** The job as written, running. */
 	job: Job;
 	/** The answer, once the job's end is durable; rejects with the generation's error. */
-	answer: Promise<GenerationAnswer>;
+	answer: Promise<JobAnswer>;
 }
 
 interface Running {
@@ -77,10 +94,16 @@ const INTERRUPTED = new ImageGenError(500, 'The generation was cut off by a rest
 	code: 'interrupted',
 });
 
-/** 122 random bits: randomUUID draws from a pool, where randomBytes makes a system call per id. */
-export function newJobId(): string {
-	return `gen_${randomUUID().replaceAll('-', '')}`;
+/**
+ * `gen_` (images) or `video_` (a video, as OpenAI names them) and 122 random bits: randomUUID
+ * draws from a pool, where randomBytes makes a system call per id.
+ */
+export function newJobId(model: string = 'p-image'): string {
+	return `${isVideoModelId(model) ? 'video' : 'gen'}_${randomUUID().replaceAll('-', '')}`;
 }
+
+/** The caller as the job's runner passes it on to the image or the video runner. */
+type RunCaller = GenerationCaller & { jobId: string; reserved?(reservation: { generation: JobRequest; reservedUsd: number }): Promise<void>; succeeded?(answer: JobAnswer): Promise<void> };
 
 /**
  * Starts, cancels and takes over jobs (see the top of this file). Each job running here is in
@@ -105,8 +128,8 @@ export class JobRunner {
 	 * Starts a job and answers once it is written (the provider is being called). Throws without a
 	 * job what is refused before: a model the key may not use, a spent budget, a malformed request.
 	 */
-	async start(generation: GenerationRequest, caller: JobCaller): Promise<StartedJob> {
-		const id = newJobId();
+	async start(generation: JobRequest, caller: JobCaller): Promise<StartedJob> {
+		const id = newJobId(generation.model);
 		const controller = new AbortController();
 		const { clientGone } = caller;
 		const onGone = () => controller.abort(clientGone!.reason);
@@ -134,8 +157,9 @@ export class JobRunner {
 		if (here) {
 			here.controller.abort(new DOMException('the job was canceled', 'AbortError'));
 		} else if (job.hostJob) {
-			await this.options.providers[job.model]
-				.cancel?.(job.hostJob)
+			await this.options
+				.hostOf(job.model)
+				?.cancel?.(job.hostJob)
 				.catch((error: unknown) => this.options.log.error({ err: error, job: id }, "canceling a host's job failed"));
 		}
 		await this.tellEnded(job);
@@ -169,8 +193,8 @@ export class JobRunner {
 	 * it did not name ends as interrupted, its charge released.
 	 */
 	private async takeOver(job: Job): Promise<void> {
-		const { log, providers } = this.options;
-		const provider = providers[job.model];
+		const { log } = this.options;
+		const provider = this.options.hostOf(job.model);
 		if (!job.hostJob || !provider?.resume) {
 			log.info({ job: job.id }, 'a job cut off before its host named it ends as interrupted');
 			await this.finish(job.id, { status: 'failed', error: INTERRUPTED.toBody().error, finishedAt: new Date(), release: true });
@@ -183,7 +207,7 @@ export class JobRunner {
 		const stopLease = this.keepLease(job.id, controller);
 		const reservation: BudgetReservation = { settle: async () => undefined, release: () => this.store.release(job.id) };
 		const caller = { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, reservation } };
-		void this.drive(job.id, job.request as unknown as GenerationRequest, caller, controller)
+		void this.drive(job.id, job.request as unknown as JobRequest, caller, controller)
 			.catch(() => undefined)
 			.finally(stopLease);
 	}
@@ -192,7 +216,7 @@ export class JobRunner {
 	 * Runs a generation as job `id` and writes its end, keeping track of it while it runs.
 	 * `created` is told when the job is written (a resumed one was written before).
 	 */
-	private drive(id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> {
+	private drive(id: string, generation: JobRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<JobAnswer> {
 		const run = this.run(id, generation, caller, controller, created);
 		const tracked = { controller, ended: run.catch(() => undefined) };
 		this.running.set(id, tracked);
@@ -200,17 +224,18 @@ export class JobRunner {
 		return run;
 	}
 
-	private async run(id: string, generation: GenerationRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<GenerationAnswer> {
+	private async run(id: string, generation: JobRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<JobAnswer> {
 		let stopLease = () => undefined as void;
 		let finished: Promise<unknown> | undefined;
 		// Written as the runner records the usage line, so both share one commit (run-generation.ts `succeeded`).
-		const succeeded = async (answer: GenerationAnswer) => {
+		const succeeded = async (answer: JobAnswer) => {
 			finished = this.finish(id, this.successOf(answer, generation, caller));
 			await finished;
 		};
 		try {
-			const answer = await this.options.runGeneration(generation, {
+			const answer = await this.runFor(generation, {
 				...caller,
+				jobId: id,
 				clientGone: controller.signal,
 				keepsInlineImages: caller.keepsInlineImages ?? true,
 				succeeded,
@@ -238,8 +263,13 @@ export class JobRunner {
 		}
 	}
 
+	/** Images go to the generation runner, a video to the video runner. */
+	private runFor(request: JobRequest, caller: RunCaller): Promise<JobAnswer> {
+		return isVideoModelId(request.model) ? this.options.runVideo(request as VideoRequest, caller) : this.options.runGeneration(request as GenerationRequest, caller);
+	}
+
 	/** Writes the job whose price the budget reserved, owned by this process; answers it as written. */
-	private async create(id: string, apiKeyId: string, reservation: { generation: GenerationRequest; reservedUsd: number }): Promise<Job> {
+	private async create(id: string, apiKeyId: string, reservation: { generation: JobRequest; reservedUsd: number }): Promise<Job> {
 		const { generation, reservedUsd } = reservation;
 		const job = {
 			id,
@@ -257,9 +287,10 @@ export class JobRunner {
 	}
 
 	/** A success's end: its answer kept unless nobody can ask for it again (see JobCaller `keepsInlineImages`). */
-	private successOf(answer: GenerationAnswer, generation: GenerationRequest, caller: GenerationCaller): JobEnd {
+	private successOf(answer: JobAnswer, generation: JobRequest, caller: GenerationCaller): JobEnd {
+		if (!('data' in answer)) return { status: 'succeeded', result: { body: JSON.stringify(answer) }, finishedAt: new Date() };
 		const { body, inlineFiles } = inlineAnswerBody(answer);
-		const kept = caller.keepsInlineImages !== false || generation.response_format !== 'b64_json';
+		const kept = caller.keepsInlineImages !== false || (generation as GenerationRequest).response_format !== 'b64_json';
 		return { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() };
 	}
 
@@ -295,7 +326,7 @@ export class JobRunner {
 		for (const listener of this.listeners) {
 			const generation = await objectOf(listener.wantsInlineImages === true && imagesOf !== undefined);
 			await listener
-				.jobEnded({ apiKeyId: job.apiKeyId, ...(job.webhookUrl ? { webhookUrl: job.webhookUrl } : {}), generation })
+				.jobEnded({ apiKeyId: job.apiKeyId, ...(job.webhookUrl ? { webhookUrl: job.webhookUrl } : {}), generation, job })
 				.catch((error: unknown) => this.options.log.error({ err: error, job: job.id }, 'telling of a job that ended failed'));
 		}
 	}

@@ -8,8 +8,8 @@
  * one process (`owner`) while that process renews its lease; a job whose lease ran out was left by
  * a process that died, and another process claims it (generation/provider.ts `resume`).
  */
-import type { GenerationResponse } from '../../../core/api';
-import type { ModelId } from '../../../core/models';
+import type { GenerationResponse, VideoResult } from '../../../core/api';
+import type { CatalogModelId } from '../../../core/video-models';
 import type { InlineFilePart } from '../idempotency/idempotency-store';
 import type { HostJobRef } from '../generation/provider';
 
@@ -28,10 +28,11 @@ export interface GenerationObject {
 	object: 'generation';
 	id: string;
 	status: GenerationStatus;
-	model: ModelId;
+	model: CatalogModelId;
 	created: number;
 	finished_at: number | null;
-	result: GenerationResponse | null;
+	/** The images' answer, or a video's result. */
+	result: GenerationResponse | VideoResult | null;
 	error: JobError | null;
 }
 
@@ -42,7 +43,8 @@ export interface JobEndListener {
 	 * (a whole image read and encoded per job); without it their `b64_json` is empty.
 	 */
 	readonly wantsInlineImages?: boolean;
-	jobEnded(ended: { apiKeyId: string; webhookUrl?: string; generation: GenerationObject }): Promise<void>;
+	/** `job`: the job itself, when the runner tells (a video's event is made from it). */
+	jobEnded(ended: { apiKeyId: string; webhookUrl?: string; generation: GenerationObject; job?: Job }): Promise<void>;
 }
 
 /**
@@ -58,7 +60,7 @@ export interface Job {
 	/** `gen_` and 32 hex digits. */
 	id: string;
 	apiKeyId: string;
-	model: ModelId;
+	model: CatalogModelId;
 	status: GenerationStatus;
 	/** The validated request, its seed drawn: what a resumed job is finished with. */
 	request: Record<string, unknown>;
@@ -87,10 +89,18 @@ export interface JobEnd {
 	release?: boolean;
 }
 
+/** What a job makes, told by its id's prefix: `gen_` images, `video_` a video. */
+export type JobKind = 'image' | 'video';
+export const JOB_ID_PREFIXES: Readonly<Record<JobKind, string>> = { image: 'gen', video: 'video' };
+
 export interface JobListing {
 	status?: GenerationStatus;
 	/** 1–100. */
 	limit: number;
+	/** Only jobs of this kind; every kind when absent. */
+	kind?: JobKind;
+	/** The page starts after this job of the key (older than it). */
+	after?: string;
 }
 
 export interface JobStore {
@@ -114,6 +124,8 @@ export interface JobStore {
 	isRunning(id: string, owner: string): Promise<boolean>;
 	/** The key's jobs, newest first. */
 	list(apiKeyId: string, listing: JobListing): Promise<Job[]>;
+	/** Deletes a job of `apiKeyId` that has ended; answers it as it was, or null (none, or still running). */
+	remove(id: string, apiKeyId: string): Promise<Job | null>;
 	/** Every key's jobs, newest first, at most `limit` (the operator page). */
 	recent(limit: number): Promise<Job[]>;
 	/** Releases the job's charge to its key's spend, if it still holds one (once, however often called). */

@@ -14,7 +14,7 @@ import type { SqlAdapter, SqlTransaction } from '../db/sql-adapter';
 import { sweepRows } from '../db/sweep';
 import type { HostJobRef } from '../generation/provider';
 import { CANCELED_ERROR, countsOf, finishValues, insertValues, JOB_SQL, releaseValues, toJob, type JobRow } from './job-rows';
-import type { GenerationStatus, Job, JobEnd, JobListing, JobStore, NewJob } from './job-store';
+import { JOB_ID_PREFIXES, type GenerationStatus, type Job, type JobEnd, type JobListing, type JobStore, type NewJob } from './job-store';
 
 type HeldCharge = Pick<JobRow, 'api_key_id' | 'charged_micros' | 'created_at'>;
 
@@ -85,7 +85,13 @@ export class SqlJobStore implements JobStore {
 	}
 
 	async list(apiKeyId: string, listing: JobListing): Promise<Job[]> {
-		return (await this.adapter.all<JobRow>(JOB_SQL.list, [apiKeyId, listing.status ?? null, listing.limit])).map(toJob);
+		const pattern = listing.kind === undefined ? '%' : `${JOB_ID_PREFIXES[listing.kind]}_%`;
+		return (await this.adapter.all<JobRow>(JOB_SQL.list, [apiKeyId, listing.status ?? null, listing.limit, pattern, listing.after ?? null])).map(toJob);
+	}
+
+	async remove(id: string, apiKeyId: string): Promise<Job | null> {
+		const row = await this.adapter.write<JobRow | undefined>([{ sql: JOB_SQL.remove, values: [id, apiKeyId], returns: 'row' }]);
+		return row ? toJob(row) : null;
 	}
 
 	async recent(limit: number): Promise<Job[]> {

@@ -8,6 +8,7 @@ import type { ModelId } from '../../../core/models';
 import { parseGenerationRequest } from '../../../core/schemas';
 import { foundJob, generationObject } from '../jobs/generation-object';
 import type { Job } from '../jobs/job-store';
+import type { GenerationAnswer } from '../generation/run-generation';
 import { idArgument, type ToolCaller, type ToolDefinition } from './tool-definition';
 import { GENERATION_DEFAULTS_TEXT, GENERATION_ID_INPUT_SCHEMA, OPENAI_ONLY, generateImageInputSchema } from './tool-schemas';
 
@@ -29,7 +30,7 @@ export function generateImageTool(service: FastifyInstance, models: ModelId[]): 
 			if (foreign) throw invalidField(foreign, `'${foreign}' is not an argument of this tool: it draws one image`, 'unknown_field');
 			const generation = parseGenerationRequest({ ...args, response_format: 'url' });
 			// A job like every generation: it can be fetched or canceled with the tools below.
-			const answer = await (await service.jobs.start(generation, caller)).answer;
+			const answer = (await (await service.jobs.start(generation, caller)).answer) as GenerationAnswer;
 			const image = answer.data[0]!;
 			if (!('url' in image)) throw new ImageGenError(502, 'The generation answered no URL', { code: 'upstream_failed' });
 			return {
@@ -94,7 +95,7 @@ function generationTool(
  */
 async function generationForTool(service: FastifyInstance, job: Job, apiKeyId: string): Promise<Record<string, unknown>> {
 	const generation = await generationObject(job);
-	if (!generation.result) return { ...generation };
+	if (!generation.result || !('data' in generation.result)) return { ...generation };
 	const inline = [...(job.result?.inlineFiles ?? [])];
 	const data = [];
 	for (const image of generation.result.data) {

@@ -5,6 +5,8 @@
  */
 import { buffer } from 'node:stream/consumers';
 import fp from 'fastify-plugin';
+import { isModelId } from '../../../core/models';
+import { isVideoModelId } from '../../../core/video-models';
 import { JobRunner } from '../jobs/job-runner';
 import type { JobEndListener } from '../jobs/job-store';
 
@@ -25,7 +27,8 @@ export default fp<JobsPluginOptions>(
 		const jobs = new JobRunner({
 			store: fastify.jobStore,
 			runGeneration: fastify.runGeneration,
-			providers: fastify.providers,
+			runVideo: fastify.runVideo,
+			hostOf: (model) => (isVideoModelId(model) ? fastify.videoProviders[model] : isModelId(model) ? fastify.providers[model] : undefined),
 			listeners: [fastify.webhooks.jobListener, ...(options.listeners ?? [])],
 			inlineBase64: async (fileId, apiKeyId) => {
 				const file = await hostedFiles.info(fileId, apiKeyId);
@@ -51,5 +54,5 @@ export default fp<JobsPluginOptions>(
 			await jobs.close();
 		});
 	},
-	{ name: 'jobs', dependencies: ['engines', 'providers', 'hosted-files', 'generation', 'webhooks'] },
+	{ name: 'jobs', dependencies: ['engines', 'providers', 'hosted-files', 'generation', 'videos', 'webhooks'] },
 );

@@ -13,6 +13,7 @@ import { toDocumentedSchema } from './route-schemas';
 /** Groups of operations, in reading order; each route names its own. */
 const TAGS = [
 	{ name: 'Images', description: 'Generate images and see which models this key may use' },
+	{ name: 'Videos', description: "Make videos with p-video as OpenAI's videos API does: create, follow, download, cancel, delete" },
 	{ name: 'Files', description: 'Host images and videos for a limited time; read, inspect and delete them' },
 	{ name: 'Usage', description: "The key's own images and cost" },
 	{ name: 'Agents', description: 'The Model Context Protocol endpoint and this document' },

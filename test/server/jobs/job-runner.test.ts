@@ -9,6 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { GenerationResponse } from '../../../core/api';
 import { MODEL_IDS } from '../../../core/models';
 import { parseGenerationRequest } from '../../../core/schemas';
 import type { GenerationProvider, HostJobRef, ProviderImage } from '../../../server/src/generation/provider';
@@ -271,7 +272,7 @@ describe("an inline job's end", () => {
 		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
 		await inlineCall();
 		await eventually(() => ends.length === 1);
-		expect(ends[0]!.result!.data[0]).toMatchObject({ b64_json: '' });
+		expect((ends[0]!.result as GenerationResponse).data[0]).toMatchObject({ b64_json: '' });
 		expect(opened).not.toHaveBeenCalled();
 	});
 
@@ -281,8 +282,8 @@ describe("an inline job's end", () => {
 		const opened = jest.spyOn(server!.app.hostedFiles, 'openWhole');
 		const base64 = await inlineCall();
 		await eventually(() => withImages.length === 1);
-		expect(withImages[0]!.result!.data[0]).toMatchObject({ b64_json: base64 });
-		expect(ends[0]!.result!.data[0]).toMatchObject({ b64_json: '' });
+		expect((withImages[0]!.result as GenerationResponse).data[0]).toMatchObject({ b64_json: base64 });
+		expect((ends[0]!.result as GenerationResponse).data[0]).toMatchObject({ b64_json: '' });
 		expect(opened).toHaveBeenCalledTimes(1);
 	});
 });

@@ -1,0 +1,53 @@
+/**
+ * `fastify.runVideo`: the one video runner of the service (video/run-video.ts), shared by every way
+ * in (POST /v1/videos, the MCP endpoint) and run as jobs, so each obeys the caller's key policy and
+ * records usage the same way. Its work files go under the data dir, on the disk hosted files go to.
+ */
+import { join } from 'node:path';
+import fp from 'fastify-plugin';
+import { createBudgetGate } from '../generation/key-policy';
+import { StoreClock } from '../keys/store-clock';
+import { createVideoRunner, type VideoRunner } from '../video/run-video';
+import { withBudgetAlerts } from '../webhooks/budget-alerts';
+
+declare module 'fastify' {
+	interface FastifyInstance {
+		runVideo: VideoRunner;
+	}
+}
+
+/** An input (a first frame, an audio track) is held in memory while the host works. */
+const MAX_VIDEO_INPUT_BYTES = 50 * 1024 * 1024;
+
+export default fp(
+	async (fastify) => {
+		const { config } = fastify;
+		const clock = new StoreClock(fastify.keyStore);
+		const now = () => clock.now();
+		const budgets = createBudgetGate(fastify.keyStore, { now });
+		const run = createVideoRunner({
+			providers: fastify.videoProviders,
+			prices: config.priceOverrides,
+			timeoutMs: config.videoTimeoutMs,
+			maxVideoBytes: config.maxVideoBytes,
+			inputs: { fetchRemote: fastify.fetchRemote, maxInputImageBytes: Math.min(MAX_VIDEO_INPUT_BYTES, config.maxUploadBytes), maxImagePixels: config.maxImagePixels },
+			openRemote: fastify.openRemote,
+			workRoot: join(config.dataDir, 'work'),
+			hostedFiles: fastify.hostedFiles,
+			usageLedger: fastify.usageLedger,
+			budgets: config.alertWebhook
+				? withBudgetAlerts(budgets, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log })
+				: budgets,
+			log: fastify.log,
+			metrics: fastify.metrics,
+			provenance: fastify.provenance.marker,
+		});
+		// A webhook target the address guard refuses is the request's 400, before anything is charged.
+		const runVideo: VideoRunner = async (request, caller) => {
+			if (request.webhook_url !== undefined) await fastify.webhooks.checkTarget(request.webhook_url);
+			return run(request, caller);
+		};
+		fastify.decorate('runVideo', runVideo);
+	},
+	{ name: 'videos', dependencies: ['config', 'engines', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
+);
