@@ -10,7 +10,7 @@
  */
 import type http from 'node:http';
 import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
-import { contentPart, sendJson, sendMp4, startVideoCdn, type VideoHostScript } from './video-hosts';
+import { contentPart, sendJson, sendScripted, sendMp4, startVideoCdn, type VideoHostScript } from './video-hosts';
 
 export interface PrunaVideoHost {
 	origin: string;
@@ -78,7 +78,7 @@ export async function startPrunaVideoHost(mp4: string): Promise<PrunaVideoHost> 
 		const answer = scripts.take(call);
 		if (!answer) return route(call, response);
 		if (answer.afterMaking) makePrediction();
-		if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
+		sendScripted(response, answer);
 	});
 	const { origin } = recorder;
 

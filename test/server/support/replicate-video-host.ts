@@ -10,7 +10,7 @@
  */
 import type http from 'node:http';
 import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
-import { contentPart, sendJson, startVideoCdn, type VideoHostScript } from './video-hosts';
+import { contentPart, sendJson, sendScripted, startVideoCdn, type VideoHostScript } from './video-hosts';
 
 export interface ReplicateVideoHost {
 	origin: string;
@@ -71,7 +71,7 @@ export async function startReplicateVideoHost(mp4: string): Promise<ReplicateVid
 		const answer = scripts.take(call);
 		if (!answer) return route(call, response);
 		if (answer.afterMaking) makePrediction(call.json?.input);
-		if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
+		sendScripted(response, answer);
 	});
 	const { origin } = recorder;
 

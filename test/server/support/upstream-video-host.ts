@@ -12,7 +12,7 @@ import { ImageGenError } from '../../../core/errors';
 import { parseVideoRequest } from '../../../core/video-schemas';
 import { videoDimensions } from '../../../core/video-models';
 import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
-import { sendJson, sendMp4, type VideoHostScript } from './video-hosts';
+import { sendJson, sendScripted, sendMp4, type VideoHostScript } from './video-hosts';
 
 export interface UpstreamVideoHost {
 	origin: string;
@@ -61,7 +61,7 @@ export async function startUpstreamVideoHost(mp4: string): Promise<UpstreamVideo
 		const answer = scripts.take(call);
 		if (!answer) return route(call, response);
 		if (answer.afterMaking) create(call.json);
-		if (!answer.hang) sendJson(response, answer.status, answer.body ?? {}, answer.headers);
+		sendScripted(response, answer);
 	});
 
 	function create(body: unknown): Video {

@@ -20,6 +20,8 @@ export interface VideoHostScript {
 	headers?: Record<string, string>;
 	/** Never answer (the connection stays open until the client gives up). */
 	hang?: boolean;
+	/** Answer only after this long, as a slow host does. */
+	delayMs?: number;
 	/** Make the job first, then answer this (a proxy's 502 after the host took the create). */
 	afterMaking?: boolean;
 }
@@ -43,6 +45,14 @@ export function testMp4(): Promise<string> {
 		return path;
 	})();
 	return made;
+}
+
+/** Sends a scripted answer: at once, after its delay, or never (`hang`). */
+export function sendScripted(response: http.ServerResponse, answer: VideoHostScript): void {
+	if (answer.hang) return;
+	const send = () => sendJson(response, answer.status, answer.body ?? {}, answer.headers);
+	if (answer.delayMs) setTimeout(() => !response.destroyed && send(), answer.delayMs);
+	else send();
 }
 
 export function sendJson(response: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -160,6 +160,15 @@ test('a status URL on another origin is refused rather than polled with the key'
 	expect(host.cdn.calls).toEqual([]);
 });
 
+test('a slow host is waited for: a status answer that takes its time is not asked again meanwhile', async () => {
+	host.script('GET', '/v1/predictions/status/', { status: 200, body: { status: 'processing', message: 'Generating video' }, delayMs: 400 });
+	const started = Date.now();
+	expect(await deliveredBytes(await provider.generate(settledVideo(), context()))).toEqual(await fileBytes(mp4));
+	expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+	const [slow, next] = host.callsTo('GET', '/v1/predictions/status/');
+	expect(next!.at - slow!.at).toBeGreaterThanOrEqual(400);
+});
+
 test('polling stops when the job is aborted', async () => {
 	host.setPendingPolls(10_000);
 	const ctx = context();

@@ -135,7 +135,8 @@ test('the create is sent once after a 5xx or a time-out, and again only after a 
 	expect(host.callsTo('POST', CREATE)).toHaveLength(1);
 
 	host.calls.length = 0;
-	host.script('POST', CREATE, { status: 201, hang: true });
+	// The host made the prediction but answers after the job's time limit.
+	host.script('POST', CREATE, { status: 201, body: {}, delayMs: 2_000, afterMaking: true });
 	await expect(provider.generate(settledVideo(), context({}, Date.now() + 300))).rejects.toThrow();
 	expect(host.callsTo('POST', CREATE)).toHaveLength(1);
 
