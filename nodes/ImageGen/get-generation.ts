@@ -12,7 +12,7 @@ import { readRequestSettings } from '../shared/request-options';
 import { runsAsTool } from '../shared/tool-mode';
 import { toOutputItems, toolItems, type GenerationSubject, type ImageOutputOptions } from './image-output';
 import { fetchGeneration } from './jobs';
-import { readVideo } from './video-jobs';
+import { fetchVideo } from './video-jobs';
 import { toVideoItems, videoJson } from './video-output';
 
 export const getGenerationProperties: INodeProperties[] = [
@@ -41,8 +41,9 @@ export async function getGenerationForItem(context: IExecuteFunctions, itemIndex
 	const settings = readRequestSettings(context, itemIndex);
 	const { job } = await fetchGeneration({ context, itemIndex, settings }, id, 'generationId');
 	if (job.status !== 'succeeded') return [{ json: job.body }];
-	if (isVideoObject(job.result)) {
-		const video = readVideo({ context, itemIndex, settings }, job.result);
+	if (isVideoResult(job.result)) {
+		// The generation keeps the hosted MP4 and its cost; the Video object describes it as a waited run does.
+		const { video } = await fetchVideo({ context, itemIndex, settings }, job.id);
 		if (asTool) return [{ json: videoJson(video) }];
 		return await toVideoItems(context, itemIndex, video, options, settings);
 	}
@@ -60,7 +61,7 @@ export async function getGenerationForItem(context: IExecuteFunctions, itemIndex
 	return await toOutputItems(context, itemIndex, subject, answer, options, settings);
 }
 
-/** A video's generation keeps the Video object as its result. */
-function isVideoObject(result: unknown): boolean {
-	return typeof result === 'object' && result !== null && (result as { object?: unknown }).object === 'video';
+/** A video's generation keeps a `video.result` (its hosted MP4, still, length and cost) as its result. */
+function isVideoResult(result: unknown): boolean {
+	return typeof result === 'object' && result !== null && (result as { object?: unknown }).object === 'video.result';
 }

@@ -166,6 +166,13 @@ const logger = { ...quiet, scoped: () => logger };
 LoggerProxy.init(logger as never);
 
 let binaryData: Promise<BinaryDataService> | undefined;
+let binaryDataDir: string | undefined;
+
+/** Where n8n's binary data service keeps files in filesystem mode (after the first run). */
+export function binaryStorePath(): string {
+	if (!binaryDataDir) throw new Error('the binary data service has not started: run a workflow first');
+	return binaryDataDir;
+}
 
 /**
  * n8n's binary data service in a mode n8n runs with: `filesystem` (n8n's default: binaries are
@@ -173,10 +180,11 @@ let binaryData: Promise<BinaryDataService> | undefined;
  */
 export async function initBinaryData(mode: 'filesystem' | 'default' = 'filesystem'): Promise<BinaryDataService> {
 	binaryData ??= (async () => {
+		binaryDataDir = mkdtempSync(join(tmpdir(), 'imagegen-n8n-binary-'));
 		const config = {
 			mode,
 			availableModes: [mode],
-			localStoragePath: mkdtempSync(join(tmpdir(), 'imagegen-n8n-binary-')),
+			localStoragePath: binaryDataDir,
 			signingSecret: 'test-signing-secret',
 		} as unknown as BinaryDataConfig;
 		const service = new BinaryDataService(config, quiet as never, logger as never);

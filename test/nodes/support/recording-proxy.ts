@@ -3,7 +3,8 @@
  * (to prove that invalid parameters send nothing), measures how many run at once, and can answer
  * the next requests itself with a chosen fault (a 503, a 429) before passing traffic on again. As
  * a gateway between a client and the service can, it may also hold a request back a while, drop a
- * request header the service would act on, or add headers to the answers.
+ * request header the service would act on, add headers to the answers, or stall an answer halfway
+ * (as a slow network does) to show what the node does with the part that has arrived.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +42,13 @@ export interface Hold {
 	release(): void;
 }
 
+/** An answer stalled halfway until released. */
+export interface StalledAnswer {
+	/** Settles with the answer's length once half of it has been passed on. */
+	halfway: Promise<number>;
+	release(): void;
+}
+
 export interface RecordingProxy {
 	/** The proxy's base URL: origin + /v1, like the server's. */
 	baseUrl: string;
@@ -52,6 +60,8 @@ export interface RecordingProxy {
 	holdNext(path: RegExp): Hold;
 	/** Requests reach the server without this header (as through a gateway that drops it). */
 	dropRequestHeader(name: string): void;
+	/** The answer to the next request whose path matches is passed on up to half its Content-Length, then stalls until released. */
+	stallAnswerHalfway(path: RegExp): StalledAnswer;
 	/** Answers passed on get these headers too. */
 	addAnswerHeaders(headers: Record<string, string>): void;
 	/** The next `count` requests reach the server, but its answer is lost: the node gets a 503 instead. */
@@ -65,6 +75,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 	const requests: RecordedRequest[] = [];
 	const faults: Array<{ fault: Fault; path?: RegExp }> = [];
 	const holds: Array<{ path: RegExp; arrive: () => void; released: Promise<void> }> = [];
+	const stalls: Array<{ path: RegExp; reached: (length: number) => void; released: Promise<void> }> = [];
 	const droppedHeaders = new Set<string>();
 	let answerHeaders: Record<string, string> = {};
 	let answersToLose = 0;
@@ -127,11 +138,33 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 					return;
 				}
 				response.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...answerHeaders });
-				answer.pipe(response);
+				const stallAt = stalls.findIndex((entry) => entry.path.test(record.path));
+				if (stallAt >= 0) stallHalfway(answer, response, stalls.splice(stallAt, 1)[0]!);
+				else answer.pipe(response);
 			},
 		);
 		upstream.on('error', (error) => response.destroy(error));
 		request.pipe(upstream);
+	}
+	/** Writes the first half of `answer`, waits for the release, then passes the rest on. */
+	function stallHalfway(answer: http.IncomingMessage, response: http.ServerResponse, stall: (typeof stalls)[number]): void {
+		const length = Number(answer.headers['content-length']);
+		if (!(length > 1)) throw new Error(`stallAnswerHalfway: the answer has no length to halve (Content-Length ${String(answer.headers['content-length'])})`);
+		let left = Math.floor(length / 2);
+		answer.on('data', (chunk: Buffer) => {
+			if (left <= 0) return void response.write(chunk);
+			const head = chunk.subarray(0, left);
+			left -= head.length;
+			response.write(head);
+			if (left > 0) return;
+			answer.pause();
+			stall.reached(length);
+			void stall.released.then(() => {
+				response.write(chunk.subarray(head.length));
+				answer.resume();
+			});
+		});
+		answer.on('end', () => response.end());
 	}
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -150,6 +183,14 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			holds.push({ path, arrive, released });
 			return { arrived, release };
 		},
+		stallAnswerHalfway(path) {
+			let reached = (_length: number) => undefined as void;
+			let release = () => undefined as void;
+			const halfway = new Promise<number>((resolve) => (reached = resolve));
+			const released = new Promise<void>((resolve) => (release = resolve));
+			stalls.push({ path, reached, released });
+			return { halfway, release };
+		},
 		dropRequestHeader(name) {
 			droppedHeaders.add(name.toLowerCase());
 		},
@@ -163,6 +204,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			requests.length = 0;
 			faults.length = 0;
 			holds.length = 0;
+			stalls.length = 0;
 			droppedHeaders.clear();
 			answerHeaders = {};
 			answersToLose = 0;
