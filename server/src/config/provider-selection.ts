@@ -5,8 +5,7 @@
  * registry; generation/providers.ts and video/video-providers.ts map each name to its factory and
  * the compiler keeps them in step.
  */
-import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
-import { VIDEO_MODEL_IDS, isVideoModelId, type VideoModelId } from '../../../core/video-models';
+import { CATALOG_MODEL_IDS, isCatalogModelId, isVideoModelId, type CatalogModelId } from '../../../core/video-models';
 import { listOf } from './value-types';
 
 export const PROVIDER_NAMES = [
@@ -29,11 +28,8 @@ export type ProviderName = (typeof PROVIDER_NAMES)[number];
 export const VIDEO_PROVIDER_NAMES = ['sandbox', 'upstream', 'replicate', 'pruna'] as const satisfies readonly ProviderName[];
 export type VideoProviderName = (typeof VIDEO_PROVIDER_NAMES)[number];
 
-/** Every model of the catalog, images and videos: what `--providers` and `--prices` may list. */
-export type CatalogModelId = ModelId | VideoModelId;
-export const CATALOG_MODEL_IDS: readonly CatalogModelId[] = [...MODEL_IDS, ...VIDEO_MODEL_IDS];
-
-const isCatalogModelId = (value: string): value is CatalogModelId => isModelId(value) || isVideoModelId(value);
+/** Every model of the catalog, images and videos, is what `--providers` and `--prices` may list. */
+export { CATALOG_MODEL_IDS, type CatalogModelId };
 
 /** Separates the hosts of a chain in `--providers` and in a chain's name. */
 export const CHAIN_SEPARATOR = '|';

@@ -25,7 +25,8 @@ export function resolveModelAlias(body: unknown, aliases: ModelAliases): unknown
 export function withAliases(catalog: CatalogInForce, aliases: ModelAliases): CatalogInForce {
 	const entries = Object.entries(aliases).flatMap(([alias, model]) => {
 		const target = catalog.data.find((entry) => entry.id === model);
-		if (!target) return [];
+		// Aliases stand for image models: a video model is never one's target.
+		if (!target || 'type' in target) return [];
 		const defaults = INLINE_BY_DEFAULT.test(alias) ? { ...target.defaults, response_format: 'b64_json' as const } : target.defaults;
 		return [{ ...target, id: alias, alias_of: model, defaults }];
 	});

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ImageGenError } from '../../../core/errors';
-import type { ModelId } from '../../../core/models';
+import type { CatalogModelId } from '../../../core/video-models';
 import type { ManagedKeyCache } from './key-cache';
 import type { KeyBudget, ManagedKey } from './managed-key';
 
@@ -20,7 +20,7 @@ export interface ApiKeyPolicy {
 	id: string;
 	managed: boolean;
 	/** null: every model. */
-	models: readonly ModelId[] | null;
+	models: readonly CatalogModelId[] | null;
 	/** null: the service's default. */
 	rateLimitPerMinute: number | null;
 	budget: KeyBudget | null;

@@ -4,7 +4,7 @@
  * the driver gives them (PostgreSQL: Dates, booleans, text[], bigint as text; SQLite: unix
  * milliseconds, 0/1, JSON text), and `toManagedKey` reads either.
  */
-import type { ModelId } from '../../../core/models';
+import type { CatalogModelId } from '../../../core/video-models';
 import { fromMicros, toMicros } from '../../../core/units';
 import type { KeyPatch } from './key-store';
 import type { BudgetPeriod, ManagedKey } from './managed-key';
@@ -110,7 +110,7 @@ export function toManagedKey(row: KeyRow): ManagedKey {
 		expiresAt: timeOrNull(row.expires_at),
 		blocked: Boolean(row.blocked),
 		revokedAt: timeOrNull(row.revoked_at),
-		models: (typeof row.models === 'string' ? JSON.parse(row.models) : row.models) as ModelId[] | null,
+		models: (typeof row.models === 'string' ? JSON.parse(row.models) : row.models) as CatalogModelId[] | null,
 		rateLimitPerMinute: row.rate_limit_per_minute,
 		budget:
 			row.budget_limit_micros !== null && row.budget_period !== null

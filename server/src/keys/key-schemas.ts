@@ -4,7 +4,7 @@
  */
 import { z } from 'zod/v3';
 import { invalidField, type ImageGenError } from '../../../core/errors';
-import { MODEL_IDS } from '../../../core/models';
+import { CATALOG_MODEL_IDS, type CatalogModelId } from '../../../core/video-models';
 import { formatPath } from '../../../core/schemas';
 import { BUDGET_PERIODS, KEY_ID } from './managed-key';
 import { hasUnsafeCharacter } from './unsafe-text';
@@ -22,9 +22,9 @@ const name = z
 	.max(100, 'must be at most 100 characters')
 	.refine((text) => !hasUnsafeCharacter(text), 'must not contain control characters, line separators or bidi overrides');
 const models = z
-	.array(z.enum(MODEL_IDS))
+	.array(z.enum(CATALOG_MODEL_IDS as [CatalogModelId, ...CatalogModelId[]]))
 	.min(1, 'must list at least one model (null allows every model)')
-	.max(MODEL_IDS.length)
+	.max(CATALOG_MODEL_IDS.length)
 	.superRefine((ids, context) => {
 		const repeated = ids.findIndex((id, index) => ids.indexOf(id) !== index);
 		if (repeated !== -1) context.addIssue({ code: z.ZodIssueCode.custom, path: [repeated], message: `lists ${ids[repeated]} twice` });

@@ -3,7 +3,7 @@
  * SHA-256 of a secret is ever stored; the secret itself exists in the create and rotate answers.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { ModelId } from '../../../core/models';
+import type { CatalogModelId } from '../../../core/video-models';
 
 export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
@@ -22,7 +22,7 @@ export interface KeySettings {
 	expiresAt: Date | null;
 	blocked: boolean;
 	/** null: every model. */
-	models: ModelId[] | null;
+	models: CatalogModelId[] | null;
 	/** null: the service's default limit. */
 	rateLimitPerMinute: number | null;
 	budget: KeyBudget | null;

@@ -50,7 +50,7 @@ export function getGenerationTool(service: FastifyInstance): ToolDefinition {
 		service,
 		'get_generation',
 		'Describe a generation',
-		"Answers a generation of this API key by its id (gen_…): status (queued, running, succeeded, failed, canceled), its result once it succeeded (each image's URL, expiry and seed) or its error.",
+		"Answers a generation of this API key by its id (gen_… or video_…): status (queued, running, succeeded, failed, canceled), its result once it succeeded (each image's URL, expiry and seed; a video's MP4 URL, length and cost) or its error.",
 		{ readOnlyHint: true, openWorldHint: false },
 		(id, caller) => service.jobStore.get(id, caller.apiKeyId),
 	);

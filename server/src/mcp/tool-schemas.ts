@@ -74,7 +74,7 @@ export function uploadFileInputSchema(retentionSeconds: number): JsonSchema {
 const idInputSchema = (description: string): JsonSchema => ({ type: 'object', properties: { id: { type: 'string', description } }, required: ['id'], additionalProperties: false });
 
 export const FILE_ID_INPUT_SCHEMA = idInputSchema('The file id: the last part of its URL, without the extension (given as `id` by upload_file).');
-export const GENERATION_ID_INPUT_SCHEMA = idInputSchema('The generation id, gen_… (the `id` of a generation, as GET /v1/generations lists them).');
+export const GENERATION_ID_INPUT_SCHEMA = idInputSchema('The generation id: gen_… for images, video_… for a video (the `id` a generation or generate_video answered).');
 
 export const EMPTY_INPUT_SCHEMA: JsonSchema = { type: 'object', properties: {}, additionalProperties: false };
 

@@ -6,12 +6,14 @@
  * body, whose `param` names the field, so a model can correct its arguments.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ModelId } from '../../../core/models';
+import { isModelId } from '../../../core/models';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import { toApiError } from '../http/error-handler';
 import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteFileTool, getFileTool, uploadFileTool } from './file-tools';
 import { cancelGenerationTool, generateImageTool, getGenerationTool } from './generation-tools';
+import { generateVideoTool } from './video-tools';
+import { isVideoModelId, type CatalogModelId } from '../../../core/video-models';
 import type { ToolCaller, ToolDefinition } from './tool-definition';
 import { EMPTY_INPUT_SCHEMA } from './tool-schemas';
 
@@ -26,10 +28,12 @@ interface ToolResult {
 
 /** The tools as the calling key sees them: a key limited to some models is offered only those. */
 export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDefinition[] {
-	const catalog = catalogInForce(service.config.priceOverrides, service.providers);
-	const models = (apiKey.models ?? catalog.data.map((model) => model.id)) as ModelId[];
+	const catalog = catalogInForce(service.config.priceOverrides, service.providers, service.videoProviders);
+	const models = (apiKey.models ?? catalog.data.map((model) => model.id)) as CatalogModelId[];
+	const videoModels = models.filter(isVideoModelId);
 	return [
-		generateImageTool(service, models),
+		generateImageTool(service, models.filter(isModelId)),
+		...(videoModels.length > 0 ? [generateVideoTool(service, videoModels)] : []),
 		uploadFileTool(service),
 		getFileTool(service),
 		deleteFileTool(service),
@@ -38,7 +42,7 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 		{
 			name: 'list_models',
 			title: 'List the models',
-			description: 'The models this API key may use, with the fields, aspect ratios, formats, limits and price per image of each.',
+			description: 'The models this API key may use, with the fields, aspect ratios, formats, limits and price of each (per image, or per second of video).',
 			inputSchema: EMPTY_INPUT_SCHEMA,
 			annotations: { readOnlyHint: true, openWorldHint: false },
 			async run() {

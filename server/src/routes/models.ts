@@ -30,16 +30,33 @@ const modelSchema = z.object({
 	providers: names.describe('The hosts that serve the model, in the order a fallback chain tries them'),
 });
 
+const videoModelSchema = z.object({
+	id: z.string(),
+	object: z.literal('model'),
+	type: z.literal('video').describe('A video model: POST /v1/videos'),
+	display_name: z.string(),
+	description: z.string(),
+	fields: names,
+	required: names,
+	aspect_ratios: names,
+	resolutions: names,
+	fps: z.array(z.number().int()),
+	limits: z.record(z.number().int()),
+	defaults: z.record(z.union([z.string(), z.number(), z.boolean()])),
+	pricing: z.object({ per_second_usd: z.record(z.number()), draft_per_second_usd: z.record(z.number()) }).describe('USD per second of video, by resolution'),
+	providers: names,
+});
+
 const schema = {
 	tags: ['Images'],
 	operationId: 'listModels',
 	summary: 'The models this key may use, with their fields, limits, prices and hosts',
 	...API_KEY_AUTH,
-	response: { 200: z.object({ object: z.literal('list'), data: z.array(modelSchema) }).describe('The catalog'), ...errorResponses(...AUTH_ERRORS) },
+	response: { 200: z.object({ object: z.literal('list'), data: z.array(z.union([modelSchema, videoModelSchema])) }).describe('The catalog'), ...errorResponses(...AUTH_ERRORS) },
 };
 
 export default async function modelRoutes(scope: FastifyInstance): Promise<void> {
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
-	const catalog = withAliases(catalogInForce(v1.config.priceOverrides, v1.providers), v1.config.modelAliases);
+	const catalog = withAliases(catalogInForce(v1.config.priceOverrides, v1.providers, v1.videoProviders), v1.config.modelAliases);
 	v1.get('/models', { schema }, async (request) => catalogFor(catalog, request.apiKey?.models));
 }

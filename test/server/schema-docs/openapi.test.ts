@@ -84,7 +84,7 @@ describe('GET /v1/openapi.json', () => {
 
 	it('puts every operation in exactly one declared group (the sections of the /docs page)', () => {
 		const declared = document.tags.map((tag: { name: string }) => tag.name);
-		expect(declared).toEqual(['Images', 'Files', 'Usage', 'Agents', 'Operators']);
+		expect(declared).toEqual(['Images', 'Videos', 'Files', 'Usage', 'Agents', 'Operators']);
 		const operations = Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, { tags: string[] }>));
 		for (const operation of operations) expect(operation.tags).toHaveLength(1);
 		expect(new Set(operations.map((operation) => operation.tags[0]))).toEqual(new Set(declared));
