@@ -8,7 +8,7 @@
  * with code `interrupted`, its charge released.
  *
  * A cancel reaches the store first (the answer already reads `canceled`); the process running the
- * job stops it at once, another one asks the host to cancel its job. A run that ends after its job
+ * job stops it at once, and the host is asked to cancel its job. A run that ends after its job
  * was canceled charges nothing and leaves the job as the cancel wrote it.
  */
 import { randomUUID } from 'node:crypto';
@@ -153,10 +153,9 @@ export class JobRunner {
 		if (!canceled) return null;
 		const { job, canceledNow } = canceled;
 		if (!canceledNow) return job;
-		const here = this.running.get(id);
-		if (here) {
-			here.controller.abort(new DOMException('the job was canceled', 'AbortError'));
-		} else if (job.hostJob) {
+		// Stopped here when it runs here; the host is told either way, so its job stops being billed.
+		this.running.get(id)?.controller.abort(new DOMException('the job was canceled', 'AbortError'));
+		if (job.hostJob) {
 			await this.options
 				.hostOf(job.model)
 				?.cancel?.(job.hostJob)
