@@ -35,3 +35,22 @@ test('generate → edit (binary input) → upload (binary input) with binaries k
 	const response = await fetch(String(uploaded!.json.imageUrl));
 	expect(response.headers.get('content-type')).toBe('image/webp');
 });
+
+test('p-video: the MP4, streamed from the service, lands base64 in the item as n8n keeps binaries in this mode', async () => {
+	const result = await runWorkflow({
+		credentials: { apiKey: server.apiKey, baseUrl: server.baseUrl },
+		binaryMode: 'default',
+		nodes: [
+			{ name: 'Still', type: IMAGE_GEN, parameters: { model: 'p-image', prompt: 'A lighthouse', aspectRatio: '16:9', responseFormat: 'b64_json' } },
+			{ name: 'Video', type: IMAGE_GEN, parameters: { model: 'p-video', prompt: 'The lighthouse at night', duration: 1, draft: true, firstFrame: 'binary' } },
+		],
+	});
+	expect(result.error()).toBeUndefined();
+	const [item] = result.output('Video');
+	expect(item!.binary!.data!.id).toBeUndefined();
+	const bytes = Buffer.from(item!.binary!.data!.data, 'base64');
+	expect(bytes.length).toBe(item!.json.sizeBytes);
+	expect(bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+	const hosted = await fetch(String(item!.json.url));
+	expect(Buffer.from(await hosted.arrayBuffer()).equals(bytes)).toBe(true);
+});

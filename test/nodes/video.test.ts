@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { VIDEO_MODELS } from '../../core/video-models';
+import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { probeVideo, type ProbedVideo } from '../helpers/ffprobe';
 import { call, eventually } from '../server/support/http';
 import { makeImage } from '../server/support/media';
@@ -306,6 +307,18 @@ describe('failures reach the user naming what to fix', () => {
 		expect(result.error()?.message).toMatch(/p-video needs an ImageGen service/);
 		expect(env.proxy.requests).toHaveLength(0);
 	});
+});
+
+test('as an AI Agent\'s tool: the video is waited for and answered as JSON with its hosted URL, nothing downloaded', async () => {
+	const tool = `${IMAGE_GEN}Tool`;
+	const result = await run([{ ...video(), type: tool }], undefined, { nodeTypes: { [tool]: new ImageGen() } });
+	expect(result.error()).toBeUndefined();
+	const [item] = result.output('ImageGen');
+	expect(item!.binary).toBeUndefined();
+	expect(item!.json).toEqual({ id: expect.stringMatching(/^video_/), model: 'p-video', status: 'completed', prompt: VIDEO.prompt, seconds: '1', size: '1280x720', url: expect.any(String), expiresAt: expect.any(String), usage: { seconds: 1, cost_usd: expect.any(Number) } });
+	expect(contents()).toHaveLength(0);
+	const hosted = await fetch(String(item!.json.url));
+	expect(hosted.headers.get('content-type')).toBe('video/mp4');
 });
 
 test('image workflows are unchanged: a p-image run sends no video field and outputs its image', async () => {
