@@ -84,6 +84,13 @@ async function foundVideo(id: string, find: (id: string) => Promise<Job | null>)
 	return job;
 }
 
+/** The first frame is `image` inside; a caller who sent it as OpenAI's `input_reference` is told that name. */
+function namedAsSent(error: unknown, body: unknown): unknown {
+	const sentAs = (body as { input_reference?: unknown } | null)?.input_reference;
+	if (!(error instanceof ImageGenError) || error.param !== 'image' || sentAs === undefined) return error;
+	return new ImageGenError(error.status, error.message.replaceAll("'image'", "'input_reference'"), { param: 'input_reference', code: error.code, cause: error });
+}
+
 export default async function videoRoutes(scope: FastifyInstance): Promise<void> {
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 
@@ -97,7 +104,9 @@ export default async function videoRoutes(scope: FastifyInstance): Promise<void>
 			fingerprint: () => fingerprintJson(request.method, ROUTE, body),
 			run: async () => {
 				// A video runs on without its client: it is fetched, or told by webhook, when it ends.
-				const { job, answer } = await v1.jobs.start(video, caller);
+				const { job, answer } = await v1.jobs.start(video, caller).catch((error: unknown) => {
+					throw namedAsSent(error, body);
+				});
 				void answer.catch(() => undefined);
 				return videoObject(job);
 			},

@@ -53,7 +53,9 @@ async function checkedMp4(path: string, provider: string) {
 
 /** Signs the MP4 unless the service marks nothing; answers the file to host and what it carries. */
 async function signed(services: HostingServices, work: HostingWork, input: string) {
-	const firstFrame = work.request.image === undefined ? undefined : await work.load('image');
+	// Only for the manifest's ingredient: a first frame that can no longer be fetched (a job resumed
+	// after a restart) leaves the video signed without it, never unhosted.
+	const firstFrame = work.request.image === undefined ? undefined : await work.load('image').catch(() => undefined);
 	const frameType = firstFrame && sniffMedia(firstFrame);
 	const output = join(work.workDir, 'signed.mp4');
 	const marked = await services.provenance.markVideo(

@@ -29,7 +29,7 @@ import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageLedger } from '../usage/usage-ledger';
 import { downloadVideo } from './video-download';
 import { hostVideo, type HostedVideo } from './host-video';
-import { settleVideo, videoInputLoader, type VideoInputLoader } from './video-inputs';
+import { VIDEO_INPUT_FIELDS, settledAsAsked, settleVideo, videoInputLoader, type VideoInputLoader } from './video-inputs';
 import type { SettledVideoRequest, VideoContext, VideoProvider } from './video-provider';
 import type { VideoProviderTable } from './video-providers';
 
@@ -109,14 +109,18 @@ async function makeVideo(services: RunnerServices, request: VideoRequest, caller
 	const perSecondUsd = videoPricePerSecond(spec, request.resolution, request.draft, services.prices[request.model]);
 	// With an audio track the host follows its length: up to the longest video is reserved, the length made is charged.
 	const reservedSeconds = request.audio === undefined ? request.seconds : spec.maxSeconds;
+	// The inputs are fetched and checked first: a first frame that is not an image is the request's
+	// 400, before a job exists or anything is reserved.
+	// A resumed job's host has its inputs already: they are not fetched again.
+	const load = videoInputLoader(withSeed, services.inputs, caller.clientGone);
+	const settled = caller.resume ? settledAsAsked(withSeed) : await settleVideo(withSeed, load);
+	if (!caller.resume) for (const field of VIDEO_INPUT_FIELDS) if (withSeed[field] !== undefined) await load(field);
 	const reservation = await reserve(services, withSeed, caller, roundUsd(perSecondUsd * reservedSeconds));
 	const limit = limitedSignal(caller.clientGone, services.timeoutMs, () => new DOMException(`no video within ${services.timeoutMs} ms`, 'TimeoutError'));
 	await mkdir(services.workRoot, { recursive: true });
 	const workDir = await mkdtemp(join(services.workRoot, 'video-'));
 	let hosted: HostedVideo | undefined;
 	try {
-		const load = videoInputLoader(withSeed, services.inputs, limit.signal);
-		const settled = await settleVideo(withSeed, load);
 		const work: VideoWork = { request: settled, provider, perSecondUsd, caller, load, signal: limit.signal, deadline: Date.now() + services.timeoutMs, workDir };
 		hosted = await hostVideo(services, await runHost(services, work), work);
 		if (caller.stillWanted && !(await caller.stillWanted())) throw cancelled();

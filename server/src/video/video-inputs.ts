@@ -14,6 +14,8 @@ import type { SettledVideoRequest, VideoInputField } from './video-provider';
 
 export type VideoInputLoader = (field: VideoInputField) => Promise<Buffer>;
 
+export const VIDEO_INPUT_FIELDS: readonly VideoInputField[] = ['image', 'last_frame_image', 'audio'];
+
 /** Loads each input of `request` at most once, for the host and the manifest alike. */
 export function videoInputLoader(request: VideoRequest, source: InputImageSource, signal: AbortSignal): VideoInputLoader {
 	const loaded = new Map<VideoInputField, Promise<Buffer>>();
@@ -37,4 +39,9 @@ export async function settleVideo(request: VideoRequest & { seed: number }, load
 		if (size) aspectRatio = nearestAspectRatio(size.width, size.height, VIDEO_MODELS[request.model].aspectRatios);
 	}
 	return { ...request, aspect_ratio: aspectRatio, ...videoDimensions(aspectRatio, request.resolution) };
+}
+
+/** The frame as asked, without looking at a first frame (a resumed job, whose host has it). */
+export function settledAsAsked(request: VideoRequest & { seed: number }): SettledVideoRequest {
+	return { ...request, ...videoDimensions(request.aspect_ratio, request.resolution) };
 }

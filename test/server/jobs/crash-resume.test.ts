@@ -10,6 +10,8 @@ import { startServer, type RunningServer } from '../../helpers/server';
 import { startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { call, eventually } from '../support/http';
 import { makeImage } from '../support/media';
+import { PRUNA_KEY, startPrunaVideoHost } from '../support/pruna-video-host';
+import { testMp4 } from '../support/video-hosts';
 
 let fake: FakeHosts;
 let servers: RunningServer[] = [];
@@ -67,4 +69,39 @@ it('kill -9 while hosts work: the named job is followed to its end and charged o
 	expect(fake.callsTo('POST', '/v1/models/')).toHaveLength(1);
 	const usage = await call<{ total: { images: number; cost_usd: number } }>(second, '/v1/usage');
 	expect(usage.body.total).toEqual({ images: 1, cost_usd: MODELS['p-image'].priceUsd });
+}, 120_000);
+
+it('kill -9 while a video host works: the video is followed by its prediction id after the restart, made once and charged once', async () => {
+	const pruna = await startPrunaVideoHost(await testMp4());
+	try {
+		// Enough polls that the prediction outlives the first process (the service polls once a second).
+		pruna.setPendingPolls(6);
+		const startVideo = (dataDir?: string) =>
+			startServer({
+				...(dataDir ? { dataDir } : {}),
+				args: ['--allow-private-urls', '--providers', 'p-video=pruna', '--job-lease-seconds', '3', '--log-level', 'warn'],
+				env: { PRUNA_API_KEY: PRUNA_KEY, PRUNA_BASE_URL: `${pruna.origin}/v1` },
+			}).then((server) => (servers.push(server), server));
+		const first = await startVideo();
+		const created = await call<{ id: string; status: string }>(first, '/v1/videos', {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ model: 'p-video', prompt: 'a ferry crossing', seconds: 3 }),
+		});
+		expect(created.body.status).toBe('in_progress');
+		expect(await eventually(() => pruna.callsTo('GET', '/v1/predictions/status/').length > 0, 15_000)).toBe(true);
+		await first.stop({ signal: 'SIGKILL' });
+		servers = servers.filter((server) => server !== first);
+
+		const second = await startVideo(first.dataDir);
+		const video = async () => (await call<{ status: string; url: string | null; usage: unknown }>(second, `/v1/videos/${created.body.id}`)).body;
+		expect(await eventually(async () => (await video()).status === 'completed', 40_000, 250)).toBe(true);
+		expect(await video()).toMatchObject({ usage: { seconds: 3, cost_usd: 0.06 } });
+		expect(pruna.predictionsMade()).toHaveLength(1);
+		expect(pruna.callsTo('POST', '/v1/predictions')).toHaveLength(1);
+		const usage = await call<{ total: { seconds?: number; cost_usd: number } }>(second, '/v1/usage');
+		expect(usage.body.total).toMatchObject({ seconds: 3, cost_usd: 0.06 });
+	} finally {
+		await pruna.close();
+	}
 }, 120_000);

@@ -7,7 +7,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
+import { TRAINED_ALGORITHMIC_MEDIA } from '../../../core/api';
 import { probeVideo } from '../../helpers/ffprobe';
+import { actionsOf, ownTrustAnchor, readC2paManifest } from '../support/c2pa-reader';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 
 let server: InProcessServer;
@@ -40,7 +42,12 @@ test('create (multipart), retrieve until completed, download the MP4 and its thu
 	const content = await client.videos.downloadContent(video.id);
 	expect(content.headers.get('content-type')).toBe('video/mp4');
 	const path = join(server.dataDir, 'downloaded.mp4');
-	await writeFile(path, Buffer.from(await content.arrayBuffer()));
+	const bytes = Buffer.from(await content.arrayBuffer());
+	await writeFile(path, bytes);
+	// Signed by us as made by the model, and c2pa-rs validates the manifest against the bytes served.
+	const report = await readC2paManifest(bytes, 'video/mp4', ownTrustAnchor(server.dataDir));
+	expect(report!.validation_state).toMatch(/Valid|Trusted/);
+	expect(actionsOf(report!)).toEqual([expect.objectContaining({ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: { name: 'p-video' } })]);
 	const probed = await probeVideo(path);
 	expect(probed).toMatchObject({ codec: 'h264', width: 1280, height: 720, fps: 24 });
 	expect(probed.durationSeconds).toBeCloseTo(4, 0);
@@ -82,4 +89,18 @@ test('a refused field comes back as the BadRequestError naming it', async () => 
 	await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
 	await expect(refused).rejects.toMatchObject({ status: 400, param: 'seconds' });
 	await expect(client.videos.create({ model: 'sora-2', prompt: 'x' })).rejects.toMatchObject({ status: 400, param: 'model' });
+});
+
+test('a first frame that is not an image is the create call\'s 400 naming it; no job is made', async () => {
+	const before = (await client.videos.list({ limit: 100 })).data.length;
+	const notAnImage = await toFile(Buffer.from('just some text, not a picture'), 'frame.png', { type: 'image/png' });
+	const refused = client.videos.create({ model: 'p-video', prompt: 'x', input_reference: notAnImage });
+	await expect(refused).rejects.toMatchObject({ status: 400, param: 'input_reference' });
+	const unreachable = fetch(`${server.baseUrl}/videos`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+		body: JSON.stringify({ model: 'p-video', prompt: 'x', image: 'http://127.0.0.1:9/frame.png' }),
+	}).then(async (response) => ({ status: response.status, body: (await response.json()) as { error: { param: string } } }));
+	await expect(unreachable).resolves.toMatchObject({ status: 400, body: { error: { param: 'image' } } });
+	expect((await client.videos.list({ limit: 100 })).data).toHaveLength(before);
 });
