@@ -128,3 +128,10 @@ describe('a cancel', () => {
 		replicate.setPendingPolls(1);
 	});
 });
+
+test('metrics count videos by model, host and outcome, and their cost', async () => {
+	const metrics = await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then((response) => response.text());
+	expect(metrics).toMatch(/imagegen_generations_total\{model="p-video",provider="pruna",outcome="success"\} [1-9]/);
+	expect(metrics).toMatch(/imagegen_generations_total\{model="p-video",provider="pruna",outcome="upstream_failed"\} [1-9]/);
+	expect(metrics).toMatch(/imagegen_generation_cost_usd_total\{model="p-video"\} 0\.\d+/);
+});
