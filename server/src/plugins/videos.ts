@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import { createBudgetGate } from '../generation/key-policy';
 import { StoreClock } from '../keys/store-clock';
 import { createVideoRunner, type VideoRunner } from '../video/run-video';
+import { removeLeftWorkFolders } from '../video/work-folders';
 import { withBudgetAlerts } from '../webhooks/budget-alerts';
 
 declare module 'fastify' {
@@ -18,6 +19,8 @@ declare module 'fastify' {
 
 /** An input (a first frame, an audio track) is held in memory while the host works. */
 const MAX_VIDEO_INPUT_BYTES = 50 * 1024 * 1024;
+/** Beyond a video's time limit before its work folder counts as left; also how often they are looked for. */
+const WORK_FOLDER_MARGIN_MS = 60 * 60 * 1000;
 
 export default fp(
 	async (fastify) => {
@@ -48,6 +51,18 @@ export default fp(
 			return run(request, caller);
 		};
 		fastify.decorate('runVideo', runVideo);
+
+		// What a process killed mid-job left in work/: older than any job runs, so no live job's.
+		const workRoot = join(config.dataDir, 'work');
+		const sweepWork = () =>
+			removeLeftWorkFolders(workRoot, config.videoTimeoutMs + WORK_FOLDER_MARGIN_MS).catch((error: unknown) => fastify.log.error({ err: error }, 'removing left video work folders failed'));
+		let sweeping: NodeJS.Timeout | undefined;
+		fastify.addHook('onReady', async () => {
+			void sweepWork();
+			sweeping = setInterval(sweepWork, WORK_FOLDER_MARGIN_MS);
+			sweeping.unref();
+		});
+		fastify.addHook('onClose', async () => clearInterval(sweeping));
 	},
 	{ name: 'videos', dependencies: ['config', 'engines', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
 );

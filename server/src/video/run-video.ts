@@ -32,6 +32,7 @@ import { hostVideo, type HostedVideo } from './host-video';
 import { VIDEO_INPUT_FIELDS, settledAsAsked, settleVideo, videoInputLoader, type VideoInputLoader } from './video-inputs';
 import type { SettledVideoRequest, VideoContext, VideoProvider } from './video-provider';
 import type { VideoProviderTable } from './video-providers';
+import { WORK_FOLDER_PREFIX } from './work-folders';
 
 export interface VideoServices {
 	providers: VideoProviderTable;
@@ -118,7 +119,7 @@ async function makeVideo(services: RunnerServices, request: VideoRequest, caller
 	const reservation = await reserve(services, withSeed, caller, roundUsd(perSecondUsd * reservedSeconds));
 	const limit = limitedSignal(caller.clientGone, services.timeoutMs, () => new DOMException(`no video within ${services.timeoutMs} ms`, 'TimeoutError'));
 	await mkdir(services.workRoot, { recursive: true });
-	const workDir = await mkdtemp(join(services.workRoot, 'video-'));
+	const workDir = await mkdtemp(join(services.workRoot, WORK_FOLDER_PREFIX));
 	let hosted: HostedVideo | undefined;
 	try {
 		const work: VideoWork = { request: settled, provider, perSecondUsd, caller, load, signal: limit.signal, deadline: Date.now() + services.timeoutMs, workDir };
