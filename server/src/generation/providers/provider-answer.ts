@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
+import { HOST_ERROR_BYTES } from './host-text';
 import { ImageJsonReader, parseAnswer } from './image-json';
 
 /**
@@ -71,6 +72,27 @@ export class ProviderAnswer {
 
 	async text(): Promise<string> {
 		return (await this.bytes()).toString('utf8');
+	}
+
+	/**
+	 * The start of an error answer, at most `maxBytes` of it, as text: its words are at its start,
+	 * and the rest (a page of megabytes from a proxy, a dump) is dropped unread, its connection
+	 * closed, rather than gathered only to be cut. A character cut at the bound is left out.
+	 */
+	async errorText(maxBytes = HOST_ERROR_BYTES): Promise<string> {
+		const decoder = new TextDecoder();
+		let text = '';
+		let size = 0;
+		for await (const chunk of this.answer.body) {
+			const piece = (chunk as Buffer).subarray(0, maxBytes - size);
+			size += piece.length;
+			text += decoder.decode(piece, { stream: true });
+			if (size >= maxBytes) {
+				this.answer.body.destroy();
+				break;
+			}
+		}
+		return text;
 	}
 
 	/** Reads nothing more: a short rest is drained so the connection can be reused, a long one cut. */

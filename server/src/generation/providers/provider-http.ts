@@ -17,6 +17,7 @@ import { request as undiciRequest, type FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
 import { isOwnOrigin, type HostCredentials } from './host-credentials';
+import { boundedHostText } from './host-text';
 import { NotJsonError } from './image-json';
 import { jsonBody, type JsonBody } from './json-body';
 import { ProviderAnswer } from './provider-answer';
@@ -125,7 +126,7 @@ export async function providerFetch(request: ProviderRequest): Promise<ProviderA
 		const response = await send(request);
 		if (response.ok) return response;
 		if (response.status === 429) {
-			const text = await response.text().catch(() => '');
+			const text = await response.errorText().catch(() => '');
 			const wait = rateLimitWaitMs(response.header('retry-after'), text, policy.rateLimitFloorMs);
 			const inTime = request.deadline === undefined || Date.now() + wait < request.deadline;
 			if (inTime && shouldRetry(429, attempt, policy)) {
@@ -140,7 +141,7 @@ export async function providerFetch(request: ProviderRequest): Promise<ProviderA
 			await sleep(wait, undefined, { signal: request.signal });
 			continue;
 		}
-		const text = await response.text().catch(() => '');
+		const text = await response.errorText().catch(() => '');
 		throw refused(request, response.status, providerError(request, response.status, text));
 	}
 }
@@ -306,7 +307,7 @@ function socketErrorCodes(error: unknown): string[] {
 
 function providerError(request: ProviderRequest, status: number, text: string, waitMs = 1_000): ImageGenError {
 	const { provider } = request;
-	const message = request.refusalMessage?.(text) ?? hostMessage(text) ?? STATUS_CODES[status] ?? 'no message';
+	const message = boundedHostText(request.refusalMessage?.(text) ?? hostMessage(text) ?? STATUS_CODES[status] ?? 'no message');
 	if (status === 429) {
 		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
 			code: 'upstream_rate_limited',
@@ -317,13 +318,18 @@ function providerError(request: ProviderRequest, status: number, text: string, w
 	return new ImageGenError(502, `The ${provider} provider answered HTTP ${status}: ${message}`, { code });
 }
 
-/** The human part of a host's error body, whichever of the usual shapes it uses. */
+/** The human part of a host's error body, whichever of the usual shapes it uses; bounded (host-text.ts). */
 export function hostMessage(text: string): string | undefined {
+	const message = wholeHostMessage(text);
+	return message === undefined ? undefined : boundedHostText(message);
+}
+
+function wholeHostMessage(text: string): string | undefined {
 	let body: unknown;
 	try {
 		body = JSON.parse(text);
 	} catch {
-		return text.trim().slice(0, 500) || undefined;
+		return cutJsonMessage(text) ?? (text.trim() || undefined);
 	}
 	const pick = (value: unknown): string | undefined => {
 		if (typeof value === 'string' && value.trim()) return value.trim();
@@ -337,4 +343,19 @@ export function hostMessage(text: string): string | undefined {
 		return undefined;
 	};
 	return pick(body);
+}
+
+/**
+ * The message of a JSON error cut off at the read bound (`{"error":{"message":"…`): the first of
+ * the usual message fields, as far as it goes, rather than the JSON's opening punctuation.
+ */
+function cutJsonMessage(text: string): string | undefined {
+	if (!/^\s*[[{]/.test(text)) return undefined;
+	const match = /"(?:message|detail|error|title|msg)"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(text);
+	if (!match?.[1]) return undefined;
+	try {
+		return JSON.parse(`"${match[1].replace(/\\(u[0-9a-fA-F]{0,3})?$/, '')}"`) as string;
+	} catch {
+		return match[1];
+	}
 }
