@@ -2,8 +2,9 @@
  * Budget alerts to the operator's `--alert-webhook`, through the outbox: `budget.threshold` once a
  * key's spend passes 80 % of its period's budget, `budget.exhausted` once it reaches the budget or
  * a generation is refused for it (a budget that prices do not divide evenly is never spent to the
- * cent). Each is sent once per key, period and kind, whichever process or replica saw it first
- * (a row in the engines decides).
+ * cent). Each is sent once per key, period, kind and budget, whichever process or replica saw it
+ * first (a row in the engines decides): a budget the operator changed, raised after an alert say,
+ * is alerted again when it is passed in the same period.
  *
  * A gate around the budget gate: the check runs after a charge settles (or a refusal), never
  * before the generation, and a failing check is logged, never the generation's failure.
@@ -46,7 +47,7 @@ export function withBudgetAlerts(gate: BudgetGate, options: BudgetAlertOptions):
 			if (spent * 100 >= limit * THRESHOLD_PERCENT) kinds.push('threshold');
 			if (refused || spent >= limit) kinds.push('exhausted');
 			for (const kind of kinds) {
-				const mark = { keyId: key.id, period: periodName(budget, since), kind };
+				const mark = { keyId: key.id, period: periodName(budget, since), kind, limitUsd: budget.limitUsd };
 				await options.outbox.enqueueAlert(mark, alertEvent(options.url, mark, budget, spentUsd, at));
 			}
 		} catch (error) {

@@ -54,13 +54,24 @@ export interface BudgetAlertMark {
 	/** Names the budget period (`day:2026-11-25`, `month:2026-11`, `total`). */
 	period: string;
 	kind: 'threshold' | 'exhausted';
+	/**
+	 * The budget the alert is about: one the operator changed (raised after an alert, say) is
+	 * alerted anew when it is passed, in the same period. Counted in whole micro-dollars.
+	 */
+	limitUsd: number;
 }
 
 export interface OutboxStore {
-	enqueue(delivery: NewDelivery, now: number): Promise<void>;
+	/**
+	 * Enqueues the delivery unless its key already has `maxPendingPerKey` pending (without it: in
+	 * any case); answers whether it did. The count and the insert are one statement; replicas
+	 * enqueueing for one key at the same instant on PostgreSQL may each pass the cap by one.
+	 * Unsigned deliveries (operator alerts, once per key, period and kind) are never refused.
+	 */
+	enqueue(delivery: NewDelivery, now: number, maxPendingPerKey?: number): Promise<boolean>;
 	/**
 	 * Records the alert and enqueues its delivery in one write, unless it was recorded before (by
-	 * any process); answers whether it was enqueued now.
+	 * any process) for this key, period, kind and budget; answers whether it was enqueued now.
 	 */
 	enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean>;
 	/**
@@ -78,6 +89,12 @@ export interface OutboxStore {
 	giveUp(claim: ClaimedDelivery, now: number, error: string): Promise<boolean>;
 	/** Deletes deliveries given up before `before`; answers how many. */
 	sweepFailed(before: number): Promise<number>;
+	/**
+	 * Deletes pending deliveries enqueued before `createdBefore` that no attempt holds at `now`
+	 * (past their retry window, whether they were retried or waited behind a hanging receiver);
+	 * answers how many. One under way finishes as it will.
+	 */
+	sweepExpired(createdBefore: number, now: number): Promise<number>;
 	/** The named secret, made from `create` by whichever caller comes first; every caller gets that one. */
 	serviceSecret(name: string, create: () => Buffer): Promise<Buffer>;
 	close?(): Promise<void>;
@@ -125,7 +142,11 @@ export const OUTBOX_LEASE = new Lease({ table: 'webhook_outbox', holder: 'claim_
 export const OUTBOX_SQL = {
 	/** Args: `deliveryValues`. */
 	insert: 'INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)',
-	/** Args: key id, period, kind, now; the delivery is inserted after it only when the mark was new. */
+	/** Args: `deliveryValues`, then the most pending deliveries its key may have (the partial index of pending rows counts them). */
+	insertCapped: `INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $7
+		WHERE (SELECT count(*) FROM webhook_outbox WHERE state = 'pending' AND signing_key_id = $4) < CAST($8 AS INTEGER)`,
+	/** Args: `alertMarkValues`; the delivery is inserted after it only when the mark was new. */
 	markAlert: 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
 	delivered: `DELETE FROM webhook_outbox WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Args: id, claim token, when to try again, the error. */
@@ -135,6 +156,8 @@ export const OUTBOX_SQL = {
 		WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Deliveries given up before `$1`: what a sweep deletes. */
 	sweepable: "state = 'failed' AND finished_at < $1",
+	/** Pending deliveries enqueued before `$1` and not held by an attempt at `$2` (a retry's pause holds none). */
+	expired: `state = 'pending' AND created_at < $1 AND (claim_token IS NULL OR ${OUTBOX_LEASE.unheld('$2')})`,
 	readSecret: 'SELECT secret FROM service_secrets WHERE name = $1',
 	writeSecret: 'INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT DO NOTHING',
 };
@@ -142,6 +165,14 @@ export const OUTBOX_SQL = {
 /** The values of `OUTBOX_SQL.insert`, in its order. */
 export function deliveryValues(delivery: NewDelivery, now: number): unknown[] {
 	return [delivery.id, delivery.url, originOf(delivery.url), delivery.signingKeyId, delivery.body, delivery.eventType, now];
+}
+
+/**
+ * The values of `OUTBOX_SQL.markAlert`. The budget is kept in the period's column (the table's key
+ * is key, period and kind), as whole micro-dollars so that 0.1 + 0.2 and 0.3 are one budget.
+ */
+export function alertMarkValues(mark: BudgetAlertMark, now: number): unknown[] {
+	return [mark.keyId, `${mark.period} budget:${Math.round(mark.limitUsd * 1e6)}`, mark.kind, now];
 }
 
 /** A receiver's host, what the per-origin cap counts by (`https://hooks.example:8443`). */

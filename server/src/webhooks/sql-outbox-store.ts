@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Dialect, SqlAdapter } from '../db/sql-adapter';
 import { sweepRows } from '../db/sweep';
-import { CLAIMED_COLUMNS, OUTBOX_LEASE, OUTBOX_SQL, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
+import { CLAIMED_COLUMNS, OUTBOX_LEASE, OUTBOX_SQL, alertMarkValues, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
 /** Rankings a claim makes at most: each one lost deliveries only because another process claimed them. */
 const CLAIM_ROUNDS = 3;
@@ -44,14 +44,16 @@ export class SqlOutboxStore implements OutboxStore {
 		this.claim = OUTBOX_LEASE.claim({ candidates, holder: '$1', until: '$2', now: '$3', returning: CLAIMED_COLUMNS });
 	}
 
-	async enqueue(delivery: NewDelivery, now: number): Promise<void> {
-		await this.adapter.write([{ sql: OUTBOX_SQL.insert, values: deliveryValues(delivery, now) }]);
+	async enqueue(delivery: NewDelivery, now: number, maxPendingPerKey?: number): Promise<boolean> {
+		const values = deliveryValues(delivery, now);
+		const write = maxPendingPerKey === undefined ? { sql: OUTBOX_SQL.insert, values } : { sql: OUTBOX_SQL.insertCapped, values: [...values, maxPendingPerKey] };
+		return (await this.adapter.write([write])).changes === 1;
 	}
 
 	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {
-		// The delivery is inserted only when the mark was new: once per key, period and kind.
+		// The delivery is inserted only when the mark was new: once per key, period, kind and budget.
 		const { changes } = await this.adapter.write([
-			{ sql: OUTBOX_SQL.markAlert, values: [mark.keyId, mark.period, mark.kind, now] },
+			{ sql: OUTBOX_SQL.markAlert, values: alertMarkValues(mark, now) },
 			{ sql: OUTBOX_SQL.insert, values: deliveryValues(delivery, now), ifChanged: true },
 		]);
 		return changes === 1;
@@ -91,6 +93,10 @@ export class SqlOutboxStore implements OutboxStore {
 
 	async sweepFailed(before: number): Promise<number> {
 		return sweepRows(this.adapter, 'webhook_outbox', OUTBOX_SQL.sweepable, [before]);
+	}
+
+	async sweepExpired(createdBefore: number, now: number): Promise<number> {
+		return sweepRows(this.adapter, 'webhook_outbox', OUTBOX_SQL.expired, [createdBefore, now]);
 	}
 
 	async serviceSecret(name: string, create: () => Buffer): Promise<Buffer> {

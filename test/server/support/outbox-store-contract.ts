@@ -2,7 +2,8 @@
  * What every OutboxStore must do, written once and run against each engine (SQLite in the data
  * dir, PostgreSQL): deliveries kept byte for byte under their id, claimed by one holder at a time
  * with a lease, finished only by the latest claim, retried when due, kept when given up until
- * swept; alerts once per key, period and kind; one service secret whoever asks first.
+ * swept; pending deliveries capped per key and swept once past their retry window; alerts once per
+ * key, period, kind and budget; one service secret whoever asks first.
  */
 import { randomBytes } from 'node:crypto';
 import type { NewDelivery, OutboxStore } from '../../../server/src/webhooks/outbox-store';
@@ -15,6 +16,7 @@ export interface OutboxStoreHarness {
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const LEASE = 60_000;
+const HOUR = 3_600_000;
 /** A body a careless store would alter: non-ASCII, line separators, CRLF, a trailing space. */
 const TRICKY_BODY = '{"type":"generation.succeeded","data":{"note":"é ✓ 🎨 \u2028\u2029"}}\r\n ';
 
@@ -125,7 +127,7 @@ export function describeOutboxStoreContract(name: string, harness: () => OutboxS
 
 		it('an alert is enqueued once per key, period and kind, whichever process asks', async () => {
 			const [one, two] = [await current.open(), await current.open()];
-			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold' } as const;
+			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold', limitUsd: 10 } as const;
 			const alert = (id: string) => delivery(id, { signingKeyId: null, eventType: 'budget.threshold' });
 			const first = await Promise.all([one.enqueueAlert(mark, alert('msg_a1'), T0), two.enqueueAlert(mark, alert('msg_a2'), T0)]);
 			expect(first.filter(Boolean)).toHaveLength(1);
@@ -136,6 +138,55 @@ export function describeOutboxStoreContract(name: string, harness: () => OutboxS
 			const claimed = (await one.claimDue(T0, 10, LEASE)).map((claim) => claim.id);
 			expect(claimed).toHaveLength(4);
 			expect(claimed).not.toContain('msg_a3');
+		});
+
+		it('an alert is enqueued again for the same key, period and kind once its budget changed', async () => {
+			const store = await current.open();
+			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold', limitUsd: 10 } as const;
+			const alert = (id: string) => delivery(id, { signingKeyId: null, eventType: 'budget.threshold' });
+			expect(await store.enqueueAlert(mark, alert('msg_b1'), T0)).toBe(true);
+			expect(await store.enqueueAlert(mark, alert('msg_b2'), T0)).toBe(false);
+			// The operator raised the budget: passing 80 % of the new one is news.
+			expect(await store.enqueueAlert({ ...mark, limitUsd: 20 }, alert('msg_b3'), T0)).toBe(true);
+			expect(await store.enqueueAlert({ ...mark, limitUsd: 20 }, alert('msg_b4'), T0)).toBe(false);
+			// Amounts a float would tell apart but a budget does not (whole micro-dollars) are one budget.
+			expect(await store.enqueueAlert({ ...mark, limitUsd: 0.1 + 0.2 }, alert('msg_b5'), T0)).toBe(true);
+			expect(await store.enqueueAlert({ ...mark, limitUsd: 0.3 }, alert('msg_b6'), T0)).toBe(false);
+			expect((await store.claimDue(T0, 10, LEASE)).map((claim) => claim.id).sort()).toEqual(['msg_b1', 'msg_b3', 'msg_b5']);
+		});
+
+		it('refuses a delivery past its key’s cap of pending ones; other keys, alerts and ended deliveries are not held back', async () => {
+			const store = await current.open();
+			expect(await store.enqueue(delivery('msg_1'), T0, 2)).toBe(true);
+			expect(await store.enqueue(delivery('msg_2'), T0, 2)).toBe(true);
+			expect(await store.enqueue(delivery('msg_3'), T0, 2)).toBe(false);
+			expect(await store.enqueue(delivery('msg_b1', { signingKeyId: 'key-b' }), T0, 2)).toBe(true);
+			expect(await store.enqueue(delivery('msg_n1', { signingKeyId: null }), T0, 2)).toBe(true);
+			// Claimed, retried and given up: one is still pending, one counts no more.
+			const claims = new Map((await store.claimDue(T0, 10, LEASE)).map((claim) => [claim.id, claim]));
+			expect(await store.enqueue(delivery('msg_4'), T0, 2)).toBe(false);
+			expect(await store.retryAt(claims.get('msg_1')!, T0 + 5_000, 'the receiver answered HTTP 500')).toBe(true);
+			expect(await store.giveUp(claims.get('msg_2')!, T0, 'gave up')).toBe(true);
+			expect(await store.enqueue(delivery('msg_5'), T0, 2)).toBe(true);
+			expect(await store.enqueue(delivery('msg_6'), T0, 2)).toBe(false);
+			// Without a cap the store takes what it is given.
+			expect(await store.enqueue(delivery('msg_7'), T0)).toBe(true);
+		});
+
+		it('sweeps pending deliveries made before the cut, unless an attempt holds one now', async () => {
+			const store = await current.open();
+			await store.enqueue(delivery('msg_retrying'), T0);
+			await store.enqueue(delivery('msg_held'), T0);
+			await store.enqueue(delivery('msg_young'), T0 + HOUR);
+			const claims = new Map((await store.claimDue(T0, 10, LEASE)).map((claim) => [claim.id, claim]));
+			expect(await store.retryAt(claims.get('msg_retrying')!, T0 + 3 * HOUR, 'the receiver answered HTTP 500')).toBe(true);
+			await store.enqueue(delivery('msg_waiting'), T0);
+			expect(await store.sweepExpired(T0 + 1, T0 + 1_000)).toBe(2);
+			expect(await store.sweepExpired(T0 + 1, T0 + 1_000)).toBe(0);
+			// The holder of the attempt died: once its lease ended the delivery is swept too, and the claim may no longer finish it.
+			expect(await store.sweepExpired(T0 + 1, T0 + LEASE)).toBe(1);
+			expect(await store.retryAt(claims.get('msg_held')!, T0 + HOUR, 'no answer within 10 s')).toBe(false);
+			expect((await store.claimDue(T0 + HOUR, 10, LEASE)).map((claim) => claim.id)).toEqual(['msg_young']);
 		});
 
 		it('one service secret for every process that asks, made once and kept across a restart', async () => {

@@ -1,8 +1,8 @@
 /**
  * Budget alerts through the outbox: over the service with a managed key whose budget fills up
- * (threshold past 80 %, exhausted when a generation is refused for it, each sent once), and on the
- * alert gate itself for what needs no traffic: a Slack URL's `{ text }` body and periods that
- * start again.
+ * (threshold past 80 %, exhausted when a generation is refused for it, each sent once, and again
+ * for a budget the operator raised), and on the alert gate itself for what needs no traffic: a
+ * Slack URL's `{ text }` body and periods that start again.
  */
 import type { ApiKeyPolicy } from '../../../server/src/keys/authenticate';
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
@@ -74,6 +74,34 @@ describe('over the service', () => {
 		expect(await eventually(() => receiver.received.length === 1)).toBe(true);
 		await service.app.webhooks.outbox.settled();
 		expect(events()).toEqual([expect.objectContaining({ type: 'budget.exhausted', data: expect.objectContaining({ period: 'month', spent_usd: 0.01 }) })]);
+	});
+
+	it('a budget the operator raised is alerted again when it is passed, in the same period', async () => {
+		const key = await createKey({ budget_usd: 0.05, budget_period: 'day' });
+		for (let spent = 1; spent <= 4; spent++) expect(await generate(key.key)).toBe(200);
+		expect(await eventually(() => receiver.received.length === 1)).toBe(true);
+		const raised = await service.request(`/v1/admin/keys/${key.id}`, {
+			method: 'PATCH',
+			headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ budget_usd: 0.1 }),
+		});
+		expect(raised.status).toBe(200);
+		// 0.05 and 0.06 of 0.10: below 80 % of the new budget, so nothing yet.
+		for (let spent = 5; spent <= 7; spent++) expect(await generate(key.key)).toBe(200);
+		await service.app.webhooks.outbox.settled();
+		expect(receiver.received).toHaveLength(1);
+		expect(await generate(key.key)).toBe(200);
+		expect(await eventually(() => receiver.received.length === 2)).toBe(true);
+		expect(events()[1]).toMatchObject({ type: 'budget.threshold', data: { key_id: key.id, budget_usd: 0.1, spent_usd: 0.08 } });
+		for (let spent = 9; spent <= 10; spent++) expect(await generate(key.key)).toBe(200);
+		expect(await generate(key.key)).toBe(402);
+		expect(await eventually(() => receiver.received.length === 3)).toBe(true);
+		await service.app.webhooks.outbox.settled();
+		expect(events().map((event) => [event.type, event.data.budget_usd])).toEqual([
+			['budget.threshold', 0.05],
+			['budget.threshold', 0.1],
+			['budget.exhausted', 0.1],
+		]);
 	});
 
 	it('keys without a budget send nothing', async () => {
