@@ -4,7 +4,7 @@
  * as in tests, would collide). Process metrics come from prom-client's default collectors.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { GenerationObservation, MarkingObservation, ServiceMetrics, SweepObservation, UploadObservation } from './service-metrics';
+import type { GenerationObservation, MarkingObservation, ServiceMetrics, SweepObservation, UploadObservation, WebhookDeliveryOutcome } from './service-metrics';
 import { BUDGET_EXCEEDED } from '../keys/managed-key';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
@@ -63,12 +63,12 @@ export class PrometheusMetrics implements ServiceMetrics {
 		this.lastSweep = new Gauge({ name: 'imagegen_last_sweep_success_timestamp_seconds', help: 'When the sweeper last finished a pass without a failure (Unix seconds; alert when it falls behind)', registers });
 		this.webhookDeliveries = new Counter({
 			name: 'imagegen_webhook_deliveries_total',
-			help: 'Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later) or failed (given up)',
+			help: 'Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later) or failed (given up); and deliveries dropped (their key had too many pending) or expired (pending past the retry window)',
 			labelNames: ['outcome'],
 			registers,
 		});
 		// Every outcome reads 0 from the start, so a rate over `failed` exists before the first failure.
-		for (const outcome of ['delivered', 'retried', 'failed']) this.webhookDeliveries.inc({ outcome }, 0);
+		for (const outcome of ['delivered', 'retried', 'failed', 'dropped', 'expired']) this.webhookDeliveries.inc({ outcome }, 0);
 		new Gauge({
 			name: 'imagegen_usage_ledger_pending',
 			help: 'Usage lines accepted but not yet durable (non-zero while the ledger’s store fails)',
@@ -123,8 +123,8 @@ export class PrometheusMetrics implements ServiceMetrics {
 		if (bytes > 0) this.uploadBytes.inc({ kind }, bytes);
 	}
 
-	webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void {
-		this.webhookDeliveries.inc({ outcome });
+	webhookDelivery(outcome: WebhookDeliveryOutcome, count = 1): void {
+		this.webhookDeliveries.inc({ outcome }, count);
 	}
 
 	async text(): Promise<string> {

@@ -42,9 +42,15 @@ export interface ServiceMetrics {
 	sweep(observation: SweepObservation): void;
 	providerError(provider: string, code: string): void;
 	upload(observation: UploadObservation): void;
-	/** One webhook attempt's end: `delivered`, `retried` (failed, tried again later) or `failed` (given up). */
-	webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void;
+	/**
+	 * One webhook attempt's end: `delivered`, `retried` (failed, tried again later) or `failed` (given
+	 * up); or `count` deliveries that got no attempts: `dropped` (their key had too many pending) or
+	 * `expired` (still pending past the retry window).
+	 */
+	webhookDelivery(outcome: WebhookDeliveryOutcome, count?: number): void;
 }
+
+export type WebhookDeliveryOutcome = 'delivered' | 'retried' | 'failed' | 'dropped' | 'expired';
 
 /** For code run without a service around it (tests that build a runner by hand). */
 export const NO_METRICS: ServiceMetrics = {

@@ -30,7 +30,7 @@ export default fp(
 			allowPrivate: config.webhookAllowPrivate,
 			keepFailedMs: config.retentionSeconds * 1000,
 			log: fastify.log.child({ component: 'webhooks' }),
-			onOutcome: (outcome) => fastify.metrics.webhookDelivery(outcome),
+			onOutcome: (outcome, count) => fastify.metrics.webhookDelivery(outcome, count),
 		});
 		fastify.decorate('webhooks', {
 			outbox,

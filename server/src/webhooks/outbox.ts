@@ -10,6 +10,10 @@
  * eight hours, then kept as failed for the operator until the retention sweeps it. Pending ones
  * survive restarts (they are rows) and, on many replicas, are claimed with a lease so that two
  * replicas do not send one at the same time.
+ *
+ * The backlog is bounded: a key has at most `maxPendingPerKey` deliveries pending (the next is
+ * refused, logged and counted as `dropped`), and one still pending once the retry window has passed
+ * (it waited behind receivers that hang, which drain a few a minute) is swept as `expired`.
  */
 import { randomUUID } from 'node:crypto';
 import type { HostResolver } from '../net/safe-fetch';
@@ -23,6 +27,16 @@ import { originOf, shortError, type AttemptTarget, type BudgetAlertMark, type Cl
  * failure gives up.
  */
 export const RETRY_PAUSES_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000] as const;
+/**
+ * How long a delivery may stay pending: the pauses' 7 h 43 min and a margin for attempts that
+ * waited for a slot; one still pending after it is swept (DESIGN: retried for at least an hour).
+ */
+export const RETRY_WINDOW_MS = 8 * 3_600_000;
+/**
+ * Deliveries one key may have pending: what its receivers, all hanging, would take hours to drain,
+ * while a key that makes more than this in a retry window is never left with a table that grows.
+ */
+const MAX_PENDING_PER_KEY = 1_000;
 /** One attempt, DNS, connect and answer included (the spec's receivers answer at once and work later). */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 /** A claim outlives any attempt: a lease that ends means the claiming process died. */
@@ -40,7 +54,11 @@ const PER_KEY = 4;
 /** Given-up deliveries are looked for at most this often per process. */
 const SWEEP_EVERY_MS = 60_000;
 
-export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
+/**
+ * An attempt's end (`delivered`, `retried`, `failed`: given up), or a delivery that never got its
+ * attempts: `dropped` at enqueue (its key had too many pending), `expired` (pending past the window).
+ */
+export type DeliveryOutcome = 'delivered' | 'retried' | 'failed' | 'dropped' | 'expired';
 
 export interface OutboxLog {
 	warn(details: object, message: string): void;
@@ -53,13 +71,15 @@ export interface OutboxOptions {
 	/** How long a given-up delivery is kept (the service's retention). */
 	keepFailedMs: number;
 	log: OutboxLog;
-	onOutcome?: (outcome: DeliveryOutcome) => void;
+	/** `count`: how many had this outcome at once (a sweep's expired); 1 when absent. */
+	onOutcome?: (outcome: DeliveryOutcome, count?: number) => void;
 	resolve?: HostResolver;
 	now?: () => number;
 	concurrency?: number;
 	perOrigin?: number;
 	perKey?: number;
 	attemptTimeoutMs?: number;
+	maxPendingPerKey?: number;
 }
 
 /** What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned). */
@@ -94,10 +114,18 @@ export class WebhookOutbox {
 		this.perKey = options.perKey ?? PER_KEY;
 	}
 
-	/** One durable write; the loop is woken so a delivery goes out at once, not at the next poll. */
-	async enqueue(event: OutgoingEvent): Promise<string> {
+	/**
+	 * One durable write; the loop is woken so a delivery goes out at once, not at the next poll.
+	 * Answers the delivery's id, or null when its key had too many pending (logged and counted).
+	 */
+	async enqueue(event: OutgoingEvent): Promise<string | null> {
 		const delivery = newDelivery(event);
-		await this.store.enqueue(delivery, this.now());
+		const maxPending = this.options.maxPendingPerKey ?? MAX_PENDING_PER_KEY;
+		if (!(await this.store.enqueue(delivery, this.now(), maxPending))) {
+			this.options.onOutcome?.('dropped');
+			this.options.log.warn({ keyId: event.signingKeyId, event: event.type, pending: maxPending }, 'webhook delivery dropped: the key has too many pending');
+			return null;
+		}
 		this.wakeFor(delivery);
 		return delivery.id;
 	}
@@ -248,6 +276,10 @@ export class WebhookOutbox {
 		if (now - this.lastSweepAt < SWEEP_EVERY_MS) return;
 		this.lastSweepAt = now;
 		await this.store.sweepFailed(now - this.options.keepFailedMs);
+		const expired = await this.store.sweepExpired(now - RETRY_WINDOW_MS, now);
+		if (expired === 0) return;
+		this.options.onOutcome?.('expired', expired);
+		this.options.log.error({ deliveries: expired, hours: RETRY_WINDOW_MS / 3_600_000 }, 'webhook deliveries expired: not delivered within the retry window');
 	}
 
 	private serviceSecret(): Promise<Buffer> {

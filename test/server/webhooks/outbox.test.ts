@@ -1,13 +1,13 @@
 /**
  * The delivery loop on the data dir's outbox, to a receiver on loopback, on a fake clock: signed
  * deliveries a receiver can verify, retries after a 500 with the same id and body and growing
- * pauses, giving up after the last, the address guard again at delivery, and receivers that hang
- * without holding up an enqueue.
+ * pauses, giving up after the last, the address guard again at delivery, receivers that hang
+ * without holding up an enqueue, and a backlog bounded per key and by the retry window.
  */
 import type { SqliteDatabase } from '../../../server/src/db/sqlite/database';
 import { groupCommitOf } from '../../../server/src/db/sqlite/group-commit';
 import { SqliteAdapter } from '../../../server/src/db/sqlite/sqlite-adapter';
-import { RETRY_PAUSES_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOptions } from '../../../server/src/webhooks/outbox';
+import { RETRY_PAUSES_MS, RETRY_WINDOW_MS, WebhookOutbox, type DeliveryOutcome, type OutboxOptions } from '../../../server/src/webhooks/outbox';
 import { SqlOutboxStore } from '../../../server/src/webhooks/sql-outbox-store';
 import { useFakeClock } from '../support/clock';
 import { eventually } from '../support/http';
@@ -37,6 +37,13 @@ afterEach(async () => {
 });
 
 function startOutbox(options: Partial<OutboxOptions> = {}): WebhookOutbox {
+	const outbox = openOutbox(options);
+	outbox.start();
+	return outbox;
+}
+
+/** An outbox that only enqueues until started. */
+function openOutbox(options: Partial<OutboxOptions> = {}): WebhookOutbox {
 	const database = dataDir.openDatabase();
 	databases.push(database);
 	const log = (details: object, message: string) => logged.push({ details, message });
@@ -44,10 +51,9 @@ function startOutbox(options: Partial<OutboxOptions> = {}): WebhookOutbox {
 		allowPrivate: true,
 		keepFailedMs: 86_400_000,
 		log: { warn: log, error: log },
-		onOutcome: (outcome) => outcomes.push(outcome),
+		onOutcome: (outcome, count) => outcomes.push(...Array<DeliveryOutcome>(count ?? 1).fill(outcome)),
 		...options,
 	});
-	outbox.start();
 	outboxes.push(outbox);
 	return outbox;
 }
@@ -225,6 +231,45 @@ describe('one receiver that hangs holds no more than its share of the attempts',
 		expect(await eventually(() => healthy.received.length === 1, 1_000, 10)).toBe(true);
 		expect(hanging.reduce((sum, one) => sum + one.received.length, 0)).toBe(4);
 		await outbox.stop();
+	});
+});
+
+describe('a backlog has bounds', () => {
+	const pendingRows = () => databases[0]!.prepare<[], { id: string }>("SELECT id FROM webhook_outbox WHERE state = 'pending' ORDER BY created_at, id").all();
+
+	it('a key with its cap of deliveries pending has the next one refused, logged and counted; another key’s still goes in', async () => {
+		const outbox = openOutbox({ maxPendingPerKey: 3 });
+		const ids = [];
+		for (let index = 0; index < 3; index++) ids.push(await outbox.enqueue(event(receiver.url, 'key-a')));
+		expect(ids.every((id) => typeof id === 'string')).toBe(true);
+		expect(await outbox.enqueue(event(receiver.url, 'key-a'))).toBeNull();
+		expect(await outbox.enqueue(event(receiver.url, 'key-b'))).toMatch(/^msg_/);
+		expect(pendingRows()).toHaveLength(4);
+		expect(outcomes).toEqual(['dropped']);
+		expect(logged).toEqual([{ details: { keyId: 'key-a', event: 'generation.succeeded', pending: 3 }, message: 'webhook delivery dropped: the key has too many pending' }]);
+		// Once delivered, the key has room again.
+		outbox.start();
+		await outbox.settled();
+		expect(receiver.received).toHaveLength(4);
+		expect(await outbox.enqueue(event(receiver.url, 'key-a'))).toMatch(/^msg_/);
+	});
+
+	it('deliveries still pending past the retry window are swept, counted and logged; younger ones stay', async () => {
+		expect(RETRY_WINDOW_MS).toBeGreaterThan(RETRY_PAUSES_MS.reduce((sum, pause) => sum + pause, 0));
+		const outbox = startOutbox();
+		receiver.answer(503);
+		const old = [await outbox.enqueue(event()), await outbox.enqueue(event(receiver.url, 'key-b'))];
+		await outbox.settled();
+		jest.setSystemTime(Date.now() + RETRY_WINDOW_MS - 60_000);
+		const young = await outbox.enqueue(event());
+		await outbox.settled();
+		expect(pendingRows().map((row) => row.id).sort()).toEqual([...old, young].sort());
+		expect(outcomes).not.toContain('expired');
+		// The next sweep, a minute on: both old ones are past the window.
+		await advance(outbox, 62_000);
+		expect(pendingRows().map((row) => row.id)).toEqual([young]);
+		expect(outcomes.filter((outcome) => outcome === 'expired')).toHaveLength(2);
+		expect(logged).toContainEqual({ details: { deliveries: 2, hours: RETRY_WINDOW_MS / 3_600_000 }, message: 'webhook deliveries expired: not delivered within the retry window' });
 	});
 });
 
