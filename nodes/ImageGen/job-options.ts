@@ -18,12 +18,12 @@ export const jobOptionProperties: INodeProperties[] = [
 			{
 				name: 'Submit',
 				value: 'submit',
-				description: 'Output the generation object at once (ID and status); get the image later with Get Generation or at the Webhook URL',
+				description: 'Output the generation (for p-video the video) object at once, with its ID and status; get the image or video later with Get Generation or at the Webhook URL',
 			},
 			{
 				name: 'Wait',
 				value: 'wait',
-				description: 'Submit the generation as a job and poll it until it ends, so no HTTP time-out cuts it short; output the image',
+				description: 'Submit the generation as a job and poll it until it ends, so no HTTP time-out cuts it short; output the image or video',
 			},
 		],
 		default: 'wait',

@@ -3,8 +3,7 @@
  * binary. The MP4 is streamed from `GET /videos/<id>/content` into n8n's binary data store (a file
  * in n8n's default filesystem mode), so a video is never held whole in the node's memory.
  */
-import type { Readable } from 'node:stream';
-import type { IDataObject, IExecuteFunctions, IN8nHttpFullResponse, INodeExecutionData, JsonObject } from 'n8n-workflow';
+import type { IBinaryData, IDataObject, IExecuteFunctions, IN8nHttpFullResponse, INodeExecutionData, JsonObject } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import { isApiErrorBody } from '../../core/errors';
@@ -12,6 +11,9 @@ import { CREDENTIAL_TYPE } from '../shared/transport';
 import type { RequestSettings } from '../shared/uploads';
 import type { ImageOutputOptions } from './image-output';
 import { videoPath, type Video } from './video-jobs';
+
+/** The stream n8n's binary helpers take (a Node.js Readable), named through them: community nodes import no Node modules. */
+type Readable = Exclude<Parameters<IExecuteFunctions['helpers']['prepareBinaryData']>[0], Buffer>;
 
 const MP4 = 'video/mp4';
 // An error answer is read for its message only; anything beyond this is not a message.
@@ -33,7 +35,7 @@ export async function toVideoItems(context: IExecuteFunctions, itemIndex: number
 	const created = typeof video.body.created_at === 'number' ? new Date(video.body.created_at * 1000) : new Date();
 	const fileName = `${String(video.body.model ?? 'video')}-${created.toISOString().replace(/[:.]/g, '-')}.mp4`;
 	const stream = await openContent(context, itemIndex, video.id, settings);
-	let binary;
+	let binary: IBinaryData;
 	try {
 		binary = await context.helpers.prepareBinaryData(stream, fileName, MP4);
 	} catch (error) {

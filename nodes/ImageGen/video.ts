@@ -10,6 +10,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { ImageGenError } from '../../core/errors';
 import { parseVideoRequest, type VideoRequest } from '../../core/video-schemas';
 import { idempotencyKey } from '../shared/idempotency';
+import { toNodeError } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
 import { serviceTypeOf } from '../shared/service-type';
 import { runsAsTool } from '../shared/tool-mode';
@@ -52,7 +53,7 @@ export async function generateVideoForItem(context: IExecuteFunctions, itemIndex
 	} catch (error) {
 		// A request that is never sent leaves nothing hosted behind.
 		await deleteUploads(call, Object.values(frames).filter((frame) => frame?.uploadedId) as ResolvedImage[]);
-		throw error;
+		throw toNodeError(context, error, itemIndex);
 	}
 
 	const body: IDataObject = { ...request, ...(jobOptions.webhookUrl ? { webhook_url: jobOptions.webhookUrl } : {}) };
@@ -100,7 +101,7 @@ function checkedRequest(context: IExecuteFunctions, itemIndex: number, body: Rec
 	try {
 		return parseVideoRequest(body);
 	} catch (error) {
-		if (!(error instanceof ImageGenError)) throw error;
+		if (!(error instanceof ImageGenError)) throw toNodeError(context, error, itemIndex);
 		const field = error.param?.replace(/[.[].*$/, '') ?? '';
 		const parameter = Object.hasOwn(VIDEO_FIELD_PARAMETERS, field) ? VIDEO_FIELD_PARAMETERS[field] : error.param;
 		return invalid(context, itemIndex, parameter ?? undefined, error.message);

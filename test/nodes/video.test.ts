@@ -3,7 +3,9 @@
  * recording proxy in front, the sandbox rendering real H.264 MP4s with ffmpeg): the request the
  * parameters make, the MP4 streamed into n8n's binary store and read back with ffprobe, first
  * frames from a binary property or a URL, Submit and Get Generation, and the failures a user meets.
- * A video runs as long as a test needs when its first frame is a URL the media host holds back.
+ * Videos that must still be running when the node looks (Submit, Max Wait, a cancel) are made by a
+ * second service whose sandbox first waits a few seconds, as a slow host does; it is also the one
+ * that refuses webhooks to loopback, as a service does by default.
  */
 import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,14 +16,15 @@ import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { probeVideo, type ProbedVideo } from '../helpers/ffprobe';
 import { call, eventually } from '../server/support/http';
 import { makeImage } from '../server/support/media';
-import type { HeldMedia } from '../server/support/media-host';
 import { startReceiver, type Receiver } from '../server/support/webhook-receiver';
 import { binaryBytes, binaryStorePath, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
 
 const env = useNodeTestEnvironment(['--webhook-allow-private']);
-// A service as deployed by default: webhooks to loopback or private addresses are refused with a 400.
-const strict = useNodeTestEnvironment();
+// Slow enough that a video is still running when the node polls it, and (as deployed by default)
+// refusing webhooks to loopback or private addresses with a 400.
+const SANDBOX_DELAY_MS = 3000;
+const slow = useNodeTestEnvironment(['--sandbox-delay-ms', String(SANDBOX_DELAY_MS)]);
 
 // Short drafts at 720p: every video a test makes is rendered for real, so each is kept small.
 const VIDEO = { model: 'p-video', prompt: 'A lighthouse at dusk, waves rolling in', duration: 1, resolution: '720p', fps: 24, aspectRatio: '16:9', draft: true };
@@ -29,6 +32,11 @@ const VIDEOS = '/v1/videos';
 
 function run(nodes: WorkflowNode[], seed?: SeedItem[], extra: Partial<RunOptions> = {}) {
 	return runWorkflow({ credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl }, nodes, seed, ...extra });
+}
+
+/** A run against the slow service. */
+function runSlowly(nodes: WorkflowNode[]) {
+	return runWorkflow({ credentials: { apiKey: slow.server.apiKey, baseUrl: slow.proxy.baseUrl }, nodes });
 }
 
 function video(parameters: Record<string, unknown> = {}, options: Record<string, unknown> = {}, extra: Partial<WorkflowNode> = {}): WorkflowNode {
@@ -45,8 +53,8 @@ const contents = () => env.proxy.requests.filter((request) => request.method ===
 const createdBody = (index = 0) => JSON.parse(creates()[index]!.json!) as Record<string, unknown>;
 
 /** A video as the service keeps it now, asked directly (not through the proxy). */
-async function videoOnService(id: string): Promise<Record<string, any>> {
-	const answer = await call(env.server, `${VIDEOS}/${id}`);
+async function videoOnService(id: string, service = env.server): Promise<Record<string, any>> {
+	const answer = await call(service, `${VIDEOS}/${id}`);
 	expect(answer.status).toBe(200);
 	return answer.body;
 }
@@ -61,19 +69,6 @@ async function probe(bytes: Buffer): Promise<ProbedVideo> {
 		rmSync(path, { force: true });
 	}
 }
-
-let holds: HeldMedia[] = [];
-/** A first frame the media host answers only when the test says: the video loading it runs until then. */
-function heldFrame(bytes: Buffer): HeldMedia {
-	const media = env.media.hold(`/held-frame-${holds.length}.png`, bytes, { 'content-type': 'image/png' });
-	holds.push(media);
-	return media;
-}
-// A video still loading its first frame ends before the next test, whatever this one asserted.
-afterEach(() => {
-	for (const media of holds) media.release();
-	holds = [];
-});
 
 let landscape: Buffer;
 let portrait: Buffer;
@@ -189,12 +184,24 @@ describe('first and last frames', () => {
 		expect(result.output('ImageGen')[0]!.json.size).toBe('1280x720');
 	});
 
-	test('first frame by URL, and an audio URL, pass as given', async () => {
+	test('first and last frame by URL pass as given; without an Audio URL no audio field is sent', async () => {
 		const frame = env.media.put('/frame.png', landscape, { 'content-type': 'image/png' });
 		const result = await run([video({ firstFrame: 'url', firstFrameUrl: frame, lastFrame: 'url', lastFrameUrl: frame })]);
 		expect(result.error()).toBeUndefined();
 		expect(createdBody()).toMatchObject({ image: frame, last_frame_image: frame });
 		expect(createdBody()).not.toHaveProperty('audio');
+	});
+
+	test('an Audio URL is sent as audio: the video follows its length and carries it', async () => {
+		const track = env.media.put('/voice.wav', wav(2), { 'content-type': 'audio/wav' });
+		const result = await run([video({ duration: 1, audioUrl: track })]);
+		expect(result.error()).toBeUndefined();
+		expect(createdBody()).toMatchObject({ audio: track, save_audio: true });
+		const [item] = result.output('ImageGen');
+		expect(item!.json.seconds).toBe('2');
+		const probed = await probe(await binaryBytes(item!));
+		expect(probed.durationSeconds).toBeCloseTo(2, 1);
+		expect(probed.audio?.durationSeconds).toBeCloseTo(2, 1);
 	});
 
 	test('a binary field that holds no image is refused naming First Frame; nothing is sent', async () => {
@@ -209,27 +216,26 @@ describe('first and last frames', () => {
 
 describe('Wait for Result "submit" and Get Generation', () => {
 	test('submit outputs the Video object at once; Get Generation later outputs the MP4 as a waited run does', async () => {
-		const frame = heldFrame(landscape);
-		const submitted = await run([video({ firstFrame: 'url', firstFrameUrl: frame.url }, { waitForResult: 'submit' })]);
+		const submitted = await runSlowly([video({}, { waitForResult: 'submit' })]);
 		expect(submitted.error()).toBeUndefined();
 		const [item] = submitted.output('ImageGen');
 		expect(item!.binary).toBeUndefined();
 		expect(item!.json).toMatchObject({ object: 'video', model: 'p-video', status: expect.stringMatching(/^(queued|in_progress)$/), id: expect.stringMatching(/^video_/) });
-		expect(env.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`POST ${VIDEOS}`]);
+		expect(slow.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`POST ${VIDEOS}`]);
 		const id = String(item!.json.id);
 
-		const running = await run([getGeneration(id)]);
+		const running = await runSlowly([getGeneration(id)]);
 		expect(running.output('ImageGen')[0]!.json).toMatchObject({ object: 'generation', id, status: expect.stringMatching(/^(queued|running)$/) });
+		expect(running.output('ImageGen')[0]!.binary).toBeUndefined();
 
-		frame.release();
-		expect(await eventually(async () => (await videoOnService(id)).status === 'completed', 20_000)).toBe(true);
-		env.proxy.reset();
-		const fetched = await run([getGeneration(id)]);
+		expect(await eventually(async () => (await videoOnService(id, slow.server)).status === 'completed', 20_000)).toBe(true);
+		slow.proxy.reset();
+		const fetched = await runSlowly([getGeneration(id)]);
 		expect(fetched.error()).toBeUndefined();
 		const [done] = fetched.output('ImageGen');
 		expect(done!.json).toMatchObject({ id, model: 'p-video', status: 'completed', seconds: '1', size: '1280x720', usage: { seconds: 1 } });
 		expect(done!.binary!.data!.mimeType).toBe('video/mp4');
-		expect(env.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`GET /v1/generations/${id}`, `GET ${VIDEOS}/${id}`, `GET ${VIDEOS}/${id}/content`]);
+		expect(slow.proxy.requests.map((request) => `${request.method} ${request.path}`)).toEqual([`GET /v1/generations/${id}`, `GET ${VIDEOS}/${id}`, `GET ${VIDEOS}/${id}/content`]);
 		expect((await probe(await binaryBytes(done!))).codec).toBe('h264');
 	});
 
@@ -262,44 +268,59 @@ describe('failures reach the user naming what to fix', () => {
 	});
 
 	test('a 400 naming a field reaches the user naming the node parameter behind it, with Continue On Fail as the item\'s error', async () => {
-		const hook = 'http://127.0.0.1:9/hook';
-		const nodes = (extra: Partial<WorkflowNode> = {}) => [video({}, { waitForResult: 'submit', webhookUrl: hook }, extra)];
-		const result = await runWorkflow({ credentials: { apiKey: strict.server.apiKey, baseUrl: strict.proxy.baseUrl }, nodes: nodes() });
+		const missing = `${env.media.origin}/no-such-frame.png`;
+		const nodes = (extra: Partial<WorkflowNode> = {}) => [video({ firstFrame: 'url', firstFrameUrl: missing }, {}, extra)];
+		const result = await run(nodes());
 		const error = result.error()!;
-		expect(error.message).toMatch(/webhook_url/);
+		expect(error.message).toMatch(/^Fetching 'image' failed: 127\.0\.0\.1:\d+ answered HTTP 404$/);
 		expect(error.httpCode).toBe('400');
-		expect(error.description).toMatch(/^Check the parameter 'webhookUrl' \(HTTP 400, code \w+, field 'webhook_url'\)\.$/);
-		expect(strict.proxy.requests.map((request) => `${request.method} ${request.path} ${request.response?.status}`)).toEqual([`POST ${VIDEOS} 400`]);
+		expect(error.description).toBe("Check the parameter 'firstFrame' (HTTP 400, code fetch_failed, field 'image').");
+		expect(env.proxy.requests.map((request) => `${request.method} ${request.path} ${request.response?.status}`)).toEqual([`POST ${VIDEOS} 400`]);
 
-		const kept = await runWorkflow({ credentials: { apiKey: strict.server.apiKey, baseUrl: strict.proxy.baseUrl }, nodes: nodes({ onError: 'continueRegularOutput' }) });
+		env.proxy.reset();
+		const kept = await run(nodes({ onError: 'continueRegularOutput' }));
 		expect(kept.error()).toBeUndefined();
 		expect(kept.output('ImageGen')[0]!.json).toEqual({ error: error.message, description: error.description });
 	});
 
-	test('a video that fails ends the item with the service\'s message, naming First Frame; Continue On Fail keeps it as the item\'s error', async () => {
-		const frame = heldFrame(landscape);
-		frame.refuse(404);
-		const result = await run([video({ firstFrame: 'url', firstFrameUrl: frame.url })]);
+	test('a Webhook URL the service refuses (loopback, by default) is a 400 naming Webhook URL', async () => {
+		const result = await runSlowly([video({}, { waitForResult: 'submit', webhookUrl: 'http://127.0.0.1:9/hook' })]);
 		const error = result.error()!;
-		expect(error.message).toMatch(/^Fetching 'image' failed: 127\.0\.0\.1:\d+ answered HTTP 404$/);
-		expect(error.description).toMatch(/^Check the parameter 'firstFrame' \(video video_\w+ failed, code fetch_failed, field 'image'\)\.$/);
+		expect(error.message).toMatch(/webhook_url/);
+		expect(error.description).toMatch(/^Check the parameter 'webhookUrl' \(HTTP 400, code \w+, field 'webhook_url'\)\.$/);
+		expect(slow.proxy.requests.map((request) => `${request.method} ${request.path} ${request.response?.status}`)).toEqual([`POST ${VIDEOS} 400`]);
+	});
+
+	test('a video that fails ends the item with the service\'s message; Continue On Fail keeps it as the item\'s error', async () => {
+		const noise = env.media.put('/noise.mp3', Buffer.from(Array.from({ length: 4096 }, (_, index) => (index * 7919) % 251)), { 'content-type': 'audio/mpeg' });
+		const nodes = (extra: Partial<WorkflowNode> = {}) => [video({ audioUrl: noise }, {}, extra)];
+		const result = await run(nodes());
+		const error = result.error()!;
+		// Accepted, then failed as it ran: the sandbox's ffmpeg cannot decode noise as MP3.
+		expect(creates()[0]!.response!.status).toBe(200);
+		expect(error.name).toBe('NodeOperationError');
+		const id = /^Video (video_\w+) ended failed/.exec(String(error.description))?.[1];
+		const kept = await videoOnService(String(id));
+		expect(kept).toMatchObject({ status: 'failed', error: { message: expect.any(String), code: expect.any(String) } });
+		expect(error.message).toBe(kept.error.message);
+		expect(error.description).toBe(`Video ${id} ended failed (code ${kept.error.code}); nothing is charged for it.`);
+		expect(kept.usage?.cost_usd ?? 0).toBe(0);
 
 		env.proxy.reset();
-		const kept = await run([video({ firstFrame: 'url', firstFrameUrl: frame.url }, {}, { onError: 'continueRegularOutput' })]);
-		expect(kept.error()).toBeUndefined();
-		const [item] = kept.output('ImageGen');
-		expect(item!.json.error).toBe(error.message);
+		const continued = await run(nodes({ onError: 'continueRegularOutput' }));
+		expect(continued.error()).toBeUndefined();
+		const [item] = continued.output('ImageGen');
+		expect(item!.json).toEqual({ error: error.message, description: expect.stringMatching(/^Video video_\w+ ended failed/) });
 		expect(item!.binary).toBeUndefined();
 	});
 
 	test('Max Wait reached: the video is canceled and the item fails naming the option', async () => {
-		const frame = heldFrame(landscape);
-		const result = await run([video({ firstFrame: 'url', firstFrameUrl: frame.url }, { maxWaitSeconds: 1 })]);
+		const result = await runSlowly([video({}, { maxWaitSeconds: 1 })]);
 		const error = result.error()!;
 		expect(error.message).toMatch(/^Max Wait \(Seconds\) reached: video video_\S+ was still (queued|in_progress) after 1 s; it was canceled$/);
 		const id = /video (video_\S+)/.exec(error.message)![1]!;
-		expect(env.proxy.requests.filter((request) => request.path === `${VIDEOS}/${id}/cancel`)).toHaveLength(1);
-		expect((await videoOnService(id)).status).toBe('failed');
+		expect(slow.proxy.requests.filter((request) => request.path === `${VIDEOS}/${id}/cancel`)).toHaveLength(1);
+		expect((await videoOnService(id, slow.server)).status).toBe('failed');
 	});
 
 	test('a credential of an OpenAI-compatible service: p-video is refused before anything is sent', async () => {
@@ -330,6 +351,9 @@ test('image workflows are unchanged: a p-image run sends no video field and outp
 	expect(creates()).toHaveLength(0);
 });
 
+// The examples render what they save (5 s each, one from a generated still): real ffmpeg work on a shared machine.
+const EXAMPLE_TIMEOUT_MS = 180_000;
+
 describe('the video examples, their ImageGen nodes as saved', () => {
 	type Saved = { nodes: Array<{ name: string; type: string; typeVersion: number; parameters: Record<string, unknown> }> };
 	const example = (file: string) => JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', file), 'utf8')) as Saved;
@@ -347,7 +371,7 @@ describe('the video examples, their ImageGen nodes as saved', () => {
 		const probed = await probe(await binaryBytes(item!));
 		expect(probed).toMatchObject({ codec: 'h264', width: 1280, height: 720, fps: 24 });
 		expect(probed.durationSeconds).toBeCloseTo(5, 1);
-	});
+	}, EXAMPLE_TIMEOUT_MS);
 
 	test('imagegen-video-first-frame.json: p-image makes a 9:16 still, p-video animates it from the binary and keeps its shape', async () => {
 		const workflow = example('imagegen-video-first-frame.json');
@@ -358,8 +382,29 @@ describe('the video examples, their ImageGen nodes as saved', () => {
 		expect(item!.json).toMatchObject({ model: 'p-video', status: 'completed', size: '720x1280' });
 		expect(Object.keys(item!.binary!)).toEqual(['video']);
 		expect(await probe(await binaryBytes(item!, 'video'))).toMatchObject({ codec: 'h264', width: 720, height: 1280 });
-	});
+	}, EXAMPLE_TIMEOUT_MS);
 });
+
+/** A WAV of `seconds` of a quiet 440 Hz tone, 16-bit mono at 8 kHz, as any recorder writes it. */
+function wav(seconds: number): Buffer {
+	const rate = 8000;
+	const samples = Buffer.alloc(rate * seconds * 2);
+	for (let i = 0; i < rate * seconds; i++) samples.writeInt16LE(Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+	const header = Buffer.alloc(44);
+	header.write('RIFF', 0, 'latin1');
+	header.writeUInt32LE(36 + samples.length, 4);
+	header.write('WAVEfmt ', 8, 'latin1');
+	header.writeUInt32LE(16, 16);
+	header.writeUInt16LE(1, 20);
+	header.writeUInt16LE(1, 22);
+	header.writeUInt32LE(rate, 24);
+	header.writeUInt32LE(rate * 2, 28);
+	header.writeUInt16LE(2, 32);
+	header.writeUInt16LE(16, 34);
+	header.write('data', 36, 'latin1');
+	header.writeUInt32LE(samples.length, 40);
+	return Buffer.concat([header, samples]);
+}
 
 function filesUnder(dir: string): Array<{ path: string; size: number }> {
 	return readdirSync(dir, { recursive: true })
