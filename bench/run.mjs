@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks,provider-answers` runs a subset.
+// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks,provider-answers,video-jobs,video-memory` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,9 +21,11 @@ import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
 import { storesBench } from './stores.mjs';
 import { s3ServerUploadBench } from './s3-server-upload.mjs';
 import { uploadBench } from './upload.mjs';
+import { videoJobsBench } from './video-jobs.mjs';
+import { videoMemoryBench } from './video-memory.mjs';
 import { webhooksBench } from './webhooks.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks', 'provider-answers'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks', 'provider-answers', 'video-jobs', 'video-memory'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -242,6 +244,33 @@ if (only.includes('provider-answers')) {
 		rows.push([`${label}: peak V8 heap / array buffers`, `${p.stream.peakHeapMb} / ${p.stream.peakArrayBuffersMb} MB`, `${p.whole.peakHeapMb} / ${p.whole.peakArrayBuffersMb} MB`, '', '', '']);
 		rows.push([`${label}: CPU per answer`, `${p.stream.cpuMsPerAnswer} ms`, `${p.whole.cpuMsPerAnswer} ms`, p.cpuRatio, `≤ ${PROVIDER_ANSWERS_MAX_CPU_RATIO}`, p.cpuRatio <= PROVIDER_ANSWERS_MAX_CPU_RATIO ? 'yes' : 'NO']);
 	}
+}
+
+if (only.includes('video-jobs')) {
+	log('video-jobs: p-video jobs one at a time through the service (pruna, a stand-in of P-API) vs the stand-in driven directly, --provenance off and marking');
+	const v = (results.videoJobs = await videoJobsBench());
+	const label = `video job (${v.clipMb} MB 720p MP4), create to completed, ${v.jobs} jobs`;
+	rows.push([`${label}: p50 / p99, --provenance off vs direct`, `${v.off.p50Ms} / ${v.off.p99Ms} ms`, `direct ${v.direct.p50Ms} / ${v.direct.p99Ms} ms`, `+${v.addedOff.p50Ms} / +${v.addedOff.p99Ms} ms`, '', '']);
+	rows.push([`${label}: p50 / p99, marked vs direct`, `${v.on.p50Ms} / ${v.on.p99Ms} ms`, `direct ${v.direct.p50Ms} / ${v.direct.p99Ms} ms`, `+${v.addedOn.p50Ms} / +${v.addedOn.p99Ms} ms`, '', '']);
+	rows.push([`${label}: hosted with a C2PA manifest, marked / off`, `${v.signed.on} / ${v.signed.off}`, '', '', 'true / false', v.signed.on && !v.signed.off ? 'yes' : 'NO']);
+}
+
+// Target: a video streams through the service; its size never shows in the service's memory.
+const VIDEO_MAX_ADDED_MB = 30;
+
+if (only.includes('video-memory')) {
+	log('video-memory: a 500 MB p-video MP4 downloaded, checked, hosted (unsigned), its still made and read back with Range, service RSS every 50 ms vs a small video and a 100 MB one');
+	const m = (results.videoMemory = await videoMemoryBench());
+	const plus = (mb) => (mb < 0 ? `${mb}` : `+${mb}`);
+	const phases = (r) => `job ${plus(r.addedInJobMb)}, read ${plus(r.addedInReadMb)}; heap ${plus(r.heapAddedMb)}, external ${plus(r.externalAddedMb)}`;
+	for (const [when, w] of [['second', m.warm], ['first', m.cold]]) {
+		const label = `${m.largeMb} MB video, the service's ${when}`;
+		rows.push([`${label}, job and Range read: RSS peak − idle`, `${plus(w.large.addedMb)} MB (${w.large.peakMb} MB)`, `small video ${plus(w.small.addedMb)} MB`, `${plus(w.overSmallMb)} MB`, `≤ +${VIDEO_MAX_ADDED_MB} MB`, w.large.addedMb <= VIDEO_MAX_ADDED_MB ? 'yes' : 'NO']);
+		rows.push([`${label}: added in the job / the read; V8 heap / external`, `${phases(w.large)} MB`, `small: ${phases(w.small)} MB`, '', '', '']);
+		rows.push([`${label}: RSS added vs a ${m.midMb} MB one`, `${plus(w.large.addedMb)} MB`, `${plus(w.mid.addedMb)} MB`, `${plus(w.overMidMb)} MB`, '', '']);
+	}
+	const l = m.warm.large;
+	rows.push([`${m.largeMb} MB video hosted unsigned (over the signing bound), whole, in`, `${!l.signed ? 'unsigned' : 'SIGNED'}, ${l.hostedMb} MB, ${l.jobMs} + ${l.readMs} ms`, `small: ${m.warm.small.signed ? 'signed' : 'UNSIGNED'}`, '', 'unsigned, whole', !l.signed && m.warm.small.signed && l.hostedMb === m.largeMb ? 'yes' : 'NO']);
 }
 
 writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
