@@ -184,7 +184,7 @@ export async function startRecordingProxy(targetOrigin: string): Promise<Recordi
 			return { arrived, release };
 		},
 		stallAnswerHalfway(path) {
-			let reached = (_length: number) => undefined as void;
+			let reached: (length: number) => void = () => undefined;
 			let release = () => undefined as void;
 			const halfway = new Promise<number>((resolve) => (reached = resolve));
 			const released = new Promise<void>((resolve) => (release = resolve));
