@@ -21,7 +21,7 @@ import { upstreamProvider } from './providers/upstream';
 import { sandboxProvider } from './providers/sandbox';
 
 /** What the providers are built from: the parsed configuration's provider options. */
-export type ProviderConfig = Pick<ServiceConfig, 'providerSelection' | 'providerSettings' | 'sandboxDelayMs' | 'comfyuiWorkflows'>;
+export type ProviderConfig = Pick<ServiceConfig, 'providerSelection' | 'providerSettings' | 'sandboxDelayMs' | 'comfyuiWorkflows' | 'allowPrivateUrls'>;
 
 export type { ProviderTiming };
 
@@ -48,10 +48,11 @@ export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;
  */
 export function buildProviderTable(config: ProviderConfig, timing: ProviderTiming = {}): ProviderTable {
 	const sandbox = sandboxProvider(config.sandboxDelayMs);
+	const hosts: ProviderTiming = { allowPrivateRedirects: config.allowPrivateUrls, ...timing };
 	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandbox])) as Record<ModelId, GenerationProvider>;
 	for (const model of MODEL_IDS) {
 		const name = config.providerSelection[model];
-		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => PROVIDER_FACTORIES[member as ProviderName](model, config, timing)));
+		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => PROVIDER_FACTORIES[member as ProviderName](model, config, hosts)));
 	}
 	return table;
 }

@@ -45,7 +45,7 @@ export function buildVideoProviderTable(config: ProviderConfig, timing: Provider
 		const names = chain.split(CHAIN_SEPARATOR);
 		const unknown = names.find((name) => !Object.hasOwn(VIDEO_PROVIDER_FACTORIES, name));
 		if (unknown !== undefined) throw new Error(`providers: ${unknown} makes no video; ${model} is served by ${Object.keys(VIDEO_PROVIDER_FACTORIES).join(', ')}`);
-		table[model] = videoProviderChain(names.map((name) => VIDEO_PROVIDER_FACTORIES[name as VideoProviderName](model, config, timing)));
+		table[model] = videoProviderChain(names.map((name) => VIDEO_PROVIDER_FACTORIES[name as VideoProviderName](model, config, { allowPrivateRedirects: config.allowPrivateUrls, ...timing })));
 	}
 	return table;
 }

@@ -6,14 +6,16 @@
  * host's failure turned into our error shape: 429 stays 429 with its Retry-After, everything else
  * becomes a 502 that carries the host's own message. Credentials are attached per hop, only on
  * the configured origin: redirects are followed here, because a client that followed them would
- * carry custom key headers (`apikey`, `Api-Key`) along to whatever origin a redirect names.
+ * carry custom key headers (`apikey`, `Api-Key`) along to whatever origin a redirect names. A
+ * redirect to another origin is checked as URL inputs are (redirect-guard.ts), and a POST's body
+ * goes only to the configured origin.
  * Calls go through undici's `request`, not `fetch`: the same client without the WHATWG streams
  * and objects around it, which cost a generation more CPU than everything else it does.
  */
 import { STATUS_CODES } from 'node:http';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request as undiciRequest, type FormData } from 'undici';
+import { request as undiciRequest, type Dispatcher, type FormData } from 'undici';
 import { ImageGenError } from '../../../../core/errors';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from '../../../../core/retry-policy';
 import { isOwnOrigin, type HostCredentials } from './host-credentials';
@@ -21,6 +23,8 @@ import { boundedHostText } from './host-text';
 import { NotJsonError } from './image-json';
 import { jsonBody, type JsonBody } from './json-body';
 import { ProviderAnswer } from './provider-answer';
+import { CHECKED_REDIRECTS, checkedRedirect, pinnedDispatcher, type RedirectReach } from './redirect-guard';
+import type { HostResolver } from '../../net/safe-fetch';
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 5;
@@ -45,7 +49,7 @@ export interface ProviderRequest {
 	deadline?: number;
 	/** Our error code for a host's refusal with this status, where the host gives it a meaning (Ideogram's 422: a safety rejection). */
 	codesByStatus?: Readonly<Record<number, string>>;
-	/** Our error code for a refusal whose meaning is in the host's body, not its status (OpenAI's 400 `moderation_blocked`); before codesByStatus. */
+	/** Our error code for a refusal whose meaning is in the host's body, not its status (OpenAI's 400 `moderation_blocked`); before codesByStatus. A code for a 429 makes it final: not retried, a 502 with that code. */
 	codeOfRefusal?(status: number, text: string): string | undefined;
 	/** How this host words a refusal, where the usual shapes miss its point (ComfyUI names the failing node apart from its message). */
 	refusalMessage?: (text: string) => string | undefined;
@@ -94,6 +98,8 @@ function provesNothingMade(request: ProviderRequest, status: number): boolean {
 export interface HostRetryPolicy extends RetryPolicy {
 	/** The shortest wait after a host's 429 that says no Retry-After (RATE_LIMIT_FLOOR_MS when absent). */
 	rateLimitFloorMs?: number;
+	/** Where a redirect to another origin may lead (the address check unless lifted); checked when absent. */
+	redirects?: RedirectReach;
 }
 
 /**
@@ -112,10 +118,21 @@ export interface ProviderTiming {
 	retryBaseDelayMs?: number;
 	/** The pause between two status polls of a host's job (Replicate, Pruna, ComfyUI); 1 s otherwise. */
 	pollIntervalMs?: number;
+	/**
+	 * Not a pace, but handed to every provider the same way: --allow-private-urls, which lets a
+	 * host's redirect to another origin reach private addresses. Off (checked) when absent.
+	 */
+	allowPrivateRedirects?: boolean;
+	/** How a redirect's host name is resolved for that check (a test's stand-in DNS); the system's otherwise. */
+	resolveRedirectHost?: HostResolver;
 }
 
-export function providerRetryPolicy(timing: ProviderTiming): RetryPolicy {
-	return { ...DEFAULT_RETRY_POLICY, baseDelayMs: timing.retryBaseDelayMs ?? DEFAULT_RETRY_POLICY.baseDelayMs };
+export function providerRetryPolicy(timing: ProviderTiming): HostRetryPolicy {
+	return {
+		...DEFAULT_RETRY_POLICY,
+		baseDelayMs: timing.retryBaseDelayMs ?? DEFAULT_RETRY_POLICY.baseDelayMs,
+		redirects: { allowPrivate: timing.allowPrivateRedirects ?? false, ...(timing.resolveRedirectHost ? { resolve: timing.resolveRedirectHost } : {}) },
+	};
 }
 
 export const pollIntervalMs = (timing: ProviderTiming): number => timing.pollIntervalMs ?? 1000;
@@ -129,7 +146,9 @@ export async function providerFetch(request: ProviderRequest): Promise<ProviderA
 			const text = await response.errorText().catch(() => '');
 			const wait = rateLimitWaitMs(response.header('retry-after'), text, policy.rateLimitFloorMs);
 			const inTime = request.deadline === undefined || Date.now() + wait < request.deadline;
-			if (inTime && shouldRetry(429, attempt, policy)) {
+			// A 429 the host's own code calls final (OpenAI's `insufficient_quota`) is no rate limit: waiting never helps.
+			const final = request.codeOfRefusal?.(429, text) !== undefined;
+			if (!final && inTime && shouldRetry(429, attempt, policy)) {
 				await sleep(wait, undefined, { signal: request.signal });
 				continue;
 			}
@@ -226,16 +245,26 @@ async function send(request: ProviderRequest): Promise<ProviderAnswer> {
 		body = request.form;
 	}
 	let { url, method } = request;
+	// The URL the caller gave is the configured host's (or one checked to be on its origin, ownUrl).
+	const trusted = new URL(url).origin;
 	for (let hop = 0; ; hop++) {
 		const credentials = request.credentials && isOwnOrigin(url, request.credentials) ? request.credentials.headers : {};
-		const response = await sendOnce(request, url, method, { ...headers, ...credentials }, body);
+		const pinned = new URL(url).origin === trusted ? undefined : await checkedRedirect(request.provider, new URL(url), request.retry?.redirects ?? CHECKED_REDIRECTS);
+		const response = await sendOnce(request, url, method, { ...headers, ...credentials }, body, pinned && pinnedDispatcher(pinned));
 		const location = response.header('location');
 		if (!REDIRECT_STATUSES.has(response.status) || !location) return response;
 		await response.discard();
 		if (hop === MAX_REDIRECTS) {
 			throw new ImageGenError(502, `The ${request.provider} provider redirected more than ${MAX_REDIRECTS} times`, { code: 'upstream_failed' });
 		}
-		url = new URL(location, url).toString();
+		const next = new URL(location, url);
+		if (method === 'POST' && (response.status === 307 || response.status === 308) && next.origin !== trusted) {
+			// 307 and 308 repeat the POST, body and all: a prompt and input images go to the configured host only.
+			throw new ImageGenError(502, `The ${request.provider} provider redirected a POST with ${response.status} to ${next.host}; its body is sent only to ${new URL(trusted).host}`, {
+				code: 'upstream_invalid_output',
+			});
+		}
+		url = next.toString();
 		// As fetch does: 303, and 301/302 after a POST, continue as a GET without a body.
 		if (response.status === 303 || (method === 'POST' && response.status !== 307 && response.status !== 308)) {
 			method = 'GET';
@@ -246,12 +275,13 @@ async function send(request: ProviderRequest): Promise<ProviderAnswer> {
 	}
 }
 
-async function sendOnce(request: ProviderRequest, url: string, method: 'GET' | 'POST', headers: Record<string, string>, body: RequestBody): Promise<ProviderAnswer> {
+/** @param pinned a dispatcher connecting only to a redirect's checked address, closed once this call is done */
+async function sendOnce(request: ProviderRequest, url: string, method: 'GET' | 'POST', headers: Record<string, string>, body: RequestBody, pinned?: Dispatcher): Promise<ProviderAnswer> {
 	try {
 		// A FormData body (undici's own class) is encoded by undici, with its boundary in content-type;
 		// a JSON body with images is written from its start on every hop and every retry.
 		const sent = body !== undefined && typeof body === 'object' && 'chunks' in body ? Readable.from(body.chunks()) : body;
-		const answer = await undiciRequest(url, { method, headers, body: sent, signal: request.signal });
+		const answer = await undiciRequest(url, { method, headers, body: sent, signal: request.signal, ...(pinned ? { dispatcher: pinned } : {}) });
 		return new ProviderAnswer(request.provider, answer);
 	} catch (error) {
 		if (request.signal.aborted) throw error;
@@ -262,6 +292,9 @@ async function sendOnce(request: ProviderRequest, url: string, method: 'GET' | '
 			cause: error,
 		});
 		throw (request.submit || request.prepares) && neverConnected(error) ? new NothingMadeError(request.provider, unreachable) : unreachable;
+	} finally {
+		// Takes no new calls; the answer's body is still read to its end before the connection goes.
+		void pinned?.close().catch(() => undefined);
 	}
 }
 
@@ -308,13 +341,14 @@ function socketErrorCodes(error: unknown): string[] {
 function providerError(request: ProviderRequest, status: number, text: string, waitMs = 1_000): ImageGenError {
 	const { provider } = request;
 	const message = boundedHostText(request.refusalMessage?.(text) ?? hostMessage(text) ?? STATUS_CODES[status] ?? 'no message');
-	if (status === 429) {
+	const refusalCode = request.codeOfRefusal?.(status, text);
+	if (status === 429 && refusalCode === undefined) {
 		return new ImageGenError(429, `The ${provider} provider is rate limiting us: ${message}`, {
 			code: 'upstream_rate_limited',
 			retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
 		});
 	}
-	const code = request.codeOfRefusal?.(status, text) ?? request.codesByStatus?.[status] ?? (status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed');
+	const code = refusalCode ?? request.codesByStatus?.[status] ?? (status === 401 || status === 403 ? 'upstream_auth_failed' : status < 500 ? 'upstream_rejected' : 'upstream_failed');
 	return new ImageGenError(502, `The ${provider} provider answered HTTP ${status}: ${message}`, { code });
 }
 
