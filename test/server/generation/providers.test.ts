@@ -309,6 +309,29 @@ describe('ideogram', () => {
 		expect(answer.body.error).toMatchObject({ code: 'upstream_content_filtered' });
 	});
 
+	// Ideogram's ImageObject: `url` is nullable, and an image that fails its safety check comes back
+	// with is_image_safe false and an empty URL (its generate reference); nothing to download.
+	test.each([
+		['an empty URL', ''],
+		['a null URL', null],
+	])('an unsafe image answered with %s: content filtered, nothing downloaded', async (_what, url) => {
+		fake.script('POST', '/generate', { status: 200, body: { created: '2026-01-01T00:00:00Z', data: [{ url, is_image_safe: false, prompt: 'x', resolution: '1024x1024', seed: 1 }] } });
+		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error).toMatchObject({ code: 'upstream_content_filtered', message: 'The ideogram provider withheld the image as unsafe' });
+	});
+
+	test('an image marked unsafe is not delivered even with a URL; an empty URL marked safe is no image', async () => {
+		fake.script('POST', '/generate', { status: 200, body: { data: [{ url: `${fake.origin}/out/ideogram.png`, is_image_safe: false }] } });
+		const unsafe = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
+		expect(unsafe.body.error).toMatchObject({ code: 'upstream_content_filtered' });
+		expect(fake.callsTo('GET', '/out/')).toHaveLength(0);
+		fake.script('POST', '/generate', { status: 200, body: { data: [{ url: '', is_image_safe: true }] } });
+		const empty = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });
+		expect(empty.status).toBe(502);
+		expect(empty.body.error).toMatchObject({ code: 'upstream_no_output' });
+	});
+
 	test('a 422 keeps Ideogram’s detail', async () => {
 		fake.script('POST', '/generate', { status: 422, body: { detail: 'Prompt failed the safety check' } });
 		const answer = await generate(ideogram, { model: 'textimage-v2', prompt: 'x' });

@@ -4,6 +4,8 @@
  * `Api-Key` and `{ image_request: { prompt, model: "V_2", aspect_ratio: "ASPECT_16_9",
  * style_type, magic_prompt_option, negative_prompt } }`; the answer is `{ created, data: [{ url,
  * prompt, resolution, is_image_safe, seed, style_type }] }` with URLs that expire, so we re-host.
+ * An image that fails Ideogram's safety check is still an entry of `data`: is_image_safe false and
+ * its `url` empty (the ImageObject's url is nullable), which is a content filter, not a download.
  */
 import { ImageGenError } from '../../../../core/errors';
 import type { ModelLimits } from '../../../../core/models';
@@ -22,7 +24,7 @@ import { providerJson, providerRetryPolicy, type ProviderTiming } from './provid
 const IDEOGRAM_LIMITS: ModelLimits = { promptMaxLength: 10_000 };
 
 interface IdeogramAnswer {
-	data?: Array<{ url?: string; is_image_safe?: boolean }>;
+	data?: Array<{ url?: string | null; is_image_safe?: boolean }>;
 }
 
 /** Our `16:9` is their `ASPECT_16_9`; style types and magic prompt options share our spelling. */
@@ -62,7 +64,8 @@ export function ideogramProvider(model: string, settings: ProviderSettings['ideo
 				submit: true,
 				retry,
 			});
-			const images = (answer.data ?? []).filter((image) => typeof image.url === 'string');
+			// Only a safe image with a URL is one: an unsafe one is withheld, whatever its url says.
+			const images = (answer.data ?? []).filter((image) => image.is_image_safe !== false && typeof image.url === 'string' && image.url !== '');
 			if (images.length === 0) {
 				const unsafe = (answer.data ?? []).some((image) => image.is_image_safe === false);
 				throw new ImageGenError(502, unsafe ? 'The ideogram provider withheld the image as unsafe' : 'The ideogram provider returned no image', {
