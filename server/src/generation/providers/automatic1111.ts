@@ -5,21 +5,28 @@
  * p-image-edit, `POST {base}/sdapi/v1/img2img` with `init_images: [base64]` besides; both answer
  * `{ images: [base64 PNG], parameters, info }`. Its refusals are FastAPI's 422 `{ detail: [{ loc,
  * msg, type }] }` and, for a failure while drawing, a 500 `{ error, detail, body, errors }`.
- * A generation is one synchronous call, so there is no job id; when our client leaves or the time
- * limit passes, `POST /sdapi/v1/interrupt` stops the drawing (see `interrupt`).
+ * A generation is one synchronous call, so there is no job id to resume. WebUI draws inside
+ * `with self.queue_lock` (api.py text2imgapi, img2imgapi), one request at a time, and its
+ * `POST /sdapi/v1/interrupt` (`shared.state.interrupt()`) names no task: it stops whatever is
+ * drawing, which then answers 200 with a half-drawn image. So this process sends one call at a
+ * time per WebUI (host-lane.ts), and a caller that leaves is either dropped from our line unsent or,
+ * when its call is at the WebUI, interrupted only once WebUI says that call is the one drawing
+ * (see `interruptIfDrawing`).
  * With `--api-auth user:password`, `A1111_API_AUTH` carries the same pair as HTTP Basic, only to
  * the configured origin.
  */
+import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../../core/errors';
 import type { AspectRatio, ModelId, ModelLimits } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
 import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage, SettledRequest } from '../provider';
 import { hostCredentials, type HostCredentials } from './host-credentials';
+import { laneOf } from './host-lane';
 import { requiredSetting } from './inputs';
 import { base64Bytes } from './image-json';
 import { Base64Text } from './json-body';
-import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
+import { postOnce, providerImageJson, providerJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
 
 /**
  * About one megapixel: the size SDXL and Flux checkpoints were trained at (1024×1024), and what
@@ -28,6 +35,21 @@ import { postOnce, providerImageJson, providerRetryPolicy, type HostRetryPolicy,
 const TARGET_PIXELS = 1024 * 1024;
 /** Stable Diffusion works in a latent space 8 times smaller than the image: width and height must be multiples of 8. */
 const LATENT_SCALE = 8;
+
+/**
+ * Steps when A1111_STEPS is unset: the default of WebUI's own txt2img and img2img forms. Its API
+ * models leave `steps` to StableDiffusionProcessing, whose default is 50: two and a half times the
+ * work for the picture a person gets from the UI.
+ */
+const UI_DEFAULT_STEPS = 20;
+
+/**
+ * img2img's "Crop and resize" (StableDiffusionProcessingImg2Img `resize_mode`, images.resize_image:
+ * 0 just resize, 1 crop and resize, 2 resize and fill, 3 latent upscale): the input is scaled to
+ * cover width × height and its overflow cut, so the output keeps the asked ratio without
+ * stretching the input, as the other hosts' p-image-edit does.
+ */
+const CROP_AND_RESIZE = 1;
 
 /** img2img draws from one init image here: WebUI uses the others only for batches of several images. */
 const A1111_LIMITS: ModelLimits = { maxInputImages: 1 };
@@ -68,21 +90,11 @@ export function automatic1111Provider(model: ModelId, configured: ProviderSettin
 }
 
 async function draw(settings: A1111Settings, request: SettledRequest, context: GenerationContext): Promise<ProviderImage[]> {
-	const payload: Record<string, unknown> = {
-		prompt: request.prompt,
-		negative_prompt: request.negative_prompt ?? '',
-		// -1 is WebUI's "draw a seed".
-		seed: request.seed ?? -1,
-		...sizeForRatio(request.aspect_ratio),
-		...(settings.steps === undefined ? {} : { steps: settings.steps }),
-		batch_size: 1,
-		n_iter: 1,
-		// The API keeps no copy in WebUI's outputs folder: the image is ours to host.
-		save_images: false,
-	};
 	const edit = request.model === 'p-image-edit';
-	if (edit) payload.init_images = [new Base64Text(await context.loadInputImage(0))];
-	const stopDrawing = () => void interrupt(settings);
+	const payload = await payloadFor(settings, request, context);
+	const endTurn = await laneOf(settings.root).enter(context.signal);
+	let stopping: Promise<void> | undefined;
+	const stopDrawing = () => void (stopping = interruptIfDrawing(settings, payload.force_task_id));
 	context.signal.addEventListener('abort', stopDrawing, { once: true });
 	try {
 		const answer = await providerImageJson<A1111Answer>({
@@ -95,20 +107,92 @@ async function draw(settings: A1111Settings, request: SettledRequest, context: G
 			deadline: context.deadline,
 			submit: true,
 			retry: settings.retry,
+			refusalMessage: validationRefusal,
 		});
 		const bytes = base64Bytes(Array.isArray(answer.images) ? answer.images[0] : undefined);
 		if (!bytes) throw new ImageGenError(502, 'The automatic1111 provider returned no image: its answer had an empty images list', { code: 'upstream_no_output' });
 		return [ImageBytes.owned(bytes)];
 	} finally {
 		context.signal.removeEventListener('abort', stopDrawing);
+		// The next call goes only once WebUI has been told to stop this one: an interrupt arriving
+		// after the next drawing began would stop that one instead.
+		void (stopping ?? Promise.resolve()).finally(endTurn);
 	}
 }
 
+interface A1111Payload extends Record<string, unknown> {
+	force_task_id: string;
+}
+
+async function payloadFor(settings: A1111Settings, request: SettledRequest, context: GenerationContext): Promise<A1111Payload> {
+	const payload: A1111Payload = {
+		prompt: request.prompt,
+		negative_prompt: request.negative_prompt ?? '',
+		// -1 is WebUI's "draw a seed".
+		seed: request.seed ?? -1,
+		...sizeForRatio(request.aspect_ratio),
+		steps: settings.steps ?? UI_DEFAULT_STEPS,
+		batch_size: 1,
+		n_iter: 1,
+		// The API keeps no copy in WebUI's outputs folder: the image is ours to host.
+		save_images: false,
+		// WebUI 1.6 and later name the task by it (api.py), so /internal/progress can say whether it is the one drawing.
+		force_task_id: `imagegen-${randomUUID()}`,
+	};
+	if (request.model === 'p-image-edit') Object.assign(payload, { init_images: [new Base64Text(await context.loadInputImage(0))], resize_mode: CROP_AND_RESIZE });
+	return payload;
+}
+
+/** Where our task is at the WebUI (modules/progress.py, `POST /internal/progress`). */
+interface TaskProgress {
+	active?: unknown;
+	queued?: unknown;
+	completed?: unknown;
+}
+
 /**
- * Best effort, 5 s at most. WebUI draws one job at a time and its interrupt names no job: it stops
- * whatever is drawing now. Our request still waiting in WebUI's queue behind another client's would
- * stop that client's image instead, so this provider suits a WebUI the service has to itself.
+ * Best effort, 5 s at most. Our lane keeps every other call of this process away from the WebUI,
+ * but other clients (its own UI, another program) may share it: when WebUI says our task still
+ * waits in its queue behind someone else's drawing, or has already finished, the interrupt would
+ * stop someone else's image, so none is sent; the queued request then draws unanswered, because
+ * WebUI cannot take a request out of its queue. A WebUI that does not know the task (older than
+ * 1.6, which ignores `force_task_id`) or does not answer is interrupted, as then only our lane
+ * guards the drawing.
  */
-async function interrupt(settings: A1111Settings): Promise<void> {
-	await postOnce({ provider: 'automatic1111', url: `${settings.root}/sdapi/v1/interrupt`, credentials: settings.credentials });
+async function interruptIfDrawing(settings: A1111Settings, taskId: string): Promise<void> {
+	const signal = AbortSignal.timeout(5_000);
+	const progress = await providerJson<TaskProgress>({
+		provider: 'automatic1111',
+		method: 'POST',
+		url: `${settings.root}/internal/progress`,
+		...(settings.credentials ? { credentials: settings.credentials } : {}),
+		json: { id_task: taskId, id_live_preview: -1 },
+		signal,
+		retry: { ...settings.retry, maxRetries: 0 },
+	}).catch(() => undefined);
+	if (progress && progress.active !== true && (progress.queued === true || progress.completed === true)) return;
+	await postOnce({ provider: 'automatic1111', url: `${settings.root}/sdapi/v1/interrupt`, credentials: settings.credentials }, signal);
+}
+
+/**
+ * FastAPI's 422 names each refused field in `detail[].loc` (`["body", "width"]`): kept in our
+ * message, so a WebUI whose version types a field otherwise says which.
+ */
+function validationRefusal(text: string): string | undefined {
+	let body: { detail?: unknown };
+	try {
+		body = JSON.parse(text) as { detail?: unknown };
+	} catch {
+		return undefined;
+	}
+	if (!Array.isArray(body.detail)) return undefined;
+	const refusals = body.detail.filter((entry): entry is { loc: unknown[]; msg: unknown } => Array.isArray(entry?.loc) && typeof entry?.msg === 'string');
+	if (refusals.length === 0) return undefined;
+	return refusals.map(({ loc, msg }) => `${fieldPath(loc)}: ${String(msg)}`).join('; ');
+}
+
+/** `["body", "init_images", 0]` → `init_images[0]`. */
+function fieldPath(loc: unknown[]): string {
+	const path = loc[0] === 'body' ? loc.slice(1) : loc;
+	return path.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text ? `${text}.${String(part)}` : String(part)), '');
 }
