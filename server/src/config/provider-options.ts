@@ -71,7 +71,7 @@ export const PROVIDER_OPTIONS = [
 	}),
 	option({ flag: 'openai-negative-prompt', env: 'OPENAI_NEGATIVE_PROMPT', provider: 'openai', type: onOff, default: false, help: 'Send negative_prompt to that host (LocalAI takes it, OpenAI refuses unknown fields)' }),
 	baseUrlRow('a1111-base-url', 'A1111_BASE_URL', 'automatic1111', undefined, 'Base URL of the Stable Diffusion WebUI (AUTOMATIC1111, Forge) started with --api'),
-	option({ flag: 'a1111-steps', env: 'A1111_STEPS', provider: 'automatic1111', type: wholeNumber(1, 150), default: undefined, defaultText: "(the WebUI's default)", help: 'Sampling steps asked of the WebUI (1 to 150)' }),
+	option({ flag: 'a1111-steps', env: 'A1111_STEPS', provider: 'automatic1111', type: wholeNumber(1, 150), default: undefined, defaultText: "(20, the WebUI form's default)", help: 'Sampling steps asked of the WebUI (1 to 150)' }),
 	option({
 		flag: 'a1111-api-auth',
 		env: 'A1111_API_AUTH',

@@ -6,9 +6,7 @@
  *   for gpt-image models and a size the model does not take, answers `b64_json` (gpt-image, or when
  *   asked) or a `url` it serves itself (dall-e's default). `acceptsNegativePrompt` makes it LocalAI,
  *   which takes `negative_prompt`.
- * - Stable Diffusion WebUI's API (`/sdapi/v1/txt2img`, `img2img`, `interrupt`): FastAPI's 422
- *   `{ detail: [{ loc, msg, type }] }` for a field missing or of the wrong type; an interrupt ends
- *   the drawing in progress at once, answered as WebUI does (the image drawn so far).
+ * - Stable Diffusion WebUI's API: in a1111-host.ts (one drawing at a time behind its queue lock).
  * Every request is recorded; `next` replaces the next answer (an error, an HTML page, an empty
  * list, bytes that are no image); `drawMs` makes each drawing take that long.
  */
@@ -158,32 +156,4 @@ export async function startOpenAiHost(options: OpenAiHostOptions = {}): Promise<
 	});
 }
 
-/** WebUI's request models: the fields it takes and which must be whole numbers (StableDiffusionProcessing…). */
-const A1111_INTEGER_FIELDS = ['seed', 'width', 'height', 'steps', 'batch_size', 'n_iter'];
-
-export async function startA1111Host(): Promise<ImageApiHost> {
-	const drawing = new Set<() => void>();
-	return await startImageApiHost({
-		route: (call, send, host) => {
-			if (call.method === 'POST' && call.path === '/sdapi/v1/interrupt') {
-				for (const finish of drawing) finish();
-				return send(200, {});
-			}
-			const edit = call.path === '/sdapi/v1/img2img';
-			if (call.method !== 'POST' || !(edit || call.path === '/sdapi/v1/txt2img')) return send(404, { detail: 'Not Found' });
-			const body = call.json ?? {};
-			const wrong = A1111_INTEGER_FIELDS.find((name) => body[name] !== undefined && !Number.isInteger(body[name]));
-			if (wrong) return send(422, { detail: [{ loc: ['body', wrong], msg: 'value is not a valid integer', type: 'type_error.integer' }] });
-			if (edit && !(Array.isArray(body.init_images) && body.init_images.length > 0)) {
-				return send(422, { detail: [{ loc: ['body', 'init_images'], msg: 'field required', type: 'value_error.missing' }] });
-			}
-			const parameters = { ...body, init_images: undefined };
-			send(200, { images: [host.image.toString('base64')], parameters, info: JSON.stringify({ prompt: body.prompt, seed: body.seed, width: body.width, height: body.height }) });
-		},
-		broken: (kind) => ({ images: kind === 'empty' ? [] : [NOT_AN_IMAGE], parameters: {}, info: '{}' }),
-		onDrawStarted(finish) {
-			drawing.add(finish);
-			return () => void drawing.delete(finish);
-		},
-	});
-}
+export { startA1111Host } from './a1111-host';
