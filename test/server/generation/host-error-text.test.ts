@@ -6,13 +6,20 @@
  * job's stored error and its webhook carry the same bounded text. Against a loopback stand-in
  * (support/oversized-error-host.ts) that records how much of its body it got to send.
  */
+import { join, resolve } from 'node:path';
 import { ImageGenError } from '../../../core/errors';
+import { parseGenerationRequest } from '../../../core/schemas';
+import type { SettledRequest } from '../../../server/src/generation/provider';
 import { boundedHostText, HOST_ERROR_BYTES, HOST_TEXT_CHARS } from '../../../server/src/generation/providers/host-text';
 import { providerJson } from '../../../server/src/generation/providers/provider-http';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 import { call, eventually } from '../support/http';
 import { OVERSIZED_BYTES, startOversizedErrorHost, type OversizedErrorHost } from '../support/oversized-error-host';
 import { startReceiver, type Receiver } from '../support/webhook-receiver';
+import { startFakeComfyUI, type FakeComfyUI } from '../support/fake-comfyui';
+import { fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
+import { providerContext } from '../support/host-job-contract';
+import { FAST_HOSTS, providersFor } from '../support/providers';
 
 let host: OversizedErrorHost;
 
@@ -115,3 +122,47 @@ describe('through the service: the job and its webhook', () => {
 		await expectReadOnlyAPrefix();
 	});
 });
+
+describe('a job the host ended as failed, in its own words of megabytes', () => {
+	let fake: FakeHosts;
+	let comfy: FakeComfyUI;
+	const long = 'y'.repeat(OVERSIZED_BYTES);
+	const request: SettledRequest = { ...parseGenerationRequest({ model: 'p-image', prompt: 'A lighthouse', aspect_ratio: '1:1', seed: 1 }), aspect_ratio: '1:1' };
+	const failure = async (selection: string, env: NodeJS.ProcessEnv, args: string[] = []) =>
+		(await providersFor(selection, env, FAST_HOSTS, args)['p-image'].generate(request, providerContext()).catch((error: unknown) => error)) as ImageGenError;
+
+	beforeAll(async () => {
+		[fake, comfy] = await Promise.all([startFakeHosts(), startFakeComfyUI()]);
+	});
+	afterAll(async () => {
+		await Promise.all([fake?.close(), comfy?.close()]);
+	});
+
+	// Replicate's prediction: `status: "failed"` with the model's `error` (its HTTP API reference).
+	test('replicate: a failed prediction’s error is cut to the bound', async () => {
+		fake.script('POST', '/v1/models/', { status: 201, body: { id: 'r-long', status: 'failed', error: long, urls: {} } });
+		const error = await failure('p-image=replicate', fakeHostsEnv(fake.origin));
+		expect(error).toMatchObject({ status: 502, code: 'upstream_failed' });
+		expect(error.message).toMatch(/^The replicate provider failed: y{100,}…$/);
+		expect(error.message.length).toBeLessThanOrEqual(HOST_TEXT_CHARS + OUR_WORDS);
+	});
+
+	test('pruna: a failed prediction’s error is cut to the bound', async () => {
+		fake.script('POST', '/v1/predictions', { status: 200, body: { id: 'p-long', status: 'failed', error: long } });
+		const error = await failure('p-image=pruna', fakeHostsEnv(fake.origin));
+		expect(error).toMatchObject({ status: 502, code: 'upstream_failed' });
+		expect(error.message).toMatch(/^The pruna provider failed: y{100,}…$/);
+		expect(error.message.length).toBeLessThanOrEqual(HOST_TEXT_CHARS + OUR_WORDS);
+	});
+
+	// ComfyUI's history entry: an `execution_error` message with the exception's own text (execution.py).
+	test('comfyui: an execution error’s exception message is cut to the bound', async () => {
+		comfy.failNext({ node_id: '3', node_type: 'KSampler', exception_type: 'RuntimeError', exception_message: long });
+		const workflow = join(resolve(__dirname, '../../../examples/comfyui'), 'sdxl.json');
+		const error = await failure('p-image=comfyui', { COMFYUI_BASE_URL: comfy.origin }, ['--comfyui-workflow', `p-image=${workflow}`]);
+		expect(error).toMatchObject({ status: 502, code: 'upstream_failed' });
+		expect(error.message).toMatch(/^The comfyui provider failed: RuntimeError: y{100,}… at node 3 \(KSampler\)$/);
+		expect(error.message.length).toBeLessThanOrEqual(HOST_TEXT_CHARS + OUR_WORDS);
+	});
+});
+

@@ -26,6 +26,7 @@ import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, HostJobRef, ProviderImage, SettledRequest } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
+import { boundedHostText } from './host-text';
 import { loadInputImages, requiredSetting } from './inputs';
 import { hostMessage, pollIntervalMs, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
 
@@ -243,7 +244,7 @@ function executionFailure(entry: HistoryEntry): string {
 	if (failed) {
 		const node = failed.node_id === undefined ? '' : ` at node ${String(failed.node_id)}${typeof failed.node_type === 'string' ? ` (${failed.node_type})` : ''}`;
 		const kind = typeof failed.exception_type === 'string' && failed.exception_type ? `${failed.exception_type}: ` : '';
-		return `${kind}${String(failed.exception_message ?? 'execution error').trim()}${node}`;
+		return `${kind}${boundedHostText(String(failed.exception_message ?? 'execution error'))}${node}`;
 	}
 	if (event('execution_interrupted')) return 'the prompt was interrupted';
 	return 'the prompt ended in error';

@@ -24,6 +24,7 @@ import type { ProviderSettings } from '../../config';
 import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, ProviderImage } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl } from './host-credentials';
+import { boundedHostText } from './host-text';
 import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage } from './inputs';
 import { pollIntervalMs, providerBytes, providerJson, providerRetryPolicy, type ProviderTiming } from './provider-http';
 
@@ -68,7 +69,7 @@ export function prunaProvider(model: ModelId, settings: ProviderSettings['pruna'
 			status = { ...(await providerJson<PrunaStatus>({ provider: 'pruna', method: 'GET', url: pollUrl, credentials, signal: context.signal, deadline: context.deadline, retry })), get_url: pollUrl };
 		}
 		if (status.status !== 'succeeded' || !status.generation_url) {
-			throw new ImageGenError(502, `The pruna provider failed: ${status.error || status.message || `the prediction ended as '${status.status}'`}`, { code: 'upstream_failed' });
+			throw new ImageGenError(502, `The pruna provider failed: ${boundedHostText(status.error || status.message || `the prediction ended as '${status.status}'`)}`, { code: 'upstream_failed' });
 		}
 		const delivery = new URL(status.generation_url, `${root}/`);
 		if (!isOwnOrigin(delivery, credentials)) return [{ url: delivery.toString() }];

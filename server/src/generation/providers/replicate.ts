@@ -24,6 +24,7 @@ import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
+import { boundedHostText } from './host-text';
 import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage, type FilesApi } from './inputs';
 import { dataUri, type Base64Text } from './json-body';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
@@ -198,7 +199,7 @@ async function cancel(prediction: Prediction, root: string, credentials: HostCre
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {
 	if (prediction.status !== 'succeeded') {
-		const reason = typeof prediction.error === 'string' && prediction.error ? prediction.error : `the prediction ended as '${prediction.status}'`;
+		const reason = typeof prediction.error === 'string' && prediction.error ? boundedHostText(prediction.error) : `the prediction ended as '${prediction.status}'`;
 		throw new ImageGenError(502, `The replicate provider failed: ${reason}`, { code: 'upstream_failed' });
 	}
 	const urls = (Array.isArray(prediction.output) ? prediction.output : [prediction.output]).filter((item): item is string => typeof item === 'string');
