@@ -19,7 +19,13 @@ import { startReceiver, type Receiver } from '../support/webhook-receiver';
 import { startFakeComfyUI, type FakeComfyUI } from '../support/fake-comfyui';
 import { fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
 import { providerContext } from '../support/host-job-contract';
-import { FAST_HOSTS, providersFor } from '../support/providers';
+import { FAST_HOSTS, providerConfig, providersFor } from '../support/providers';
+import { buildVideoProviderTable } from '../../../server/src/video/video-providers';
+import { PRUNA_KEY, startPrunaVideoHost, type PrunaVideoHost } from '../support/pruna-video-host';
+import { REPLICATE_TOKEN, startReplicateVideoHost, type ReplicateVideoHost } from '../support/replicate-video-host';
+import { startUpstreamVideoHost, UPSTREAM_KEY, type UpstreamVideoHost } from '../support/upstream-video-host';
+import { settledVideo, videoContext } from '../support/video-context';
+import { testMp4 } from '../support/video-hosts';
 
 let host: OversizedErrorHost;
 
@@ -163,6 +169,54 @@ describe('a job the host ended as failed, in its own words of megabytes', () => 
 		expect(error).toMatchObject({ status: 502, code: 'upstream_failed' });
 		expect(error.message).toMatch(/^The comfyui provider failed: RuntimeError: y{100,}… at node 3 \(KSampler\)$/);
 		expect(error.message.length).toBeLessThanOrEqual(HOST_TEXT_CHARS + OUR_WORDS);
+	});
+});
+
+describe('a video the host ended as failed, in its own words of megabytes', () => {
+	let pruna: PrunaVideoHost;
+	let replicate: ReplicateVideoHost;
+	let upstream: UpstreamVideoHost;
+	const long = 'z'.repeat(OVERSIZED_BYTES);
+
+	beforeAll(async () => {
+		const mp4 = await testMp4();
+		[pruna, replicate, upstream] = await Promise.all([startPrunaVideoHost(mp4), startReplicateVideoHost(mp4), startUpstreamVideoHost(mp4)]);
+	});
+	afterAll(async () => {
+		await Promise.all([pruna?.close(), replicate?.close(), upstream?.close()]);
+	});
+
+	const env = () => ({
+		PRUNA_API_KEY: PRUNA_KEY,
+		PRUNA_BASE_URL: `${pruna.origin}/v1`,
+		REPLICATE_API_TOKEN: REPLICATE_TOKEN,
+		REPLICATE_BASE_URL: `${replicate.origin}/v1`,
+		UPSTREAM_API_KEY: UPSTREAM_KEY,
+		UPSTREAM_BASE_URL: `${upstream.origin}/v1`,
+	});
+	const failure = async (host: 'pruna' | 'replicate' | 'upstream') =>
+		(await buildVideoProviderTable(providerConfig(`p-video=${host}`, env()), FAST_HOSTS)
+			['p-video'].generate(settledVideo(), videoContext(() => 0))
+			.catch((error: unknown) => error)) as ImageGenError;
+	const expectBounded = (error: ImageGenError, host: string) => {
+		expect(error).toMatchObject({ status: 502, code: 'upstream_failed' });
+		expect(error.message).toMatch(new RegExp(`^The ${host} provider failed: z{100,}…$`));
+		expect(error.message.length).toBeLessThanOrEqual(HOST_TEXT_CHARS + OUR_WORDS);
+	};
+
+	test('pruna: a failed prediction’s error', async () => {
+		pruna.script('GET', '/v1/predictions/status/', { status: 200, body: { id: 'p-long', status: 'failed', error: long } });
+		expectBounded(await failure('pruna'), 'pruna');
+	});
+
+	test('replicate: a failed prediction’s error', async () => {
+		replicate.script('GET', '/v1/predictions/', { status: 200, body: { id: 'r-long', status: 'failed', error: long, urls: {} } });
+		expectBounded(await failure('replicate'), 'replicate');
+	});
+
+	test('upstream: a failed video’s error message', async () => {
+		upstream.script('GET', '/v1/videos/', { status: 200, body: { id: 'video_long', object: 'video', status: 'failed', error: { code: 'upstream_failed', message: long } } });
+		expectBounded(await failure('upstream'), 'upstream');
 	});
 });
 

@@ -21,6 +21,7 @@ import { ImageGenError } from '../../../../core/errors';
 import type { VideoModelId } from '../../../../core/video-models';
 import type { ProviderSettings } from '../../config';
 import { hostCredentials, isOwnOrigin, ownUrl } from '../../generation/providers/host-credentials';
+import { boundedHostText } from '../../generation/providers/host-text';
 import { requiredSetting } from '../../generation/providers/inputs';
 import { pollIntervalMs, providerJson, providerRetryPolicy, providerStream, type ProviderTiming } from '../../generation/providers/provider-http';
 import type { ProviderVideo, SettledVideoRequest, VideoContext, VideoProvider } from '../video-provider';
@@ -69,7 +70,7 @@ export function prunaVideoProvider(model: VideoModelId, settings: ProviderSettin
 	async function delivered(status: PrunaStatus, context: VideoContext): Promise<ProviderVideo> {
 		if (status.status !== 'succeeded') {
 			const reason = [status.error, status.message].find((each): each is string => typeof each === 'string' && each.length > 0) ?? `the prediction ended as '${String(status.status)}'`;
-			throw new ImageGenError(502, `The pruna provider failed: ${reason}`, { code: 'upstream_failed' });
+			throw new ImageGenError(502, `The pruna provider failed: ${boundedHostText(reason)}`, { code: 'upstream_failed' });
 		}
 		if (typeof status.generation_url !== 'string' || !status.generation_url) throw invalidAnswer('pruna', 'a succeeded prediction without its generation_url');
 		const delivery = new URL(status.generation_url, `${root}/`);

@@ -21,6 +21,7 @@ import { ImageGenError } from '../../../../core/errors';
 import type { VideoModelId } from '../../../../core/video-models';
 import type { ProviderSettings } from '../../config';
 import { hostCredentials, isOwnOrigin, ownUrl } from '../../generation/providers/host-credentials';
+import { boundedHostText } from '../../generation/providers/host-text';
 import { requiredSetting, type FilesApi } from '../../generation/providers/inputs';
 import { Base64Text } from '../../generation/providers/json-body';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from '../../generation/providers/provider-http';
@@ -138,7 +139,7 @@ export function replicateVideoProvider(model: VideoModelId, settings: ProviderSe
 
 function outputOf(prediction: Prediction): ProviderVideo {
 	if (prediction.status !== 'succeeded') {
-		const reason = typeof prediction.error === 'string' && prediction.error ? prediction.error : `the prediction ended as '${String(prediction.status)}'`;
+		const reason = typeof prediction.error === 'string' && prediction.error ? boundedHostText(prediction.error) : `the prediction ended as '${String(prediction.status)}'`;
 		throw new ImageGenError(502, `The replicate provider failed: ${reason}`, { code: 'upstream_failed' });
 	}
 	if (typeof prediction.output !== 'string' || !/^https?:\/\//i.test(prediction.output)) throw invalidAnswer('replicate', 'a succeeded prediction whose output is not the URL of its video');

@@ -14,6 +14,7 @@ import { ImageGenError } from '../../../../core/errors';
 import type { VideoModelId } from '../../../../core/video-models';
 import type { ProviderSettings } from '../../config';
 import { hostCredentials } from '../../generation/providers/host-credentials';
+import { boundedHostText } from '../../generation/providers/host-text';
 import { requiredSetting } from '../../generation/providers/inputs';
 import { Base64Text } from '../../generation/providers/json-body';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, providerStream, type ProviderTiming } from '../../generation/providers/provider-http';
@@ -60,7 +61,7 @@ export function upstreamVideoProvider(model: VideoModelId, settings: ProviderSet
 			throw error;
 		}
 		if (video.status !== 'completed') {
-			const reason = typeof video.error?.message === 'string' && video.error.message ? video.error.message : `the video ended as '${String(video.status)}'`;
+			const reason = typeof video.error?.message === 'string' && video.error.message ? boundedHostText(video.error.message) : `the video ended as '${String(video.status)}'`;
 			throw new ImageGenError(502, `The upstream provider failed: ${reason}`, { code: 'upstream_failed' });
 		}
 		const stream = await providerStream({ provider: 'upstream', method: 'GET', url: `${videoUrl(id)}/content`, headers: { accept: 'video/mp4' }, credentials, signal: context.signal, deadline: context.deadline, retry });
