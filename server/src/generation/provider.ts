@@ -73,3 +73,26 @@ export interface GenerationProvider {
 	/** Cancels the host's job, best effort (a cancel that reaches a replica that is not running it). */
 	cancel?(job: HostJobRef): Promise<void>;
 }
+
+/**
+ * Why a job's run is stopped when another process took the job over (this one lost its lease
+ * while alive: paused, or cut off from the database): the host's job goes on for that process,
+ * which holds the charge. Nothing of this run may cancel the host's job, give the charge back or
+ * record usage.
+ */
+export class JobTakenOver extends Error {
+	constructor() {
+		super('the job was taken over by another process');
+		this.name = 'JobTakenOver';
+	}
+}
+
+/** The run was stopped because another process follows its job now. */
+export function takenOver(signal: AbortSignal): boolean {
+	return signal.aborted && signal.reason instanceof JobTakenOver;
+}
+
+/** The run was stopped and nobody follows its host's job any more: the host is asked to cancel it. */
+export function hostJobUnwanted(signal: AbortSignal): boolean {
+	return signal.aborted && !takenOver(signal);
+}

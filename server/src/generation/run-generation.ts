@@ -24,7 +24,7 @@ import { checkModelAllowed, type BudgetGate, type BudgetReservation } from './ke
 import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
-import type { GenerationProvider, HostJobRef } from './provider';
+import { takenOver, type GenerationProvider, type HostJobRef } from './provider';
 import { chainMembers } from './provider-chain';
 import { checkProviderLimits, specInForce } from './provider-limits';
 import { settleAspectRatio } from './input-shape';
@@ -210,7 +210,8 @@ async function produceImages(services: RunnerServices, generation: Generation, r
 		}
 		if (caller.stillWanted && !(await caller.stillWanted())) throw cancelled();
 	} catch (error) {
-		await releaseReservation(reservation, services.log);
+		// A job another process took over keeps its charge: that process settles or releases it.
+		if (!takenOver(signal)) await releaseReservation(reservation, services.log);
 		await removeImages(services.hostedFiles, storedIds, caller.apiKeyId, services.log);
 		// The limit or the client can stop any step after the host answered (a wait for the image
 		// queue, a re-encode, the write): that is a time-out or a cancellation, never a 500.

@@ -20,7 +20,7 @@ import { isVideoModelId } from '../../../core/video-models';
 import type { VideoRequest } from '../../../core/video-schemas';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { BudgetReservation } from '../generation/key-policy';
-import type { HostJobRef } from '../generation/provider';
+import { JobTakenOver, type HostJobRef } from '../generation/provider';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
@@ -203,7 +203,7 @@ export class JobRunner {
 		// Already charged at its admission, before the restart: it stays charged when the job
 		// succeeds, and is released (once: the row says whether it was) when it does not.
 		const controller = new AbortController();
-		const stopLease = this.keepLease(job.id, controller);
+		const stopLease = this.keepLease(job.id, job.apiKeyId, controller);
 		const reservation: BudgetReservation = { settle: async () => undefined, release: () => this.store.release(job.id) };
 		const caller = { apiKeyId: job.apiKeyId, apiKey: ownerPolicy(job.apiKeyId), clientGone: controller.signal, resume: { job: job.hostJob, reservation } };
 		void this.drive(job.id, job.request as unknown as JobRequest, caller, controller)
@@ -240,11 +240,16 @@ export class JobRunner {
 				succeeded,
 				hostJobStarted: (job) => this.store.hostJobStarted(id, job),
 				// A read, not a write: a cancel that reached another process shows in the row.
-				stillWanted: async () => !controller.signal.aborted && (await this.store.isRunning(id, this.owner)),
+				stillWanted: async () => {
+					if (controller.signal.aborted) return false;
+					if (await this.store.isRunning(id, this.owner)) return true;
+					await this.stopAsNoLongerOurs(id, caller.apiKeyId, controller);
+					return false;
+				},
 				...(created && {
 					reserved: async (reservation) => {
 						const job = await this.create(id, caller.apiKeyId, reservation);
-						stopLease = this.keepLease(id, controller);
+						stopLease = this.keepLease(id, caller.apiKeyId, controller);
 						created(job);
 					},
 				}),
@@ -301,17 +306,32 @@ export class JobRunner {
 	}
 
 	/** Renews the job's lease while it runs; a job that is no longer this process's running one is stopped. */
-	private keepLease(id: string, controller: AbortController): () => void {
+	private keepLease(id: string, apiKeyId: string, controller: AbortController): () => void {
 		const timer = setInterval(() => {
 			this.store.renew(id, this.owner, new Date(Date.now() + this.leaseMs)).then(
-				(renewed) => {
-					if (!renewed) controller.abort(new DOMException('the job was canceled', 'AbortError'));
+				async (renewed) => {
+					if (!renewed) await this.stopAsNoLongerOurs(id, apiKeyId, controller);
 				},
 				(error: unknown) => this.options.log.error({ err: error, job: id }, 'renewing a job lease failed'),
 			);
 		}, this.leaseMs / 3);
 		timer.unref();
 		return () => clearInterval(timer);
+	}
+
+	/**
+	 * A job that is no longer this process's running one: canceled (by any process), which stops it
+	 * as a cancel; or taken over by another process after this one lost its lease while alive, which
+	 * stops it quietly (JobTakenOver): that process follows the host's job and holds the charge.
+	 */
+	private async stopAsNoLongerOurs(id: string, apiKeyId: string, controller: AbortController): Promise<void> {
+		if (controller.signal.aborted) return;
+		const job = await this.store.get(id, apiKeyId).catch(() => null);
+		if (job?.status === 'canceled') controller.abort(new DOMException('the job was canceled', 'AbortError'));
+		else {
+			this.options.log.info({ job: id }, 'a job this process lost the lease of is followed by another process now: stopped here');
+			controller.abort(new JobTakenOver());
+		}
 	}
 
 	private async tellEnded(job: Job): Promise<void> {

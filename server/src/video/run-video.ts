@@ -18,7 +18,7 @@ import type { VideoRequest } from '../../../core/video-schemas';
 import type { PriceOverrides } from '../config';
 import type { InputImageSource } from '../generation/input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetReservation } from '../generation/key-policy';
-import type { HostJobRef } from '../generation/provider';
+import { takenOver, type HostJobRef } from '../generation/provider';
 import { cancelled, errorCode, stoppedError, type ResumedHostJob } from '../generation/run-provider';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import { limitedSignal } from '../media/limited-signal';
@@ -130,7 +130,8 @@ async function makeVideo(services: RunnerServices, request: VideoRequest, caller
 		await record(services, withSeed, caller, result, provider.name);
 		return result;
 	} catch (error) {
-		await reservation?.release().catch((failure: unknown) => services.log.error({ err: failure }, 'releasing a budget reservation failed'));
+		// A job another process took over keeps its charge: that process settles or releases it.
+		if (!takenOver(limit.signal)) await reservation?.release().catch((failure: unknown) => services.log.error({ err: failure }, 'releasing a budget reservation failed'));
 		if (hosted) await hosted.remove();
 		if (!(error instanceof ImageGenError) && limit.signal.aborted) throw stoppedError(limit.signal, services.timeoutMs, provider);
 		throw error;

@@ -24,6 +24,7 @@ import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/model
 import type { ProviderSettings } from '../../config';
 import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, HostJobRef, ProviderImage, SettledRequest } from '../provider';
+import { hostJobUnwanted } from '../provider';
 import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
 import { boundedHostText } from './host-text';
@@ -186,7 +187,7 @@ class ComfyuiProvider implements GenerationProvider {
 				}
 			}
 		} catch (error) {
-			if (context.signal.aborted) await this.cancelPrompt(id);
+			if (hostJobUnwanted(context.signal)) await this.cancelPrompt(id);
 			throw error;
 		}
 	}

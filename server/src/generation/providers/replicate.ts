@@ -23,6 +23,7 @@ import { ImageGenError } from '../../../../core/errors';
 import type { ModelId, ModelLimits } from '../../../../core/models';
 import type { ProviderSettings } from '../../config';
 import type { GenerationContext, GenerationProvider, SettledRequest } from '../provider';
+import { hostJobUnwanted } from '../provider';
 import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './host-credentials';
 import { boundedHostText } from './host-text';
 import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage, type FilesApi } from './inputs';
@@ -124,7 +125,7 @@ export function replicateProvider(model: ModelId, settings: ProviderSettings['re
 				prediction = await call({ method: 'GET', url, signal: context.signal, deadline: context.deadline });
 			}
 		} catch (error) {
-			if (context.signal.aborted) await cancelPrediction(prediction);
+			if (hostJobUnwanted(context.signal)) await cancelPrediction(prediction);
 			throw error;
 		}
 		return outputsOf(prediction);

@@ -26,6 +26,7 @@ import { requiredSetting, type FilesApi } from '../../generation/providers/input
 import { Base64Text } from '../../generation/providers/json-body';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from '../../generation/providers/provider-http';
 import type { ProviderVideo, SettledVideoRequest, VideoContext, VideoProvider } from '../video-provider';
+import { hostJobUnwanted } from '../../generation/provider';
 import { invalidAnswer, loadVideoInputs, pVideoFields, uploadVideoInput, type LoadedInput } from './video-inputs';
 
 const REPLICATE_VIDEO_MODELS: Readonly<Record<VideoModelId, string>> = { 'p-video': 'prunaai/p-video' };
@@ -86,7 +87,7 @@ export function replicateVideoProvider(model: VideoModelId, settings: ProviderSe
 				if (!(REPLICATE_STATUSES as readonly unknown[]).includes(prediction?.status)) throw invalidAnswer('replicate', `a prediction status that is none of ${REPLICATE_STATUSES.join(', ')}`);
 			}
 		} catch (error) {
-			if (context.signal.aborted) await cancelPrediction(prediction);
+			if (hostJobUnwanted(context.signal)) await cancelPrediction(prediction);
 			throw error;
 		}
 		return outputOf(prediction);

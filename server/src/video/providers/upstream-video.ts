@@ -19,6 +19,7 @@ import { requiredSetting } from '../../generation/providers/inputs';
 import { Base64Text } from '../../generation/providers/json-body';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, providerStream, type ProviderTiming } from '../../generation/providers/provider-http';
 import type { ProviderVideo, SettledVideoRequest, VideoContext, VideoProvider } from '../video-provider';
+import { hostJobUnwanted } from '../../generation/provider';
 import { invalidAnswer, loadVideoInputs, pVideoFields } from './video-inputs';
 
 const VIDEO_STATUSES = ['queued', 'in_progress', 'completed', 'failed'] as const;
@@ -57,7 +58,7 @@ export function upstreamVideoProvider(model: VideoModelId, settings: ProviderSet
 				video = read(await providerJson<UpstreamVideo>({ provider: 'upstream', method: 'GET', url: videoUrl(id), credentials, signal: context.signal, deadline: context.deadline, retry }), context);
 			}
 		} catch (error) {
-			if (context.signal.aborted) await cancelVideo(id);
+			if (hostJobUnwanted(context.signal)) await cancelVideo(id);
 			throw error;
 		}
 		if (video.status !== 'completed') {
