@@ -24,6 +24,11 @@ export interface ApiKeyPolicy {
 	/** null: the service's default. */
 	rateLimitPerMinute: number | null;
 	budget: KeyBudget | null;
+	/**
+	 * A managed key's: the hash of the secret this request presented (the current one, or the one a
+	 * rotation replaced, within its grace time), which its webhook signing secret is derived from.
+	 */
+	secretHash?: string;
 }
 
 export type Principal = { kind: 'admin' } | { kind: 'api_key'; key: ApiKeyPolicy };
@@ -51,8 +56,8 @@ export function flatKeyPolicy(id: string): ApiKeyPolicy {
 	return { id, managed: false, models: null, rateLimitPerMinute: null, budget: null };
 }
 
-function managedKeyPolicy(key: ManagedKey): ApiKeyPolicy {
-	return { id: key.id, managed: true, models: key.models, rateLimitPerMinute: key.rateLimitPerMinute, budget: key.budget };
+function managedKeyPolicy(key: ManagedKey, presentedHash: string): ApiKeyPolicy {
+	return { id: key.id, managed: true, models: key.models, rateLimitPerMinute: key.rateLimitPerMinute, budget: key.budget, secretHash: presentedHash };
 }
 
 /** The caller's key policy, set by the /v1 guard; only the admin key has none, and it never reaches these routes. */
@@ -89,7 +94,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
 		if (options.managedKeys) {
 			const hash = presentedDigest.toString('hex');
 			const key = await options.managedKeys.lookup(hash);
-			if (key) return { kind: 'api_key', key: managedKeyPolicy(admitManaged(key, hash, await now())) };
+			if (key) return { kind: 'api_key', key: managedKeyPolicy(admitManaged(key, hash, await now()), hash) };
 		}
 		throw invalidKey();
 	};

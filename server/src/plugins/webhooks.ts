@@ -31,6 +31,7 @@ export default fp(
 			keepFailedMs: config.retentionSeconds * 1000,
 			log: fastify.log.child({ component: 'webhooks' }),
 			onOutcome: (outcome, count) => fastify.metrics.webhookDelivery(outcome, count),
+			currentSecretHash: async (apiKeyId) => (await fastify.keyStore.get(apiKeyId))?.secretHash ?? null,
 		});
 		fastify.decorate('webhooks', {
 			outbox,

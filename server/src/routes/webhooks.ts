@@ -1,7 +1,8 @@
 /**
  * GET /v1/webhooks/secret: the secret the calling key's webhook deliveries are signed with
- * (Standard Webhooks, `whsec_…`). Derived from the service secret and the key's id, so it is the
- * same on every replica and after restarts, and a key sees only its own.
+ * (Standard Webhooks, `whsec_…`). Derived from the service secret, the key's id and, for a managed
+ * key, the secret presented, so it is the same on every replica and after restarts, a key sees only
+ * its own, and a rotated key has a new one (its old secret, within the grace time, gets the old).
  */
 import type { FastifyInstance } from 'fastify';
 import { webhookSecretResponseSchema } from '../../../core/api';
@@ -21,6 +22,6 @@ export default async function webhookRoutes(scope: FastifyInstance): Promise<voi
 	v1.get('/webhooks/secret', { schema }, async (request, reply) => {
 		// A secret: never kept by a cache on the way.
 		reply.header('cache-control', 'no-store');
-		return { secret: await v1.webhooks.outbox.secretFor(request.apiKeyId) };
+		return { secret: await v1.webhooks.outbox.secretFor(request.apiKeyId, request.apiKey?.secretHash ?? null) };
 	});
 }

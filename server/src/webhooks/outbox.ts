@@ -80,6 +80,11 @@ export interface OutboxOptions {
 	perKey?: number;
 	attemptTimeoutMs?: number;
 	maxPendingPerKey?: number;
+	/**
+	 * A managed key's current secret hash, which its signing secret is derived from (null: a flat
+	 * key, or none); asked at each attempt, so one after a rotation is signed with the new secret.
+	 */
+	currentSecretHash?: (apiKeyId: string) => Promise<string | null>;
 }
 
 /** What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned). */
@@ -138,9 +143,12 @@ export class WebhookOutbox {
 		return enqueued;
 	}
 
-	/** The `whsec_…` secret a key's receivers verify with. */
-	async secretFor(apiKeyId: string): Promise<string> {
-		return formatSecret(keySigningSecret(await this.serviceSecret(), apiKeyId));
+	/**
+	 * The `whsec_…` secret a key's receivers verify with; `secretHash`: the hash of the managed key's
+	 * secret that asks (signing.ts), null for a flat key.
+	 */
+	async secretFor(apiKeyId: string, secretHash: string | null = null): Promise<string> {
+		return formatSecret(keySigningSecret(await this.serviceSecret(), apiKeyId, secretHash));
 	}
 
 	/** Delivers what is due now and then every second; pending rows from before a restart included. */
@@ -236,7 +244,7 @@ export class WebhookOutbox {
 
 	private async attempt(delivery: ClaimedDelivery): Promise<void> {
 		try {
-			const secret = delivery.signingKeyId === null ? null : keySigningSecret(await this.serviceSecret(), delivery.signingKeyId);
+			const secret = delivery.signingKeyId === null ? null : await this.signingSecret(delivery.signingKeyId);
 			const headers = signedHeaders(delivery.id, Math.floor(this.now() / 1000), delivery.body, secret);
 			const sent = await sendDelivery(delivery.url, delivery.body, headers, {
 				allowPrivate: this.options.allowPrivate,
@@ -280,6 +288,12 @@ export class WebhookOutbox {
 		if (expired === 0) return;
 		this.options.onOutcome?.('expired', expired);
 		this.options.log.error({ deliveries: expired, hours: RETRY_WINDOW_MS / 3_600_000 }, 'webhook deliveries expired: not delivered within the retry window');
+	}
+
+	/** The key's secret as it is now: every attempt after a rotation, a retry of an older delivery too, is signed with the new one. */
+	private async signingSecret(apiKeyId: string): Promise<Buffer> {
+		const secretHash = (await this.options.currentSecretHash?.(apiKeyId)) ?? null;
+		return keySigningSecret(await this.serviceSecret(), apiKeyId, secretHash);
 	}
 
 	private serviceSecret(): Promise<Buffer> {

@@ -5,7 +5,9 @@
  *
  * Each API key has its own secret, derived from the service secret (kept in the engines, the same
  * for every replica) by HMAC over the key's id: stable across restarts and replicas, never stored,
- * and a key's secret says nothing of another's, so a tenant can never sign for another.
+ * and a key's secret says nothing of another's, so a tenant can never sign for another. A managed
+ * key's is derived over the hash of its secret too, so rotating the key gives it a new one: whoever
+ * held the old key learns nothing of it. A flat key's id is made from the key itself already.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 
@@ -15,9 +17,13 @@ const SERVICE_SECRET_BYTES = 32;
 
 export const newServiceSecret = (): Buffer => randomBytes(SERVICE_SECRET_BYTES);
 
-/** The 32 signing bytes of one API key (the spec asks for 24 to 64). */
-export function keySigningSecret(serviceSecret: Buffer, apiKeyId: string): Buffer {
-	return createHmac('sha256', serviceSecret).update(`webhook-signing-key:${apiKeyId}`).digest();
+/**
+ * The 32 signing bytes of one API key (the spec asks for 24 to 64); `secretHash`: a managed key's
+ * (`ManagedKey.secretHash`), null for a flat key.
+ */
+export function keySigningSecret(serviceSecret: Buffer, apiKeyId: string, secretHash: string | null): Buffer {
+	const subject = secretHash === null ? apiKeyId : `${apiKeyId}:${secretHash}`;
+	return createHmac('sha256', serviceSecret).update(`webhook-signing-key:${subject}`).digest();
 }
 
 /** What `GET /v1/webhooks/secret` hands the key's owner. */
