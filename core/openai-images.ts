@@ -16,17 +16,45 @@ const DALL_E_3_SIZES = ['1024x1024', '1792x1024', '1024x1792'] as const;
 // dall-e-2 draws squares only (256, 512 or 1024 pixels): its largest.
 const DALL_E_2_SIZES = ['1024x1024'] as const;
 
+/**
+ * The model as OpenAI names it: a gateway's name (LiteLLM's and OpenRouter's `openai/gpt-image-1`,
+ * `azure/dall-e-3`) read by its last segment.
+ */
+export function hostModelName(model: string): string {
+	return model.slice(model.lastIndexOf('/') + 1).toLowerCase();
+}
+
 /** gpt-image-1, gpt-image-1-mini, a gateway's `openai/gpt-image-1`: refuse `response_format`, take `output_format` and `image[]`. */
 export function isGptImageModel(model: string): boolean {
-	return model.toLowerCase().includes('gpt-image');
+	return hostModelName(model).startsWith('gpt-image');
 }
 
 export function openAiSizes(model: string): readonly string[] {
-	const name = model.toLowerCase();
-	if (name.includes('dall-e-3')) return DALL_E_3_SIZES;
-	if (name.includes('dall-e-2')) return DALL_E_2_SIZES;
+	const name = hostModelName(model);
+	if (name.startsWith('dall-e-3')) return DALL_E_3_SIZES;
+	if (name.startsWith('dall-e-2')) return DALL_E_2_SIZES;
 	return GPT_IMAGE_SIZES;
 }
+
+/** The model's sizes as numbers. */
+export function openAiImageSizes(model: string): Array<ImageSize & { text: string }> {
+	return openAiSizes(model).map((text) => {
+		const [width, height] = text.split('x').map(Number) as [number, number];
+		return { text, width, height };
+	});
+}
+
+/** The longest prompt each OpenAI model takes (its images reference, `prompt`); none known for other models. */
+export function openAiPromptMaxLength(model: string): number | undefined {
+	const name = hostModelName(model);
+	if (name.startsWith('gpt-image')) return 32_000;
+	if (name.startsWith('dall-e-3')) return 4_000;
+	if (name.startsWith('dall-e-2')) return 1_000;
+	return undefined;
+}
+
+/** The input images an edit takes ("Create image edit": png, webp or jpg); others are converted first. */
+export const OPENAI_EDIT_INPUT_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp'];
 
 export interface ImageSize {
 	width: number;
@@ -42,11 +70,7 @@ export function nearestSize<Size extends ImageSize>(sizes: readonly Size[], rati
 
 /** The model's size (`WIDTHxHEIGHT`) nearest `ratio`. */
 export function nearestOpenAiSize(model: string, ratio: AspectRatio): string {
-	const sizes = openAiSizes(model).map((text) => {
-		const [width, height] = text.split('x').map(Number) as [number, number];
-		return { text, width, height };
-	});
-	return nearestSize(sizes, ratio).text;
+	return nearestSize(openAiImageSizes(model), ratio).text;
 }
 
 export interface OpenAiImageParameters {

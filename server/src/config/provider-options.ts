@@ -10,7 +10,7 @@ import { MODEL_IDS, type ModelId } from '../../../core/models';
 import { option } from './option-row';
 import { parseModelEntries, type ProviderName } from './provider-selection';
 import type { OptionValues } from './read-options';
-import { isHttpUrl, mustBe, onOff, parsedBy, text, wholeNumber } from './value-types';
+import { isHttpUrl, mustBe, onOff, oneOf, parsedBy, text, wholeNumber } from './value-types';
 
 /** What each host is reached with; a setting a host cannot do without is undefined when not given. */
 export interface ProviderSettings {
@@ -18,13 +18,14 @@ export interface ProviderSettings {
 	replicate: { apiToken?: string; baseUrl: string; modelVersions: Partial<Record<ModelId, string>> };
 	pruna: { apiKey?: string; baseUrl: string };
 	ideogram: { apiKey?: string; baseUrl: string };
-	openai: { baseUrl: string; apiKey?: string; imageModel: string; imageSizes: ImageSize[]; negativePrompt: boolean };
+	openai: { baseUrl: string; apiKey?: string; server: OpenAiServer; imageModel: string; imageSizes?: ImageSize[]; negativePrompt: boolean };
 	automatic1111: { baseUrl?: string; steps?: number; apiAuth?: string };
 	comfyui: { baseUrl?: string };
 }
 
-/** gpt-image-1's sizes besides `auto` (OpenAI's images reference). */
-const OPENAI_SIZES = '1024x1024,1536x1024,1024x1536';
+/** Which API the openai provider speaks: OpenAI's own (and gateways that copy it), or LocalAI's version of it. */
+export const OPENAI_SERVERS = ['openai', 'localai'] as const;
+export type OpenAiServer = (typeof OPENAI_SERVERS)[number];
 
 /** A host's base URL; one without a default is required by its provider (generation/providers.ts says so at start). */
 function baseUrlRow<const Flag extends string, Default extends string | undefined>(flag: Flag, env: string, provider: ProviderName, defaultUrl: Default, help: string) {
@@ -58,6 +59,7 @@ export const PROVIDER_OPTIONS = [
 	baseUrlRow('ideogram-base-url', 'IDEOGRAM_BASE_URL', 'ideogram', 'https://api.ideogram.ai', "Base URL of Ideogram's API"),
 	baseUrlRow('openai-base-url', 'OPENAI_BASE_URL', 'openai', 'https://api.openai.com/v1', 'Base URL of the OpenAI-compatible images API (OpenAI, LocalAI, a gateway)'),
 	credentialRow('openai-api-key', 'OPENAI_API_KEY', 'openai', 'API key the openai provider sends (hosts on a private network often take none)', '(required with OpenAI itself)'),
+	option({ flag: 'openai-server', env: 'OPENAI_SERVER', provider: 'openai', type: oneOf(OPENAI_SERVERS), default: 'openai' as OpenAiServer, help: "The server behind OPENAI_BASE_URL: openai (OpenAI, gateways that copy its API) or localai (LocalAI: no /images/edits, the negative prompt after '|', seed)" }),
 	option({ flag: 'openai-image-model', env: 'OPENAI_IMAGE_MODEL', provider: 'openai', placeholder: '<model>', type: text, default: 'gpt-image-1', help: 'Model the openai provider asks that host for' }),
 	option({
 		flag: 'openai-image-sizes',
@@ -65,11 +67,11 @@ export const PROVIDER_OPTIONS = [
 		provider: 'openai',
 		placeholder: '<sizes>',
 		type: parsedBy(parseImageSizes),
-		default: parseImageSizes(OPENAI_SIZES),
-		defaultText: OPENAI_SIZES,
+		default: undefined as ImageSize[] | undefined,
+		defaultText: "(the model's: dall-e-3 1024x1024,1792x1024,1024x1792, dall-e-2 1024x1024, any other gpt-image-1's 1024x1024,1536x1024,1024x1536)",
 		help: 'Sizes (WIDTHxHEIGHT) that host takes; the one nearest the asked ratio is sent',
 	}),
-	option({ flag: 'openai-negative-prompt', env: 'OPENAI_NEGATIVE_PROMPT', provider: 'openai', type: onOff, default: false, help: 'Send negative_prompt to that host (LocalAI takes it, OpenAI refuses unknown fields)' }),
+	option({ flag: 'openai-negative-prompt', env: 'OPENAI_NEGATIVE_PROMPT', provider: 'openai', type: onOff, default: false, help: 'Send negative_prompt as a field, to a gateway that takes one (OpenAI refuses unknown fields; LocalAI ignores it and reads the prompt after |, see --openai-server)' }),
 	baseUrlRow('a1111-base-url', 'A1111_BASE_URL', 'automatic1111', undefined, 'Base URL of the Stable Diffusion WebUI (AUTOMATIC1111, Forge) started with --api'),
 	option({ flag: 'a1111-steps', env: 'A1111_STEPS', provider: 'automatic1111', type: wholeNumber(1, 150), default: undefined, defaultText: "(20, the WebUI form's default)", help: 'Sampling steps asked of the WebUI (1 to 150)' }),
 	option({
@@ -99,6 +101,7 @@ export function providerSettings(values: Values): ProviderSettings {
 		openai: {
 			baseUrl: root(values['openai-base-url']),
 			apiKey: values['openai-api-key'],
+			server: values['openai-server'],
 			imageModel: values['openai-image-model'],
 			imageSizes: values['openai-image-sizes'],
 			negativePrompt: values['openai-negative-prompt'],

@@ -10,7 +10,7 @@ import { nearestSize } from '../../../../core/openai-images';
 import { parseImageSizes } from '../../../../server/src/config/provider-options';
 import { buildTestApp, type InProcessApp } from '../../support/app';
 import { providersFor } from '../../support/providers';
-import { startOpenAiHost, type ImageApiHost } from '../../support/image-api-hosts';
+import { startLocalAiHost, startOpenAiHost, type ImageApiHost, type LocalAiHost } from '../../support/image-api-hosts';
 import { makeImage, noisyPng, samePixels } from '../../support/media';
 import { generateIn } from '../support/generate-in';
 import { expectFailedUncharged, imagesCharged } from '../support/uncharged';
@@ -19,10 +19,12 @@ const KEY = 'sk-test-0123456789';
 const ALL_MODELS = 'p-image=openai,p-image-edit=openai,textimage-v2=openai';
 
 let openai: ImageApiHost;
-let localai: ImageApiHost;
+let localai: LocalAiHost;
+/** A gateway in front of OpenAI (LiteLLM, OpenRouter), whose model names carry a prefix. */
+let gateway: ImageApiHost;
 /** gpt-image-1 on OpenAI (the defaults). */
 let app: InProcessApp;
-/** A LocalAI model: any size, `negative_prompt` taken. */
+/** A LocalAI model (OPENAI_SERVER=localai): any size, the negative prompt after `|`, seed, img2img. */
 let local: InProcessApp;
 /** The time limit 1 s, for a host that is slow. */
 let hurried: InProcessApp;
@@ -33,25 +35,37 @@ async function appFor(env: NodeJS.ProcessEnv, timeoutSeconds = 5): Promise<InPro
 }
 
 beforeAll(async () => {
-	[openai, localai, square] = await Promise.all([startOpenAiHost({ apiKey: KEY }), startOpenAiHost({ acceptsNegativePrompt: true }), makeImage('png', 1024, 1024)]);
+	[openai, localai, gateway, square] = await Promise.all([startOpenAiHost({ apiKey: KEY }), startLocalAiHost(), startOpenAiHost({ gateway: true }), makeImage('png', 1024, 1024)]);
 	[app, local, hurried] = await Promise.all([
 		appFor({ OPENAI_BASE_URL: `${openai.origin}/v1`, OPENAI_API_KEY: KEY }),
-		appFor({ OPENAI_BASE_URL: `${localai.origin}/v1`, OPENAI_IMAGE_MODEL: 'stablediffusion', OPENAI_IMAGE_SIZES: '512x512, 768x512,512x768', OPENAI_NEGATIVE_PROMPT: 'true' }),
+		appFor({ OPENAI_BASE_URL: `${localai.origin}/v1`, OPENAI_SERVER: 'localai', OPENAI_IMAGE_MODEL: 'stablediffusion', OPENAI_IMAGE_SIZES: '512x512, 768x512,512x768' }),
 		appFor({ OPENAI_BASE_URL: `${openai.origin}/v1`, OPENAI_API_KEY: KEY }, 1),
 	]);
 });
 
 afterAll(async () => {
 	await Promise.all([app, local, hurried].map((each) => each?.close()));
-	await Promise.all([openai?.close(), localai?.close()]);
+	await Promise.all([openai?.close(), localai?.close(), gateway?.close()]);
 });
 
 beforeEach(() => {
-	for (const host of [openai, localai]) {
+	for (const host of [openai, localai, gateway]) {
 		host.reset();
 		host.image = square;
 	}
 });
+
+/** An app of its own, for one test, closed after it. */
+async function withApp(env: NodeJS.ProcessEnv, use: (server: InProcessApp) => Promise<void>): Promise<void> {
+	const server = await appFor(env);
+	try {
+		await use(server);
+	} finally {
+		await server.close();
+	}
+}
+
+const dataUriOf = (bytes: Buffer, type: string) => `data:${type};base64,${bytes.toString('base64')}`;
 
 async function hostedSize(server: InProcessApp, url: string): Promise<{ width?: number; height?: number }> {
 	const response = await server.request(url);
@@ -166,27 +180,119 @@ describe('a host that answers badly: a 502 that says what, nothing charged', () 
 	});
 });
 
-describe('LocalAI (another model, its own sizes, negative_prompt)', () => {
-	test('textimage-v2: response_format b64_json and negative_prompt sent, the nearest of its sizes', async () => {
-		const answer = await generateIn(local, { model: 'textimage-v2', prompt: 'a cat', negative_prompt: 'blurry', aspect_ratio: '3:2' });
+describe('LocalAI (OPENAI_SERVER=localai): its own routes and fields', () => {
+	test('textimage-v2: the negative prompt after `|` in the prompt, the seed, b64_json and the nearest of its sizes', async () => {
+		const answer = await generateIn(local, { model: 'textimage-v2', prompt: 'a cat', negative_prompt: 'blurry', aspect_ratio: '3:2', seed: 42 });
 		expect(answer.status).toBe(200);
-		expect(localai.calls[0]!.json).toEqual({ model: 'stablediffusion', prompt: 'a cat', n: 1, size: '768x512', response_format: 'b64_json', negative_prompt: 'blurry' });
+		expect(localai.calls[0]!.path).toBe('/v1/images/generations');
+		expect(localai.calls[0]!.json).toEqual({ model: 'stablediffusion', prompt: 'a cat|blurry', n: 1, size: '768x512', response_format: 'b64_json', seed: 42 });
+		expect(localai.drawings).toEqual([{ model: 'stablediffusion', positive: 'a cat', negative: 'blurry', seed: 42, width: 768, height: 512 }]);
 		expect(localai.calls[0]!.headers.authorization).toBeUndefined();
 	});
 
-	test('p-image-edit: one input image as multipart `image`', async () => {
-		const answer = await generateIn(local, { model: 'p-image-edit', prompt: 'a dog', aspect_ratio: '1:1', images: [`data:image/png;base64,${square.toString('base64')}`] });
+	test.each([
+		['prompt', { prompt: 'a cat | a dog', negative_prompt: 'blurry' }],
+		['negative_prompt', { prompt: 'a cat', negative_prompt: 'blurry|dark' }],
+	] as const)('a `|` in %s is refused before the host, which would read what follows as the negative prompt', async (field, fields) => {
+		const answer = await generateIn(local, { model: 'textimage-v2', ...fields });
+		expect(answer.status).toBe(400);
+		expect(answer.body.error).toMatchObject({ param: field, message: expect.stringContaining('|') });
+		expect(localai.calls).toHaveLength(0);
+	});
+
+	test('p-image-edit: img2img through /images/generations, the input image as base64 in `file` (LocalAI has no /images/edits)', async () => {
+		const answer = await generateIn(local, { model: 'p-image-edit', prompt: 'a dog', aspect_ratio: '1:1', images: [dataUriOf(square, 'image/png')] });
 		expect(answer.status).toBe(200);
-		expect(localai.calls[0]!.form).toContainEqual(['image', { type: 'image/png', size: square.length }]);
-		expect(localai.calls[0]!.form).toContainEqual(['response_format', 'b64_json']);
+		expect(localai.calls.map((call) => call.path)).toEqual(['/v1/images/generations']);
+		expect(localai.drawings[0]).toMatchObject({ positive: 'a dog', source: { type: 'image/png', size: square.length } });
+	});
+
+	test('p-image-edit with a GIF: converted to PNG before it is sent', async () => {
+		const gif = await makeImage('gif', 64, 64);
+		const answer = await generateIn(local, { model: 'p-image-edit', prompt: 'a dog', aspect_ratio: '1:1', images: [dataUriOf(gif, 'image/gif')] });
+		expect(answer.status).toBe(200);
+		expect(localai.drawings[0]!.source?.type).toBe('image/png');
 	});
 
 	test('p-image-edit with two input images is refused before the host: it takes one', async () => {
-		const input = `data:image/png;base64,${square.toString('base64')}`;
+		const input = dataUriOf(square, 'image/png');
 		const answer = await generateIn(local, { model: 'p-image-edit', prompt: 'a dog', images: [input, input] });
 		expect(answer.status).toBe(400);
 		expect(answer.body.error.param).toBe('images');
 		expect(localai.calls).toHaveLength(0);
+	});
+
+	test('LocalAI spoken to as OpenAI (OPENAI_SERVER unset): its 404 for /images/edits is an error saying the host cannot edit, naming images', async () => {
+		await withApp({ OPENAI_BASE_URL: `${localai.origin}/v1`, OPENAI_IMAGE_MODEL: 'stablediffusion' }, async (server) => {
+			const answer = await generateIn(server, { model: 'p-image-edit', prompt: 'a dog', aspect_ratio: '1:1', images: [dataUriOf(square, 'image/png')] });
+			expect(answer.status).toBe(502);
+			expect(answer.body.error).toMatchObject({ code: 'upstream_cannot_edit', param: 'images', message: expect.stringContaining('OPENAI_SERVER=localai') });
+			expect(await imagesCharged(server)).toBe(0);
+		});
+	});
+});
+
+describe("each OpenAI model's own sizes, prompt length and names", () => {
+	test('dall-e-3: 16:9 is sent as its 1792x1024, not gpt-image’s 1536x1024', async () => {
+		await withApp({ OPENAI_BASE_URL: `${openai.origin}/v1`, OPENAI_API_KEY: KEY, OPENAI_IMAGE_MODEL: 'dall-e-3' }, async (server) => {
+			const answer = await generateIn(server, { model: 'p-image', prompt: 'a harbour', aspect_ratio: '16:9' });
+			expect(answer.status).toBe(200);
+			expect(openai.calls[0]!.json).toMatchObject({ model: 'dall-e-3', size: '1792x1024', response_format: 'b64_json' });
+		});
+	});
+
+	test('dall-e-2: its square only', async () => {
+		await withApp({ OPENAI_BASE_URL: `${openai.origin}/v1`, OPENAI_API_KEY: KEY, OPENAI_IMAGE_MODEL: 'dall-e-2' }, async (server) => {
+			const answer = await generateIn(server, { model: 'p-image', prompt: 'a harbour', aspect_ratio: '16:9' });
+			expect(answer.status).toBe(200);
+			expect(openai.calls[0]!.json).toMatchObject({ model: 'dall-e-2', size: '1024x1024' });
+		});
+	});
+
+	test.each([
+		['dall-e-2', 1_000],
+		['dall-e-3', 4_000],
+	] as const)('%s: a prompt over its %d characters is a 400 naming prompt, the host not called', async (model, max) => {
+		await withApp({ OPENAI_BASE_URL: `${openai.origin}/v1`, OPENAI_API_KEY: KEY, OPENAI_IMAGE_MODEL: model }, async (server) => {
+			const answer = await generateIn(server, { model: 'p-image', prompt: 'a'.repeat(max + 1), aspect_ratio: '1:1' });
+			expect(answer.status).toBe(400);
+			expect(answer.body.error.param).toBe('prompt');
+			expect(openai.calls).toHaveLength(0);
+			expect((await generateIn(server, { model: 'p-image', prompt: 'a'.repeat(max), aspect_ratio: '1:1' })).status).toBe(200);
+		});
+	});
+
+	test('a gateway’s openai/gpt-image-1 is gpt-image-1: no response_format, its sizes, inputs as image[]', async () => {
+		await withApp({ OPENAI_BASE_URL: `${gateway.origin}/v1`, OPENAI_IMAGE_MODEL: 'openai/gpt-image-1' }, async (server) => {
+			const generated = await generateIn(server, { model: 'p-image', prompt: 'x', aspect_ratio: '16:9' });
+			expect(generated.status).toBe(200);
+			expect(gateway.calls[0]!.json).toEqual({ model: 'openai/gpt-image-1', prompt: 'x', n: 1, size: '1536x1024' });
+			const edited = await generateIn(server, { model: 'p-image-edit', prompt: 'x', aspect_ratio: '1:1', images: [dataUriOf(square, 'image/png')] });
+			expect(edited.status).toBe(200);
+			expect(gateway.calls[1]!.form).toContainEqual(['image[]', { type: 'image/png', size: square.length }]);
+		});
+	});
+});
+
+describe('inputs and accounts', () => {
+	test.each(['gif', 'avif'] as const)('a %s input to an edit is sent as PNG, which OpenAI takes', async (format) => {
+		const input = await makeImage(format, 64, 64);
+		const answer = await generateIn(app, { model: 'p-image-edit', prompt: 'x', aspect_ratio: '1:1', images: [dataUriOf(input, `image/${format}`)] });
+		expect(answer.status).toBe(200);
+		expect(openai.calls[0]!.form).toContainEqual(['image[]', { type: 'image/png', size: expect.any(Number) }]);
+	});
+
+	test('429 insufficient_quota (an account without credit) is no rate limit: 502 upstream_quota_exhausted at once, not retried, nothing charged', async () => {
+		const before = await imagesCharged(app);
+		const started = Date.now();
+		openai.next({ status: 429, body: { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } } });
+		const answer = await generateIn(app, { model: 'p-image', prompt: 'x' });
+		expect(answer.status).toBe(502);
+		expect(answer.headers.get('retry-after')).toBeNull();
+		expect(answer.body.error).toMatchObject({ code: 'upstream_quota_exhausted', message: expect.stringContaining('exceeded your current quota') });
+		expect(openai.calls).toHaveLength(1);
+		expect(Date.now() - started).toBeLessThan(3_000);
+		expect(await imagesCharged(app)).toBe(before);
 	});
 });
 
@@ -212,6 +318,7 @@ describe('settings refused at start, each named', () => {
 		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: '0x1024' }, /OPENAI_IMAGE_SIZES\): '0x1024' is not WIDTHxHEIGHT/],
 		[{ OPENAI_API_KEY: KEY, OPENAI_IMAGE_SIZES: ' , ' }, /OPENAI_IMAGE_SIZES\): lists no size/],
 		[{ OPENAI_API_KEY: KEY, OPENAI_NEGATIVE_PROMPT: 'maybe' }, /OPENAI_NEGATIVE_PROMPT\) must be true or false/],
+		[{ OPENAI_API_KEY: KEY, OPENAI_SERVER: 'comfy' }, /OPENAI_SERVER\) must be one of openai, localai/],
 		[{ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: 'not a url' }, /OPENAI_BASE_URL\) must be an http\(s\) URL/],
 		[{}, /p-image=openai needs OPENAI_API_KEY/],
 	])('%j', (env, message) => {
