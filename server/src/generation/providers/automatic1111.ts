@@ -26,7 +26,8 @@ import { laneOf } from './host-lane';
 import { requiredSetting } from './inputs';
 import { base64Bytes } from './image-json';
 import { Base64Text } from './json-body';
-import { postOnce, providerImageJson, providerJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pollIntervalMs, postOnce, providerImageJson, providerJson, providerRetryPolicy, type HostRetryPolicy, type ProviderTiming } from './provider-http';
 
 /**
  * About one megapixel: the size SDXL and Flux checkpoints were trained at (1024×1024), and what
@@ -67,6 +68,8 @@ interface A1111Settings {
 	steps?: number;
 	credentials?: HostCredentials;
 	retry: HostRetryPolicy;
+	/** The pause between two looks at a task of ours still queued behind someone else's drawing. */
+	pollMs: number;
 }
 
 interface A1111Answer {
@@ -81,6 +84,7 @@ export function automatic1111Provider(model: ModelId, configured: ProviderSettin
 		...(steps === undefined ? {} : { steps }),
 		...(auth ? { credentials: hostCredentials(root, { authorization: `Basic ${Buffer.from(auth).toString('base64')}` }) } : {}),
 		retry: providerRetryPolicy(timing),
+		pollMs: pollIntervalMs(timing),
 	};
 	return {
 		name: 'automatic1111',
@@ -151,27 +155,44 @@ interface TaskProgress {
 }
 
 /**
- * Best effort, 5 s at most. Our lane keeps every other call of this process away from the WebUI,
- * but other clients (its own UI, another program) may share it: when WebUI says our task still
- * waits in its queue behind someone else's drawing, or has already finished, the interrupt would
- * stop someone else's image, so none is sent; the queued request then draws unanswered, because
- * WebUI cannot take a request out of its queue. A WebUI that does not know the task (older than
- * 1.6, which ignores `force_task_id`) or does not answer is interrupted, as then only our lane
- * guards the drawing.
+ * How long a task of ours, queued at the WebUI behind someone else's drawing, is watched so that it
+ * can be stopped as it starts; our lane stays closed meanwhile, as the WebUI is busy anyway.
+ */
+const QUEUED_WATCH_MS = 10 * 60_000;
+
+/**
+ * Our lane keeps every other call of this process away from the WebUI, but other clients (its own
+ * UI, another program) may share it, and the interrupt stops whatever draws. So WebUI is asked
+ * first where our task is: drawing, it is interrupted; finished, nothing is sent; still queued
+ * behind someone else's drawing (WebUI cannot take a request out of its queue), it is watched and
+ * interrupted once it starts, so the other image is drawn whole and ours stops at its first step.
+ * A WebUI that does not know the task (older than 1.6, which ignores `force_task_id`) or does not
+ * answer is interrupted at once, as then only our lane guards the drawing. Best effort: 5 s per call.
  */
 async function interruptIfDrawing(settings: A1111Settings, taskId: string): Promise<void> {
-	const signal = AbortSignal.timeout(5_000);
-	const progress = await providerJson<TaskProgress>({
+	const watchEnds = Date.now() + QUEUED_WATCH_MS;
+	for (let watching = false; ; watching = true) {
+		const progress = await taskProgress(settings, taskId);
+		if (progress?.active === true) break;
+		if (progress?.completed === true) return;
+		// Once seen queued, a look that fails proves nothing: interrupting then could stop the other image.
+		if (progress?.queued !== true && !watching) break;
+		if (Date.now() >= watchEnds) return;
+		await sleep(settings.pollMs);
+	}
+	await postOnce({ provider: 'automatic1111', url: `${settings.root}/sdapi/v1/interrupt`, credentials: settings.credentials }, AbortSignal.timeout(5_000));
+}
+
+async function taskProgress(settings: A1111Settings, taskId: string): Promise<TaskProgress | undefined> {
+	return await providerJson<TaskProgress>({
 		provider: 'automatic1111',
 		method: 'POST',
 		url: `${settings.root}/internal/progress`,
 		...(settings.credentials ? { credentials: settings.credentials } : {}),
 		json: { id_task: taskId, id_live_preview: -1 },
-		signal,
+		signal: AbortSignal.timeout(5_000),
 		retry: { ...settings.retry, maxRetries: 0 },
 	}).catch(() => undefined);
-	if (progress && progress.active !== true && (progress.queued === true || progress.completed === true)) return;
-	await postOnce({ provider: 'automatic1111', url: `${settings.root}/sdapi/v1/interrupt`, credentials: settings.credentials }, signal);
 }
 
 /**
