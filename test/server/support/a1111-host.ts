@@ -9,7 +9,8 @@
  *   whatever is drawing now, and that drawing still answers 200 with the image as far as it got.
  *   `state.begin()` clears the flag, so an interrupt while nothing draws stops nothing later.
  * - `force_task_id` (1.6 and later) names the task; `POST /internal/progress` with `{ id_task }`
- *   (modules/progress.py) says whether it is `active`, `queued` or `completed`.
+ *   (modules/progress.py) says whether it is `active`, `queued` or `completed`. `beforeTaskIds`
+ *   makes it an older WebUI, whose request model has no such field and drops it.
  * - An unset `steps` is the API model's default, 50 (StableDiffusionProcessing), not the UI's 20.
  * - A field of the wrong type is FastAPI's 422 `{ detail: [{ loc, msg, type }] }`.
  * Every request is recorded; `next` replaces the next drawing's answer; `drawMs` makes each drawing
@@ -37,6 +38,8 @@ export interface A1111Host extends ImageApiHost {
 	draws: A1111Draw[];
 	/** Requests waiting for the queue lock now. */
 	waiting(): number;
+	/** A WebUI before 1.6: `force_task_id` is dropped, each task named by WebUI itself. */
+	beforeTaskIds: boolean;
 	/** Resolves once `count` drawings have begun (taken the lock). */
 	drawsBegun(count: number): Promise<void>;
 }
@@ -58,7 +61,7 @@ export async function startA1111Host(): Promise<A1111Host> {
 
 	const draw = async (call: ImageApiCall, response: http.ServerResponse, send: Send) => {
 		const body = call.json ?? {};
-		const taskId = typeof body.force_task_id === 'string' ? body.force_task_id : `task(${randomUUID()})`;
+		const taskId = typeof body.force_task_id === 'string' && !host.beforeTaskIds ? body.force_task_id : `task(${randomUUID()})`;
 		tasks.queue(taskId);
 		await lock.acquire();
 		const entry: A1111Draw = {
@@ -107,6 +110,7 @@ export async function startA1111Host(): Promise<A1111Host> {
 		image: Buffer.alloc(0),
 		drawMs: 0,
 		draws: [],
+		beforeTaskIds: false,
 		waiting: () => lock.waiting(),
 		drawsBegun: async (count) => {
 			while (host.draws.length < count) await new Promise<void>((resolve) => begun.push(resolve));
@@ -117,6 +121,7 @@ export async function startA1111Host(): Promise<A1111Host> {
 			host.draws.length = 0;
 			scripted.length = 0;
 			host.drawMs = 0;
+			host.beforeTaskIds = false;
 		},
 		close: async () => {
 			current?.finish();

@@ -140,6 +140,14 @@ test('the time limit passes while it draws: 504, the drawing interrupted, nothin
 	expect(await imagesCharged(hurried)).toBe(charged);
 });
 
+test('a WebUI before 1.6 (no force_task_id, so it cannot say where our task is): the drawing is interrupted all the same', async () => {
+	webui.beforeTaskIds = true;
+	webui.drawMs = 5_000;
+	expect((await generateIn(hurried, { model: 'p-image', prompt: 'x' })).status).toBe(504);
+	expect(await eventually(() => webui.draws[0]?.interrupted === true, 3_000)).toBe(true);
+	expect(webui.calls.map((call) => call.path)).toEqual(['/sdapi/v1/txt2img', '/internal/progress', '/sdapi/v1/interrupt']);
+});
+
 test('a drawing that ends in time is not interrupted', async () => {
 	webui.drawMs = 100;
 	expect((await generateIn(hurried, { model: 'p-image', prompt: 'x' })).status).toBe(200);
