@@ -5,7 +5,7 @@
  * sniffed from the bytes before the storage key `<id>.<ext>` is chosen.
  */
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,6 +142,20 @@ export class HostedFiles {
 		} finally {
 			source.off('error', forwardError);
 			source.off('close', forwardClose);
+		}
+	}
+
+	/**
+	 * Stages a local file whose type the caller has checked (a video the service made or downloaded):
+	 * copied by the storage engine without passing through this process where it can, else streamed.
+	 */
+	async stageLocalFile(path: string, media: SniffedMedia, ownerKeyId: string): Promise<StagedFile> {
+		const { storage } = this;
+		try {
+			if (!storage.writeLocalFile) return await this.writeStaged(createReadStream(path), media, ownerKeyId);
+			return await this.writeStaged({ localFile: path }, media, ownerKeyId);
+		} catch (error) {
+			throw storageError(error);
 		}
 	}
 
@@ -389,7 +403,7 @@ export class HostedFiles {
 		return input;
 	}
 
-	private async writeStaged(source: Readable | Buffer, media: SniffedMedia, ownerKeyId: string, options: { synced?: boolean } = {}): Promise<StagedFile> {
+	private async writeStaged(source: Readable | Buffer | { localFile: string }, media: SniffedMedia, ownerKeyId: string, options: { synced?: boolean } = {}): Promise<StagedFile> {
 		const id = randomBytes(ID_BYTES).toString('base64url');
 		const storageKey = `${id}.${media.extension}`;
 		// The full retention whatever the file's own lifetime: a slow write must never be swept
@@ -402,7 +416,9 @@ export class HostedFiles {
 			lifetimeMs: this.options.now ? undefined : this.retentionMs,
 		});
 		try {
-			const size = await this.storage.write(storageKey, source, { contentType: media.mimeType, ...options });
+			const writeOptions = { contentType: media.mimeType, ...options };
+			const size =
+				'localFile' in source ? await this.storage.writeLocalFile!(storageKey, source.localFile, writeOptions) : await this.storage.write(storageKey, source, writeOptions);
 			return { id, storageKey, media, size, ownerKeyId };
 		} catch (error) {
 			await this.storage.removeIncomplete(storageKey).catch(() => undefined);

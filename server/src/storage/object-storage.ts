@@ -50,6 +50,12 @@ export interface ObjectStorage {
 	 * bytes the caller already holds (a generated image) may be written in one go.
 	 */
 	write(key: string, source: Readable | Buffer, options: ObjectWriteOptions): Promise<number>;
+	/**
+	 * Stores the local file at `path` under `key` without reading it through this process (the disk
+	 * engine copies it, by a reflink where the file system has them); answers the byte count. Absent
+	 * where the bytes go elsewhere: the caller streams the file through `write`.
+	 */
+	writeLocalFile?(key: string, path: string, options: ObjectWriteOptions): Promise<number>;
 	/** The bytes (or a range of them), or null when there is no such object. */
 	read(key: string, range?: ByteRange, expect?: { size: number }): Promise<Readable | null>;
 	/** Deletes objects; keys that do not exist are not an error. */

@@ -4,10 +4,9 @@
  * an ingredient when it carries its own), its first frame kept as a still, and both stored under
  * the retention, streamed from the disk (never whole in memory).
  */
-import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { ImageGenError } from '../../../core/errors';
-import { sniffMedia } from '../../../core/media';
+import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { inspectMp4, Mp4Error } from '../media/mp4';
 import type { FileRecord, HostedFiles } from '../storage/hosted-files';
 import type { ProvenanceMarker } from '../provenance/provenance-marker';
@@ -29,7 +28,6 @@ export interface HostedVideo {
 interface HostingServices {
 	hostedFiles: HostedFiles;
 	provenance: ProvenanceMarker;
-	maxVideoBytes: number;
 	log: { error(details: object, message: string): void };
 }
 
@@ -72,9 +70,12 @@ async function signed(services: HostingServices, work: HostingWork, input: strin
 	return marked.marked ? { path: output, provenance: marked.provenance } : { path: input, provenance: undefined };
 }
 
-/** Stores a file of the work folder; a video's marks are what we signed (the file is not read back for them). */
-async function store(hostedFiles: HostedFiles, path: string, ownerKeyId: string, maxBytes: number, marks: { provenance?: FileRecord['provenance'] }): Promise<FileRecord> {
-	const staged = await hostedFiles.stage(createReadStream(path), { ownerKeyId, maxBytes, field: 'video' });
+/**
+ * Stores a file of the work folder, checked already (an MP4, a WebP still), copied by the storage
+ * engine where it can; a video's marks are what we signed (the file is not read back for them).
+ */
+async function store(hostedFiles: HostedFiles, path: string, ownerKeyId: string, media: SniffedMedia, marks: { provenance?: FileRecord['provenance'] }): Promise<FileRecord> {
+	const staged = await hostedFiles.stageLocalFile(path, media, ownerKeyId);
 	return await hostedFiles.publish({ ...staged, ...(marks.provenance ? { provenance: marks.provenance } : {}), mayCarryC2pa: false });
 }
 
@@ -91,10 +92,10 @@ export async function hostVideo(services: HostingServices, downloaded: string, w
 		},
 	);
 	const owner = work.caller.apiKeyId;
-	const video = await store(hostedFiles, path, owner, services.maxVideoBytes + 1024 * 1024, { provenance });
+	const video = await store(hostedFiles, path, owner, MEDIA_DETAILS.mp4, { provenance });
 	let stillFile: FileRecord | null = null;
 	try {
-		stillFile = still ? await store(hostedFiles, stillPath, owner, services.maxVideoBytes, {}) : null;
+		stillFile = still ? await store(hostedFiles, stillPath, owner, MEDIA_DETAILS.webp, {}) : null;
 	} catch (error) {
 		await hostedFiles.remove(video.id, owner).catch(() => undefined);
 		throw error;

@@ -3,6 +3,9 @@
  * to run against each driver: whole and ranged reads, missing objects, idempotent deletes, and
  * nothing readable after a write that was aborted or whose source failed.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ObjectStorage } from '../../../server/src/storage/object-storage';
 import { chunked, failingAfter, patterned, readAll, sha256, stallingAfter } from './byte-streams';
@@ -32,6 +35,21 @@ export function describeObjectStorageContract(name: string, factory: () => Promi
 			const bytes = patterned(300_001, 7);
 			expect(await storage.write(key, chunked(bytes), { contentType: 'image/png' })).toBe(bytes.length);
 			expect(await readBytes(key)).toEqual(bytes);
+		});
+
+		it('stores a local file (copied by the engine where it can), answers its size and reads the same bytes back; a missing file leaves nothing', async () => {
+			if (!storage.writeLocalFile) return void expect(storage.engine).not.toBe('disk');
+			const bytes = patterned(300_003, 11);
+			const folder = mkdtempSync(join(tmpdir(), 'imagegen-local-file-'));
+			const path = join(folder, 'video.mp4');
+			writeFileSync(path, bytes);
+			const key = freshKey('mp4');
+			expect(await storage.writeLocalFile(key, path, { contentType: 'video/mp4' })).toBe(bytes.length);
+			expect(await readBytes(key)).toEqual(bytes);
+			const missing = freshKey('mp4');
+			await expect(storage.writeLocalFile(missing, join(folder, 'gone.mp4'), { contentType: 'video/mp4' })).rejects.toThrow();
+			expect(await readBytes(missing)).toBeNull();
+			rmSync(folder, { recursive: true, force: true });
 		});
 
 		it('counts the bytes itself, whatever the chunking', async () => {
