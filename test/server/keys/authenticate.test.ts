@@ -55,11 +55,13 @@ describe('GET /v1/models', () => {
 		const answer = await call(server, '/v1/models');
 		expect(answer.status).toBe(200);
 		const ids = answer.body.data.map((model: { id: string }) => model.id);
-		expect(ids).toEqual(['p-image', 'p-image-edit', 'textimage-v2']);
+		expect(ids).toEqual(['p-image', 'p-image-edit', 'textimage-v2', 'p-video']);
 		const price = (id: string) => answer.body.data.find((model: { id: string }) => model.id === id).pricing.per_image_usd;
 		expect(price('p-image')).toBe(0.0035);
 		expect(price('p-image-edit')).toBe(0.007);
 		expect(price('textimage-v2')).toBe(0.08);
+		const video = answer.body.data.find((model: { id: string }) => model.id === 'p-video');
+		expect(video).toMatchObject({ type: 'video', pricing: { per_second_usd: { '720p': 0.02, '1080p': 0.04 }, draft_per_second_usd: { '720p': 0.005, '1080p': 0.01 } } });
 	});
 });
 
