@@ -46,6 +46,16 @@ export class Lease {
 			WHERE id IN (${claim.candidates}) AND ${this.ended(claim.now)} RETURNING ${claim.returning}`;
 	}
 
+	/**
+	 * Gives the live rows among `candidates` still held by `from` (a holder known to be gone, whatever
+	 * its lease says) to `holder` until `until`, answering `returning` of each.
+	 */
+	takeFrom(take: { candidates: string; from: string; holder: string; until: string; returning: string }): string {
+		const { table, holder, until, live } = this.leased;
+		return `UPDATE ${table} SET ${holder} = ${take.holder}, ${until} = ${take.until}
+			WHERE id IN (${take.candidates}) AND ${live} AND ${holder} = ${take.from} RETURNING ${take.returning}`;
+	}
+
 	/** Moves the lease of row `id` to `until`, if it is still `holder`'s. */
 	renew(id: string, holder: string, until: string): string {
 		return `UPDATE ${this.leased.table} SET ${this.leased.until} = ${until} WHERE ${this.heldBy(id, holder)}`;

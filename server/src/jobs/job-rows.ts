@@ -59,6 +59,16 @@ export const JOB_SQL = {
 		now: '$3',
 		returning: JOB_COLUMNS,
 	}),
+	/** The processes holding running jobs. */
+	holders: "SELECT DISTINCT owner FROM generation_jobs WHERE status = 'running' AND owner IS NOT NULL",
+	/** Args: the new owner, its lease, the gone holder, how many at most. */
+	takeFrom: JOB_LEASE.takeFrom({
+		candidates: "SELECT id FROM generation_jobs WHERE status = 'running' AND owner = $3 LIMIT $4",
+		from: '$3',
+		holder: '$1',
+		until: '$2',
+		returning: JOB_COLUMNS,
+	}),
 	counts: 'SELECT status, count(*) AS jobs FROM generation_jobs GROUP BY status',
 	/** Jobs that ended at or before `$1`: what a sweep deletes. */
 	sweepable: `NOT ${NOT_ENDED} AND finished_at <= $1`,

@@ -21,6 +21,7 @@ import type { VideoRequest } from '../../../core/video-schemas';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { BudgetReservation } from '../generation/key-policy';
 import { JobTakenOver, type HostJobRef } from '../generation/provider';
+import { holderGone, processHolder } from './process-identity';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
@@ -114,7 +115,7 @@ export class JobRunner {
 	private readonly listeners: readonly JobEndListener[];
 	private readonly leaseMs: number;
 	/** This process, as the owner of the jobs it runs. */
-	private readonly owner = randomUUID();
+	private readonly owner = processHolder();
 	private readonly running = new Map<string, Running>();
 	private closed = false;
 
@@ -165,11 +166,18 @@ export class JobRunner {
 		return job;
 	}
 
-	/** Takes over the jobs of processes that died; answers how many. */
+	/**
+	 * Takes over the jobs of processes that died; answers how many: at once those of a process of
+	 * this machine that is no longer running (a restart after a crash), the others once their lease ran out.
+	 */
 	async recover(): Promise<number> {
 		if (this.closed) return 0;
 		const now = new Date();
-		const claimed = await this.store.claimAbandoned(this.owner, new Date(now.getTime() + this.leaseMs), now, RECOVERY_BATCH);
+		const leaseUntil = new Date(now.getTime() + this.leaseMs);
+		const gone = (await this.store.holders()).filter((holder) => holderGone(holder, this.owner));
+		const claimed: Job[] = [];
+		for (const holder of gone) claimed.push(...(await this.store.claimFrom(holder, this.owner, leaseUntil, RECOVERY_BATCH)));
+		claimed.push(...(await this.store.claimAbandoned(this.owner, leaseUntil, now, RECOVERY_BATCH)));
 		for (const job of claimed) await this.takeOver(job);
 		return claimed.length;
 	}

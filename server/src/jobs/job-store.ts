@@ -132,6 +132,10 @@ export interface JobStore {
 	release(id: string): Promise<void>;
 	/** Takes over running jobs whose owner's lease ran out at `now` (a process that died): at most `limit`. */
 	claimAbandoned(owner: string, leaseUntil: Date, now: Date, limit: number): Promise<Job[]>;
+	/** The processes (owners) holding running jobs. */
+	holders(): Promise<string[]>;
+	/** Takes over the running jobs of `gone`, a process known to have stopped, whatever their lease: at most `limit`. */
+	claimFrom(gone: string, owner: string, leaseUntil: Date, limit: number): Promise<Job[]>;
 	/** How many jobs there are in each status. */
 	counts(): Promise<Record<GenerationStatus, number>>;
 	/** Deletes jobs that ended at or before `finishedBefore` (the retention); answers how many. */

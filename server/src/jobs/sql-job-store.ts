@@ -107,6 +107,15 @@ export class SqlJobStore implements JobStore {
 		return rows.map(toJob);
 	}
 
+	async holders(): Promise<string[]> {
+		return (await this.adapter.all<{ owner: string }>(JOB_SQL.holders)).map((row) => row.owner);
+	}
+
+	async claimFrom(gone: string, owner: string, leaseUntil: Date, limit: number): Promise<Job[]> {
+		const rows = await this.adapter.write<JobRow[]>([{ sql: JOB_SQL.takeFrom, values: [owner, leaseUntil, gone, limit], returns: 'rows' }]);
+		return rows.map(toJob);
+	}
+
 	async counts(): Promise<Record<GenerationStatus, number>> {
 		return countsOf(await this.adapter.all<{ status: string; jobs: number | string }>(JOB_SQL.counts));
 	}

@@ -105,3 +105,29 @@ it('kill -9 while a video host works: the video is followed by its prediction id
 		await pruna.close();
 	}
 }, 120_000);
+
+it('restarted on the same machine after kill -9, the service follows its predecessor\'s jobs at once, without waiting out their lease', async () => {
+	fake.setPredictionMs(6_000);
+	const startLongLease = (dataDir?: string) =>
+		startServer({
+			...(dataDir ? { dataDir } : {}),
+			// A lease far longer than this test may wait: only knowing the predecessor is gone lets the restart take its jobs.
+			args: ['--allow-private-urls', '--providers', 'p-image=replicate', '--sandbox-delay-ms', '60000', '--job-lease-seconds', '600', '--log-level', 'warn'],
+			env: { REPLICATE_API_TOKEN: 'r8_test_token', REPLICATE_BASE_URL: `${fake.origin}/v1` },
+		}).then((server) => (servers.push(server), server));
+	const first = await startLongLease();
+	const before = fake.predictionsMade().length;
+	const polledBefore = fake.callsTo('GET', '/v1/predictions/').length;
+	const named = await submit(first, 'p-image');
+	const unnamed = await submit(first, 'textimage-v2');
+	expect(await eventually(() => fake.callsTo('GET', '/v1/predictions/').length > polledBefore, 15_000)).toBe(true);
+	await first.stop({ signal: 'SIGKILL' });
+	servers = servers.filter((server) => server !== first);
+
+	const second = await startLongLease(first.dataDir);
+	const ended = async (id: string) => (await call<{ status: string; error: { code: string } | null }>(second, `/v1/generations/${id}`)).body;
+	expect(await eventually(async () => (await ended(unnamed)).status !== 'running', 15_000, 250)).toBe(true);
+	expect(await ended(unnamed)).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+	expect(await eventually(async () => (await ended(named)).status === 'succeeded', 30_000, 250)).toBe(true);
+	expect(fake.predictionsMade()).toHaveLength(before + 1);
+}, 120_000);

@@ -166,6 +166,20 @@ export function describeJobStoreContract(name: string, factory: () => Promise<Jo
 			expect((await store.get(live.id, 'key-a'))!.owner).toBe('process-1');
 		});
 
+		it("names the processes holding running jobs, and hands a gone one's running jobs over whatever their lease", async () => {
+			const gone = await started({ owner: 'machine/41/a', leaseUntil: at(10 * MINUTE) });
+			const goneEnded = await started({ owner: 'machine/41/a', leaseUntil: at(10 * MINUTE) });
+			await store.finish(goneEnded.id, 'machine/41/a', { status: 'failed', error: FAILED, finishedAt: at(1000) });
+			const alive = await started({ owner: 'machine/42/b', leaseUntil: at(10 * MINUTE) });
+			expect(await store.holders()).toEqual(expect.arrayContaining(['machine/41/a', 'machine/42/b']));
+			const taken = await store.claimFrom('machine/41/a', 'machine/43/c', at(3 * MINUTE), 10);
+			expect(taken).toEqual([expect.objectContaining({ id: gone.id, owner: 'machine/43/c', leaseUntil: at(3 * MINUTE), status: 'running' })]);
+			expect(await store.claimFrom('machine/41/a', 'machine/44/d', at(3 * MINUTE), 10)).toEqual([]);
+			expect((await store.get(alive.id, 'key-a'))!.owner).toBe('machine/42/b');
+			expect((await store.get(goneEnded.id, 'key-a'))!.status).toBe('failed');
+			expect(await store.holders()).not.toContain('machine/41/a');
+		});
+
 		it('gives a charge back exactly once when an end says so', async () => {
 			const keyId = await chargedKey(5_000);
 			const job = await started({ apiKeyId: keyId, chargedMicros: 5_000 });
