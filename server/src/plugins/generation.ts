@@ -44,8 +44,10 @@ export default fp(
 			provenance: fastify.provenance.marker,
 		});
 		// A webhook target the address guard refuses is the request's 400, before anything is charged.
+		// A job taken over after a restart was checked when it was asked for: a check failing now (a
+		// DNS hiccup) must not fail a job whose host works on; each delivery is checked as it is sent.
 		const runGeneration: GenerationRunner = async (generation, caller) => {
-			if (generation.webhook_url !== undefined) await fastify.webhooks.checkTarget(generation.webhook_url);
+			if (generation.webhook_url !== undefined && !caller.resume) await fastify.webhooks.checkTarget(generation.webhook_url);
 			return run(generation, caller);
 		};
 		fastify.decorate('runGeneration', runGeneration);

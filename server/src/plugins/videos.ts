@@ -45,9 +45,10 @@ export default fp(
 			metrics: fastify.metrics,
 			provenance: fastify.provenance.marker,
 		});
-		// A webhook target the address guard refuses is the request's 400, before anything is charged.
+		// A webhook target the address guard refuses is the request's 400, before anything is charged;
+		// a job taken over after a restart is not checked again (plugins/generation.ts says why).
 		const runVideo: VideoRunner = async (request, caller) => {
-			if (request.webhook_url !== undefined) await fastify.webhooks.checkTarget(request.webhook_url);
+			if (request.webhook_url !== undefined && !caller.resume) await fastify.webhooks.checkTarget(request.webhook_url);
 			return run(request, caller);
 		};
 		fastify.decorate('runVideo', runVideo);
