@@ -1,10 +1,11 @@
 /**
- * `fastify.runGeneration`: the one generation runner of the service, shared by every way in
+ * `fastify.runGeneration`: the one generation runner of the service, and `fastify.budgets`, the
+ * budget gate it and the video runner reserve through, shared by every way in
  * (POST /v1/images/generations, the MCP endpoint), so each enforces the caller's key policy
  * (models, budget) and records usage the same way. Callers pass `apiKey: request.apiKey`.
  */
 import fp from 'fastify-plugin';
-import { createBudgetGate } from '../generation/key-policy';
+import { createBudgetGate, type BudgetGate } from '../generation/key-policy';
 import { createGenerationRunner, type GenerationRunner } from '../generation/run-generation';
 import { StoreClock } from '../keys/store-clock';
 import { withBudgetAlerts } from '../webhooks/budget-alerts';
@@ -12,6 +13,8 @@ import { withBudgetAlerts } from '../webhooks/budget-alerts';
 declare module 'fastify' {
 	interface FastifyInstance {
 		runGeneration: GenerationRunner;
+		/** Keys' budgets, reserved before any host is called (images and videos alike), with their alerts. */
+		budgets: BudgetGate;
 	}
 }
 
@@ -23,7 +26,9 @@ export default fp(
 		const { config } = fastify;
 		const clock = new StoreClock(fastify.keyStore);
 		const now = () => clock.now();
-		const budgets = createBudgetGate(fastify.keyStore, { now });
+		const gate = createBudgetGate(fastify.keyStore, { now });
+		const budgets = config.alertWebhook ? withBudgetAlerts(gate, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log }) : gate;
+		fastify.decorate('budgets', budgets);
 		const run = createGenerationRunner({
 			providers: fastify.providers,
 			prices: config.priceOverrides,
@@ -36,9 +41,7 @@ export default fp(
 			hostedFiles: fastify.hostedFiles,
 			imageWork: fastify.hostedFiles.imageWork,
 			usageLedger: fastify.usageLedger,
-			budgets: config.alertWebhook
-				? withBudgetAlerts(budgets, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log })
-				: budgets,
+			budgets,
 			log: fastify.log,
 			metrics: fastify.metrics,
 			provenance: fastify.provenance.marker,

@@ -5,11 +5,8 @@
  */
 import { join } from 'node:path';
 import fp from 'fastify-plugin';
-import { createBudgetGate } from '../generation/key-policy';
-import { StoreClock } from '../keys/store-clock';
 import { createVideoRunner, type VideoRunner } from '../video/run-video';
 import { removeLeftWorkFolders } from '../video/work-folders';
-import { withBudgetAlerts } from '../webhooks/budget-alerts';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -25,9 +22,6 @@ const WORK_FOLDER_MARGIN_MS = 60 * 60 * 1000;
 export default fp(
 	async (fastify) => {
 		const { config } = fastify;
-		const clock = new StoreClock(fastify.keyStore);
-		const now = () => clock.now();
-		const budgets = createBudgetGate(fastify.keyStore, { now });
 		const run = createVideoRunner({
 			providers: fastify.videoProviders,
 			prices: config.priceOverrides,
@@ -38,9 +32,7 @@ export default fp(
 			workRoot: join(config.dataDir, 'work'),
 			hostedFiles: fastify.hostedFiles,
 			usageLedger: fastify.usageLedger,
-			budgets: config.alertWebhook
-				? withBudgetAlerts(budgets, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log })
-				: budgets,
+			budgets: fastify.budgets,
 			log: fastify.log,
 			metrics: fastify.metrics,
 			provenance: fastify.provenance.marker,
@@ -65,5 +57,5 @@ export default fp(
 		});
 		fastify.addHook('onClose', async () => clearInterval(sweeping));
 	},
-	{ name: 'videos', dependencies: ['config', 'engines', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks'] },
+	{ name: 'videos', dependencies: ['config', 'engines', 'providers', 'remote-fetch', 'hosted-files', 'metrics', 'provenance', 'webhooks', 'generation'] },
 );
