@@ -113,7 +113,7 @@ const imagesProperty: INodeProperties = {
 /** Options of the Generate operation; Get Generation has only the output and request options. */
 const generateOptionProperties: INodeProperties[] = [
 	{
-		displayName: 'Inline Binary Images up To (MB)',
+		displayName: 'Send Binary Images Inline up to (MB)',
 		name: 'inlineLimitMb',
 		type: 'number',
 		typeOptions: { minValue: 0 },

@@ -3,6 +3,7 @@
  * model exactly its parameters, its own aspect ratios, and options that come from core's catalog.
  */
 import { NodeHelpers, type INodeParameters, type INodeProperties, type INodeTypeDescription } from 'n8n-workflow';
+import { titleCase } from 'title-case';
 
 import { ImageGenApi } from '../../credentials/ImageGenApi.credentials';
 import { DEFAULTS, IMAGE_OUTPUT_FORMATS, MAGIC_PROMPT_OPTIONS, MODEL_IDS, MODELS, STYLE_TYPES, aspectRatioChoices, type ModelId } from '../../core/models';
@@ -161,6 +162,25 @@ describe('ImageGen operations', () => {
 test('ImageGen options: a seed from 0 to 2147483647', () => {
 	const seed = (imageGen.properties.find((property) => property.name === 'options')!.options as INodeProperties[]).find((option) => option.name === 'seed')!;
 	expect(seed.typeOptions).toMatchObject({ minValue: 0, maxValue: 2147483647 });
+});
+
+/** Every label a parameter shows, options and fixed collections included. */
+function labels(properties: readonly unknown[]): string[] {
+	return properties.flatMap((entry) => {
+		const property = entry as Partial<INodeProperties> & { values?: unknown[] };
+		// Options of a list have a name and a value, no type: they are choices, not labels.
+		const own = property.displayName !== undefined && property.type !== undefined ? [property.displayName] : [];
+		return [...own, ...labels(property.options ?? []), ...labels(property.values ?? [])];
+	});
+}
+
+test('both nodes: every label is in n8n\'s title case (small words such as "to" lower case, acronyms kept)', () => {
+	// n8n-workflow and n8n's lint rule for labels use the `title-case` package; it leaves an already
+	// capitalised word alone, so each plain capitalised word is lowered first and must come back as it was.
+	const miscased = [...labels(imageGen.properties), ...labels(upload.properties)].filter(
+		(label) => titleCase(label.replace(/\b[A-Z][a-z]+\b/g, (word) => word.toLowerCase())) !== label,
+	);
+	expect(miscased).toEqual([]);
 });
 
 test('both nodes: usable as tools, light and dark icons, the ImageGen API credential, a subtitle', () => {

@@ -169,7 +169,7 @@ describe('first and last frames', () => {
 		expect(await probe(await binaryBytes(item!))).toMatchObject({ width: 720, height: 1280 });
 	});
 
-	test('a binary frame above Inline Binary Images up To is uploaded (streamed) and passed by its hosted URL', async () => {
+	test('a binary frame above Send Binary Images Inline up to is uploaded (streamed) and passed by its hosted URL', async () => {
 		const result = await run(
 			[video({ firstFrame: 'binary', lastFrame: 'binary', lastFrameBinaryPropertyName: 'end' }, { inlineLimitMb: 0.001 })],
 			[{ json: {}, binary: { data: { bytes: landscape, fileName: 'start.png', mimeType: 'image/png' }, end: { bytes: portrait, fileName: 'end.png', mimeType: 'image/png' } } }],
