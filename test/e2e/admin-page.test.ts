@@ -266,6 +266,43 @@ test('names, models and dates stay on one line in a narrow window: they do not b
 	}
 });
 
+test('a phone-wide window (420 px) never scrolls sideways: wide tables scroll inside their card, long ids wrap', async () => {
+	await page.setViewportSize({ width: 420, height: 900 });
+	try {
+		await page.reload();
+		await row('Seeded key').waitFor();
+		await page.locator('#jobs tbody tr').first().waitFor();
+		await page.locator('#chart .uplot canvas').first().waitFor();
+		const pageWidth = () => page.evaluate(() => document.documentElement.scrollWidth);
+		expect(await pageWidth()).toBeLessThanOrEqual(420);
+		// The keys table is wider than the card: it scrolls within its own box, which stays inside the window.
+		const keysBox = await page.locator('#keys').evaluate((table) => {
+			const box = table.parentElement!;
+			return { scrolls: box.scrollWidth > box.clientWidth, right: box.getBoundingClientRect().right };
+		});
+		expect(keysBox.scrolls).toBe(true);
+		expect(keysBox.right).toBeLessThanOrEqual(420);
+		// A job id wraps onto a few lines, neither widening its column nor stacked a character a line.
+		const idLines = await page.locator('#jobs tbody tr td code').first().evaluate((code) => {
+			const range = code.ownerDocument.createRange();
+			range.selectNodeContents(code);
+			return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+		});
+		expect(idLines).toBeGreaterThanOrEqual(2);
+		expect(idLines).toBeLessThanOrEqual(3);
+		await page.screenshot({ path: join(ARTIFACTS, 'admin-420.png'), fullPage: true });
+		await page.locator('#new-key').click();
+		await page.locator('#key-dialog').waitFor();
+		const dialog = await page.locator('#key-dialog').evaluate((node) => ({ right: node.getBoundingClientRect().right, overflows: node.scrollWidth > node.clientWidth }));
+		expect(dialog).toEqual({ right: expect.any(Number), overflows: false });
+		expect(dialog.right).toBeLessThanOrEqual(420);
+		expect(await pageWidth()).toBeLessThanOrEqual(420);
+		await page.locator('#key-dialog [data-close]').click();
+	} finally {
+		await page.setViewportSize({ width: 1280, height: 900 });
+	}
+});
+
 test('the chart falls back to a language tag Intl takes when the browser reports one it refuses', async () => {
 	const chosen = await page.evaluate(`(async () => {
 		const { usableLocale } = await import('/admin/assets/chart.js');
