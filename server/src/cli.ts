@@ -102,8 +102,14 @@ function stopOnSignals(service: Service, config: ServiceConfig): void {
 			service.app.usageLedger.close().finally(exit);
 		}, config.drainTimeoutMs);
 		forced.unref();
+		const drainStarted = performance.now();
 		service.close().then(
-			() => process.exit(0),
+			() => {
+				// The last line of a clean stop: whoever reads the log sees it ended on purpose, not by a crash or a kill.
+				const drainedSeconds = ((performance.now() - drainStarted) / 1000).toFixed(1);
+				service.app.log.info(`stopped: requests in flight drained in ${drainedSeconds} s`);
+				process.exit(0);
+			},
 			(error: unknown) => {
 				service.app.log.error({ err: error }, 'shutting down failed');
 				process.exit(1);

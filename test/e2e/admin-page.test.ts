@@ -273,7 +273,7 @@ test('a phone-wide window (420 px) never scrolls sideways: wide tables scroll in
 		await row('Seeded key').waitFor();
 		await page.locator('#jobs tbody tr').first().waitFor();
 		await page.locator('#chart .uplot canvas').first().waitFor();
-		const pageWidth = () => page.evaluate(() => document.documentElement.scrollWidth);
+		const pageWidth = () => page.evaluate<number>('document.documentElement.scrollWidth');
 		expect(await pageWidth()).toBeLessThanOrEqual(420);
 		// The keys table is wider than the card: it scrolls within its own box, which stays inside the window.
 		const keysBox = await page.locator('#keys').evaluate((table) => {

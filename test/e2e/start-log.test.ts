@@ -39,6 +39,9 @@ test('the log file holds the start-up lines, and the shutdown, of the service', 
 	expect(log).toContain(`imagegen-server listening on ${service.origin}`);
 	expect(log).toContain(`"msg":"bound ${service.origin}"`);
 	expect(log).toMatch(/"msg":"received SIGTERM/);
+	// The last word of a clean stop says so, and how long the drain took.
+	const lastLine = log.trimEnd().split('\n').at(-1) ?? '';
+	expect(lastLine).toMatch(/"msg":"stopped: requests in flight drained in \d+(\.\d+)? s"/);
 });
 
 test('a service that cannot start: the reason is in the error and in the log file', async () => {
