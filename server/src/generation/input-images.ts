@@ -8,6 +8,7 @@ import { formatBytes } from '../../../core/units';
 import { parseMediaInput, sniffMedia } from '../../../core/media';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { RemoteFetcher } from '../net/safe-fetch';
+import type { OwnFileReader } from '../storage/own-file-inputs';
 
 export interface InputImageSource {
 	fetchRemote: RemoteFetcher;
@@ -15,6 +16,8 @@ export interface InputImageSource {
 	maxInputImageBytes: number;
 	/** Largest input picture (`--max-image-pixels`), from its header; 100 MP when not given. */
 	maxImagePixels?: number;
+	/** Reads a URL of this service's own hosted files from storage instead of fetching it. */
+	readOwnFile?: OwnFileReader;
 }
 
 const DEFAULT_MAX_IMAGE_PIXELS = 100_000_000;
@@ -55,7 +58,7 @@ export async function loadInputBytes(value: string, field: string, context: Inpu
 	const input = parseMediaInput(value, field);
 	const bytes =
 		input.kind === 'url'
-			? await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })
+			? ((await context.readOwnFile?.(input.url, field, context.maxInputImageBytes)) ?? (await context.fetchRemote(input.url, { field, maxBytes: context.maxInputImageBytes, signal })))
 			: input.bytes;
 	if (bytes.length > context.maxInputImageBytes) {
 		throw invalidField(field, `'${field}' is larger than the ${formatBytes(context.maxInputImageBytes)} allowed for an input`, 'too_large');

@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import { createBudgetGate, type BudgetGate } from '../generation/key-policy';
 import { createGenerationRunner, type GenerationRunner } from '../generation/run-generation';
 import { StoreClock } from '../keys/store-clock';
+import { ownFileReader } from '../storage/own-file-inputs';
 import { withBudgetAlerts } from '../webhooks/budget-alerts';
 
 declare module 'fastify' {
@@ -37,6 +38,7 @@ export default fp(
 				fetchRemote: fastify.fetchRemote,
 				maxInputImageBytes: Math.min(MAX_INPUT_IMAGE_BYTES, config.maxUploadBytes),
 				maxImagePixels: config.maxImagePixels,
+				readOwnFile: ownFileReader(fastify.hostedFiles),
 			},
 			hostedFiles: fastify.hostedFiles,
 			imageWork: fastify.hostedFiles.imageWork,

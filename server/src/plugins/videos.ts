@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import fp from 'fastify-plugin';
 import { createVideoRunner, type VideoRunner } from '../video/run-video';
 import { removeLeftWorkFolders } from '../video/work-folders';
+import { ownFileReader } from '../storage/own-file-inputs';
 
 declare module 'fastify' {
 	interface FastifyInstance {
@@ -27,7 +28,12 @@ export default fp(
 			prices: config.priceOverrides,
 			timeoutMs: config.videoTimeoutMs,
 			maxVideoBytes: config.maxVideoBytes,
-			inputs: { fetchRemote: fastify.fetchRemote, maxInputImageBytes: Math.min(MAX_VIDEO_INPUT_BYTES, config.maxUploadBytes), maxImagePixels: config.maxImagePixels },
+			inputs: {
+				fetchRemote: fastify.fetchRemote,
+				maxInputImageBytes: Math.min(MAX_VIDEO_INPUT_BYTES, config.maxUploadBytes),
+				maxImagePixels: config.maxImagePixels,
+				readOwnFile: ownFileReader(fastify.hostedFiles),
+			},
 			openRemote: fastify.openRemote,
 			workRoot: join(config.dataDir, 'work'),
 			hostedFiles: fastify.hostedFiles,

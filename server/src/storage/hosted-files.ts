@@ -342,6 +342,22 @@ export class HostedFiles {
 	}
 
 	/**
+	 * The file a public URL of this service names (its origin, `/files/<name>`): undefined for any
+	 * other URL, null when it names no live file (expired, deleted, never there).
+	 */
+	async fileAt(url: URL): Promise<FileRecord | null | undefined> {
+		let base: URL;
+		try {
+			base = new URL(this.options.publicBaseUrl());
+		} catch {
+			return undefined;
+		}
+		const prefix = `${base.pathname.replace(/\/$/, '')}/files/`;
+		if (url.origin !== base.origin || !url.pathname.startsWith(prefix) || url.search !== '') return undefined;
+		return this.get(decodeURIComponent(url.pathname.slice(prefix.length)));
+	}
+
+	/**
 	 * Deletes the file now if `ownerKeyId` stored it; false for unknown, expired or others' files.
 	 * Bytes first: should the storage fail, the metadata still points at them, so the caller's retry
 	 * (503 `storage_unavailable`) or the sweeper finds them; the other way round they would be lost
