@@ -1,13 +1,15 @@
 /**
  * Replicate: input images whose data URIs together would exceed 1 MiB go through Replicate's files
  * API (`POST /v1/files`, multipart part `content`, answered with `urls.get`) and are passed by URL;
- * models named in `REPLICATE_MODEL_VERSIONS` run as `POST /v1/predictions` with that `version`.
+ * models named in `REPLICATE_MODEL_VERSIONS` run as `POST /v1/predictions` with that `version`;
+ * every create carries a `Cancel-After` deadline, and an `aborted` prediction (its deadline passed
+ * before it started: nothing made, nothing charged) lets a fallback chain try its next host.
  * Against the loopback stand-in of Replicate (support/fake-hosts.ts).
  */
 import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import { buildTestApp, type InProcessApp } from '../support/app';
-import { startFakeHosts, type FakeHosts, type RecordedCall } from '../support/fake-hosts';
+import { fakeHostsEnv, startFakeHosts, type FakeHosts, type RecordedCall } from '../support/fake-hosts';
 import { makeImage } from '../support/media';
 import { providersFor } from '../support/providers';
 import { generateIn } from './support/generate-in';
@@ -17,6 +19,7 @@ const VERSION = 'acme/p-image-fork:5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55
 let fake: FakeHosts;
 let app: InProcessApp;
 let versioned: InProcessApp;
+let chained: InProcessApp;
 let small: Buffer;
 /** Noise does not compress: a PNG of about 3 MB. */
 let large: Buffer;
@@ -30,10 +33,11 @@ beforeAll(async () => {
 	const serving = (env: Record<string, string>) =>
 		buildTestApp(['--allow-private-urls'], { providers: providersFor('p-image=replicate,p-image-edit=replicate', env) });
 	[app, versioned] = await Promise.all([serving(replicateEnv()), serving(replicateEnv({ REPLICATE_MODEL_VERSIONS: `p-image=${VERSION}` }))]);
+	chained = await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', '60'], { providers: providersFor('p-image=replicate|pruna', fakeHostsEnv(fake.origin)) });
 });
 
 afterAll(async () => {
-	await Promise.all([app?.close(), versioned?.close(), fake?.close()]);
+	await Promise.all([app?.close(), versioned?.close(), chained?.close(), fake?.close()]);
 });
 
 beforeEach(() => {
@@ -128,5 +132,44 @@ describe('REPLICATE_MODEL_VERSIONS', () => {
 		['p-image', /REPLICATE_MODEL_VERSIONS.*'p-image'.*<model>=owner\/name:version/],
 	])('%s is refused at start-up, naming the variable', (value, message) => {
 		expect(() => providersFor('p-image=replicate', replicateEnv({ REPLICATE_MODEL_VERSIONS: value }))).toThrow(message);
+	});
+});
+
+describe('Replicate’s prediction deadline (`Cancel-After`) and `aborted` predictions', () => {
+	/** An `aborted` prediction as Replicate answers it: its deadline passed before it started (https://replicate.com/docs/topics/predictions/lifecycle). */
+	const aborted = (id: string) => ({
+		id,
+		status: 'aborted',
+		output: null,
+		error: null,
+		urls: { get: `${fake.origin}/v1/predictions/${id}`, cancel: `${fake.origin}/v1/predictions/${id}/cancel` },
+	});
+	const seconds = (call: RecordedCall) => /^(\d+)s$/.exec(String(call.headers['cancel-after']))?.[1];
+
+	test('every create carries Cancel-After: what is left of the time limit plus a margin, in seconds', async () => {
+		expect((await generate(app, { model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '4:3' })).status).toBe(200);
+		expect((await generate(chained, { model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '4:3' })).status).toBe(200);
+		const [withDefaultLimit, withShortLimit] = fake.callsTo('POST', '/v1/models/prunaai/p-image/predictions');
+		// The default limit is 120 s, the chained app's 60 s; the margin is 15 s.
+		expect(Number(seconds(withDefaultLimit!))).toBeGreaterThan(120);
+		expect(Number(seconds(withDefaultLimit!))).toBeLessThanOrEqual(135);
+		expect(Number(seconds(withShortLimit!))).toBeGreaterThan(60);
+		expect(Number(seconds(withShortLimit!))).toBeLessThanOrEqual(75);
+	});
+
+	test('an aborted prediction is answered as one that made nothing, not as a generic failure', async () => {
+		fake.setPendingPolls(1);
+		fake.script('GET', '/v1/predictions/r', { status: 200, body: aborted('r1') });
+		const answer = await generate(app, { model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '4:3' });
+		expect(answer.status).toBe(502);
+		expect(answer.body.error.message).toBe('The replicate provider failed: the prediction was aborted, its deadline passed before it started (nothing was made or charged)');
+	});
+
+	test('after an aborted prediction a fallback chain tries its next host: Replicate made and charged nothing', async () => {
+		fake.setPendingPolls(1);
+		fake.script('GET', '/v1/predictions/r', { status: 200, body: aborted('r1') });
+		const answer = await generate(chained, { model: 'p-image', prompt: 'a lighthouse', aspect_ratio: '4:3' });
+		expect(answer.status).toBe(200);
+		expect(fake.predictionsMade().map((id) => id[0])).toEqual(['r', 'p']);
 	});
 });

@@ -4,7 +4,8 @@
  * the prediction; `{ input }` checked against the model's input schema, 422 "Input validation
  * failed" naming the field; `Prefer: wait=N` is read, but a prediction counted in polls is
  * advanced by nothing else, so the create answers at once), GET /v1/predictions/{id} (`starting`, `processing` for the polls set,
- * then `succeeded` with `output` the MP4's URL on the delivery host, or `failed` with `error`),
+ * then `succeeded` with `output` the MP4's URL on the delivery host, or `failed` with `error`, or
+ * `aborted` from `starting`: its `Cancel-After` deadline passed before it started),
  * POST /v1/predictions/{id}/cancel (then `canceled`), POST /v1/files (multipart part `content`,
  * answered with `urls.get`); 401 without the bearer token, 404 for an id it never made.
  */
@@ -21,14 +22,16 @@ export interface ReplicateVideoHost {
 	script(method: string, pathPrefix: string, answer: VideoHostScript, count?: number): void;
 	/** Polls that answer `starting`/`processing` before a prediction ends (at least 1). */
 	setPendingPolls(count: number): void;
-	/** How predictions made from now on end. */
-	setOutcome(outcome: 'succeeded' | 'failed'): void;
+	/** How predictions made from now on end (`aborted`: never started before their deadline). */
+	setOutcome(outcome: Outcome): void;
 	/** The status of a prediction it made. */
 	statusOf(id: string): string | undefined;
 	uploads(): Array<{ filename: string; type: string; bytes: Buffer; url: string }>;
 	predictionsMade(): string[];
 	close(): Promise<void>;
 }
+
+type Outcome = 'succeeded' | 'failed' | 'aborted';
 
 export const REPLICATE_TOKEN = 'r8_video_token';
 
@@ -57,11 +60,11 @@ function invalidField(input: Record<string, unknown> | undefined): { field: stri
 export async function startReplicateVideoHost(mp4: string): Promise<ReplicateVideoHost> {
 	const cdn = await startVideoCdn(mp4);
 	const scripts = scriptedAnswers<VideoHostScript>();
-	const predictions = new Map<string, { left: number; status: string; outcome: 'succeeded' | 'failed'; input: unknown; createdAt: string }>();
+	const predictions = new Map<string, { left: number; status: string; outcome: Outcome; input: unknown; createdAt: string }>();
 	const made: string[] = [];
 	const uploads: Array<{ filename: string; type: string; bytes: Buffer; url: string }> = [];
 	let pendingPolls = 1;
-	let outcome: 'succeeded' | 'failed' = 'succeeded';
+	let outcome: Outcome = 'succeeded';
 	let nextId = 1;
 
 	const recorder = await startRecordingServer((call, response) => {
@@ -126,7 +129,8 @@ export async function startReplicateVideoHost(mp4: string): Promise<ReplicateVid
 		}
 		if (method === 'GET' && get && (state.status === 'starting' || state.status === 'processing')) {
 			state.left--;
-			state.status = state.left > 0 ? 'processing' : state.outcome;
+			// An aborted prediction never ran: it stays `starting` until Replicate aborts it.
+			state.status = state.left > 0 ? (state.outcome === 'aborted' ? 'starting' : 'processing') : state.outcome;
 		}
 		sendJson(response, 200, prediction(id));
 	}

@@ -2,10 +2,10 @@
  * `replicate`: Replicate's predictions API for all three models.
  * Shapes from Replicate's HTTP API reference: POST {base}/models/{owner}/{name}/predictions with
  * `Authorization: Bearer <token>`, `Prefer: wait=<seconds>` (sync mode, at most 60 s) and
- * `{ input }`; a prediction is `{ id, status: starting|processing|succeeded|failed|canceled,
- * output, error, urls: { get, cancel } }`. The create waits at most 5 s (`Prefer: wait=5`), so
- * the prediction's id is known, and told to `hostJobStarted`, before any long wait: a restart can
- * then follow it with GET {base}/predictions/{id} (`resume`) instead of creating it again.
+ * `{ input }`; a prediction is `{ id, status: starting|processing|succeeded|failed|canceled|aborted,
+ * output, error, urls: { get, cancel } }`. Every create carries `Cancel-After` (see cancelAfter).
+ * The create waits at most 5 s (`Prefer: wait=5`), so the prediction's id is known, and told to
+ * `hostJobStarted`, before any long wait: a restart can then follow it with GET {base}/predictions/{id} (`resume`) instead of creating it again.
  * Unfinished predictions are polled at `urls.get`; when our client goes away or our time limit
  * passes, `urls.cancel` is called so nobody pays for work no one will see; `cancel` is
  * POST {base}/predictions/{id}/cancel. Inputs follow each model's schema on Replicate (prunaai/p-image,
@@ -28,7 +28,7 @@ import { hostCredentials, isOwnOrigin, ownUrl, type HostCredentials } from './ho
 import { boundedHostText } from './host-text';
 import { aspectRatioSent, loadInputImages, requiredSetting, uploadInputImage, type FilesApi } from './inputs';
 import { dataUri, type Base64Text } from './json-body';
-import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
+import { NothingMadeError, pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
 
 const REPLICATE_MODELS: Readonly<Record<ModelId, string>> = {
 	'p-image': 'prunaai/p-image',
@@ -61,6 +61,36 @@ const INLINE_INPUTS_MAX_BYTES = 1_048_576;
  */
 const CREATE_WAIT_SECONDS = 5;
 
+/**
+ * How long after our own time limit Replicate's deadline falls: our cancel at the limit comes first,
+ * and Replicate's deadline only stops a prediction whose cancel was lost (or never sent: a crash).
+ */
+const CANCEL_AFTER_MARGIN_SECONDS = 15;
+
+/**
+ * The `Cancel-After` header for a create: what is left of our time limit plus the margin, in whole
+ * seconds (Replicate's deadline header takes a duration such as `90s` or `1m`; see
+ * https://replicate.com/docs/topics/predictions/lifecycle, "Timeouts"). Replicate then ends the
+ * prediction itself at that deadline: `aborted` (not charged) if it had not started, `canceled` if
+ * it had. None without a time limit.
+ */
+export function cancelAfter(deadline: number | undefined): Record<string, string> {
+	if (deadline === undefined) return {};
+	const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+	return { 'cancel-after': `${left + CANCEL_AFTER_MARGIN_SECONDS}s` };
+}
+
+/**
+ * An `aborted` prediction passed its deadline before it started: Replicate made nothing and charges
+ * nothing for it (https://replicate.com/changelog/2025-10-16-prediction-deadlines), so, unlike a
+ * `canceled` one that may have run (and be billed), it proves nothing was made and a fallback chain
+ * may try its next host.
+ */
+export function abortedPrediction(): NothingMadeError {
+	const error = new ImageGenError(502, 'The replicate provider failed: the prediction was aborted, its deadline passed before it started (nothing was made or charged)', { code: 'upstream_failed' });
+	return new NothingMadeError('replicate', error);
+}
+
 /** Replicate's ideogram-v2 spells style types as words ("Render 3D"), magic prompt in title case. */
 const STYLE_NAMES: Record<string, string> = {
 	AUTO: 'Auto',
@@ -74,7 +104,7 @@ const MAGIC_PROMPT_NAMES: Record<string, string> = { AUTO: 'Auto', ON: 'On', OFF
 
 interface Prediction {
 	id?: string;
-	status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';
+	status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | 'aborted';
 	output?: unknown;
 	error?: unknown;
 	urls?: { get?: string; cancel?: string };
@@ -144,7 +174,7 @@ export function replicateProvider(model: ModelId, settings: ProviderSettings['re
 			// short: its answer names the prediction, which is then canceled, where a cut create would
 			// leave it running unnamed. Only the time limit cuts the create itself.
 			const createSignal = context.deadline === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(0, context.deadline - Date.now()));
-			const creating = call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}` });
+			const creating = call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}`, ...cancelAfter(context.deadline) });
 			const prediction = await untilStopped(creating, context.signal, (made) => (unfinished(made) ? cancelPrediction(made) : undefined));
 			if (unfinished(prediction) && typeof prediction.id === 'string' && prediction.id && context.hostJobStarted) {
 				try {
@@ -199,6 +229,7 @@ async function cancel(prediction: Prediction, root: string, credentials: HostCre
 }
 
 function outputsOf(prediction: Prediction): Array<{ url: string }> {
+	if (prediction.status === 'aborted') throw abortedPrediction();
 	if (prediction.status !== 'succeeded') {
 		const reason = typeof prediction.error === 'string' && prediction.error ? boundedHostText(prediction.error) : `the prediction ended as '${prediction.status}'`;
 		throw new ImageGenError(502, `The replicate provider failed: ${reason}`, { code: 'upstream_failed' });

@@ -3,8 +3,10 @@
  * Shapes from Replicate's HTTP API reference: POST {base}/models/prunaai/p-video/predictions with
  * `Authorization: Bearer <token>`, `Prefer: wait=<seconds>` and `{ input }` (prunaai/p-video's
  * input schema: p-video's fields, `image`, `last_frame_image` and `audio` as URIs); a prediction is
- * `{ id, status: starting|processing|succeeded|failed|canceled, output, error, urls: { get, cancel } }`
- * and a succeeded one's `output` is the MP4's URL (a string).
+ * `{ id, status: starting|processing|succeeded|failed|canceled|aborted, output, error, urls: { get, cancel } }`
+ * and a succeeded one's `output` is the MP4's URL (a string). Every create carries `Cancel-After`
+ * (the video's time limit plus a margin), and an `aborted` prediction is answered as one that made
+ * nothing, as for images (generation/providers/replicate.ts).
  * The create waits at most 5 s, so the prediction's id is known, and told to `hostJobStarted`,
  * before any long wait: a restart follows it with GET {base}/predictions/{id} (`resume`) instead of
  * creating it again. `cancel` is POST {base}/predictions/{id}/cancel; a prediction is also
@@ -24,6 +26,7 @@ import { hostCredentials, isOwnOrigin, ownUrl } from '../../generation/providers
 import { boundedHostText } from '../../generation/providers/host-text';
 import { requiredSetting, type FilesApi } from '../../generation/providers/inputs';
 import { Base64Text } from '../../generation/providers/json-body';
+import { abortedPrediction, cancelAfter } from '../../generation/providers/replicate';
 import { pollIntervalMs, postOnce, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from '../../generation/providers/provider-http';
 import type { ProviderVideo, SettledVideoRequest, VideoContext, VideoProvider } from '../video-provider';
 import { hostJobUnwanted } from '../../generation/provider';
@@ -41,7 +44,8 @@ const INLINE_INPUTS_MAX_BYTES = 1_048_576;
  */
 const CREATE_WAIT_SECONDS = 5;
 
-const REPLICATE_STATUSES = ['starting', 'processing', 'succeeded', 'failed', 'canceled'] as const;
+/** As Replicate's prediction lifecycle publishes them; `aborted`: its deadline passed before it started. */
+const REPLICATE_STATUSES = ['starting', 'processing', 'succeeded', 'failed', 'canceled', 'aborted'] as const;
 
 interface Prediction {
 	id?: unknown;
@@ -103,7 +107,7 @@ export function replicateVideoProvider(model: VideoModelId, settings: ProviderSe
 		const input = { ...pVideoFields(request), ...(await replicateInputs(await loadVideoInputs(request, context), files)) };
 		const createSignal = context.deadline === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(0, context.deadline - Date.now()));
 		const url = `${root}/models/${REPLICATE_VIDEO_MODELS[request.model]}/predictions`;
-		const prediction = await call({ method: 'POST', url, headers: { prefer: `wait=${CREATE_WAIT_SECONDS}` }, json: { input }, signal: createSignal, deadline: context.deadline, submit: true });
+		const prediction = await call({ method: 'POST', url, headers: { prefer: `wait=${CREATE_WAIT_SECONDS}`, ...cancelAfter(context.deadline) }, json: { input }, signal: createSignal, deadline: context.deadline, submit: true });
 		if (!(REPLICATE_STATUSES as readonly unknown[]).includes(prediction?.status)) throw invalidAnswer('replicate', `a prediction status that is none of ${REPLICATE_STATUSES.join(', ')}`);
 		if (unfinished(prediction) && (typeof prediction.id !== 'string' || !prediction.id)) throw invalidAnswer('replicate', 'an unfinished prediction without its id');
 		if (context.signal.aborted) {
@@ -139,6 +143,7 @@ export function replicateVideoProvider(model: VideoModelId, settings: ProviderSe
 }
 
 function outputOf(prediction: Prediction): ProviderVideo {
+	if (prediction.status === 'aborted') throw abortedPrediction();
 	if (prediction.status !== 'succeeded') {
 		const reason = typeof prediction.error === 'string' && prediction.error ? boundedHostText(prediction.error) : `the prediction ended as '${String(prediction.status)}'`;
 		throw new ImageGenError(502, `The replicate provider failed: ${reason}`, { code: 'upstream_failed' });

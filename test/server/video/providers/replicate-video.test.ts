@@ -4,12 +4,14 @@
  * schema, inputs as data URIs or, when large, through the files API), the prediction's id told
  * before any poll, a restart following it without creating another, cancel reaching Replicate,
  * the create sent once (again only after a 429), the host's refusals as our errors, the output URL
- * answered as a URL without the token, and polling that stops (and cancels) on abort.
+ * answered as a URL without the token, polling that stops (and cancels) on abort, a `Cancel-After`
+ * deadline on every create, and an `aborted` prediction answered as one that made nothing.
  */
 import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import { replicateVideoProvider } from '../../../../server/src/video/providers/replicate-video';
 import type { VideoProvider } from '../../../../server/src/video/video-provider';
+import { NothingMadeError } from '../../../../server/src/generation/providers/provider-http';
 import { rejectedImageGenError } from '../../../helpers/image-gen-error';
 import { FAST_HOSTS } from '../../support/providers';
 import { REPLICATE_TOKEN, startReplicateVideoHost, type ReplicateVideoHost } from '../../support/replicate-video-host';
@@ -57,6 +59,22 @@ test("creates prunaai/p-video's prediction as Replicate publishes it, tells its 
 	expect(host.calls.every((call) => call.headers.authorization === `Bearer ${REPLICATE_TOKEN}`)).toBe(true);
 	// The output is fetched by the runner, keyless: the provider never called the delivery host.
 	expect(host.cdn.calls).toEqual([]);
+});
+
+test("every create carries Cancel-After: what is left of the video's time limit plus a margin, in seconds", async () => {
+	await provider.generate(settledVideo(), context({}, Date.now() + 600_000));
+	const cancelAfter = /^(\d+)s$/.exec(String(host.callsTo('POST', CREATE)[0]!.headers['cancel-after']))?.[1];
+	// 600 s left, and a margin of 15 s.
+	expect(Number(cancelAfter)).toBeGreaterThan(600);
+	expect(Number(cancelAfter)).toBeLessThanOrEqual(615);
+});
+
+test('an aborted prediction (its deadline passed before it started) made nothing: a NothingMadeError, not an invalid answer', async () => {
+	host.setOutcome('aborted');
+	const ended = await rejectedImageGenError(provider.generate(settledVideo(), context()));
+	expect(ended).toBeInstanceOf(NothingMadeError);
+	expect([ended.status, ended.code, ended.message]).toEqual([502, 'upstream_failed', 'The replicate provider failed: the prediction was aborted, its deadline passed before it started (nothing was made or charged)']);
+	expect(host.statusOf(host.predictionsMade().at(-1)!)).toBe('aborted');
 });
 
 test('sends small inputs as data URIs of their type, and inputs over 1 MiB together through the files API', async () => {
