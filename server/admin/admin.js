@@ -1,6 +1,6 @@
 // The operator page: sign in with the admin key, manage keys, see spend per day and recent jobs.
 import { api, ApiError, session } from '/admin/assets/api.js';
-import { daysSince, drawSpend, seriesOf } from '/admin/assets/chart.js';
+import { daysSince, drawSpend, seriesOf, totalsByModel } from '/admin/assets/chart.js';
 import { dayOf, usd, utcSecondOf } from '/admin/assets/format.js';
 
 const $ = (selector) => document.querySelector(selector);
@@ -115,6 +115,18 @@ async function renderUsage() {
 	const series = seriesOf(usage.data, days, keyName);
 	await drawSpend($('#chart'), days, series);
 	$('#no-usage').hidden = series.length > 0;
+	const totals = totalsByModel(usage.data);
+	$('#by-model tbody').replaceChildren(
+		...totals.map((total) =>
+			element('tr', {}, [
+				element('td', {}, [element('span', { className: 'model', textContent: total.model })]),
+				element('td', { textContent: String(total.images) }),
+				element('td', { textContent: String(total.seconds) }),
+				element('td', { textContent: usd(total.cost) }),
+			]),
+		),
+	);
+	$('#by-model').hidden = totals.length === 0;
 }
 
 function utcTime(seconds) {

@@ -12,6 +12,19 @@ export function daysSince(from) {
 }
 
 /** rows: [{ date, key_id, cost_usd }] → one series per key over `days`. */
+/** The period's images, seconds of video and spend per model, the costliest first. */
+export function totalsByModel(rows) {
+	const totals = new Map();
+	for (const row of rows) {
+		const total = totals.get(row.model) ?? { model: row.model, images: 0, seconds: 0, cost: 0 };
+		total.images += row.images;
+		total.seconds += row.seconds ?? 0;
+		total.cost += row.cost_usd;
+		totals.set(row.model, total);
+	}
+	return [...totals.values()].sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
+}
+
 export function seriesOf(rows, days, nameOf) {
 	const perKey = new Map();
 	for (const row of rows) {

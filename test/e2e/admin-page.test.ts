@@ -70,6 +70,8 @@ test('sign in: a wrong key is refused, the admin key lists the keys with spend a
 	await expect(row('Seeded key').textContent()).resolves.toMatch(/\$0\.0035 of \$1\.0000 per UTC month/);
 	await page.locator('#chart .uplot canvas').first().waitFor();
 	await expect(page.locator('#chart .u-legend').textContent()).resolves.toMatch(/Seeded key/);
+	// The period by model: three p-image images, no seconds of video, their spend.
+	await expect(page.locator('#by-model tbody').textContent()).resolves.toBe('p-image30$0.0105');
 	await page.screenshot({ path: join(ARTIFACTS, 'admin-keys.png'), fullPage: true });
 });
 
