@@ -94,7 +94,10 @@ export async function startA1111Host(): Promise<A1111Host> {
 		};
 		if (call.method !== 'POST') return send(404, { detail: 'Not Found' });
 		if (call.path === '/sdapi/v1/interrupt') {
-			if (current) (current.draw.interrupted = true), current.finish();
+			if (current) {
+				current.draw.interrupted = true;
+				current.finish();
+			}
 			return send(200, {});
 		}
 		if (call.path === '/internal/progress') return send(200, tasks.progress(String(call.json?.id_task ?? '')));
