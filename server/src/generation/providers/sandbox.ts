@@ -43,7 +43,7 @@ export function sandboxProvider(delayMs = 0): GenerationProvider {
  * Waits `ms`, or throws the signal's reason as soon as it aborts. On the global timers (not
  * node:timers/promises), so a test's fake clock moves it.
  */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
 	signal.throwIfAborted();
 	return new Promise((resolve, reject) => {
 		const stop = () => {

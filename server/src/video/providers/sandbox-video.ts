@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { VIDEO_MODELS } from '../../../../core/video-models';
 import { runFfmpeg } from '../../media/ffmpeg';
 import sharp from '../../media/sharp';
+import { pause } from '../../generation/providers/sandbox';
 import type { SettledVideoRequest, VideoContext, VideoProvider } from '../video-provider';
 
 const AUDIO_RATE = 48_000;
@@ -154,23 +155,4 @@ export function sandboxVideoProvider(delayMs = 0): VideoProvider {
 			return { file };
 		},
 	};
-}
-
-/**
- * Waits `ms`, or throws the signal's reason as soon as it aborts. On the global timers (not
- * node:timers/promises), so a test's fake clock moves it.
- */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-	signal.throwIfAborted();
-	return new Promise((resolve, reject) => {
-		const stop = () => {
-			clearTimeout(timer);
-			reject(signal.reason);
-		};
-		const timer = setTimeout(() => {
-			signal.removeEventListener('abort', stop);
-			resolve();
-		}, ms);
-		signal.addEventListener('abort', stop, { once: true });
-	});
 }
