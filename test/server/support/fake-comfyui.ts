@@ -1,22 +1,32 @@
 /**
  * A loopback stand-in for a ComfyUI server, answering as ComfyUI's server.py and execution.py do:
- * `POST /prompt` validates the workflow (400 `{ error, node_errors }` for an unknown model file, an
- * input value of the wrong type, a LoadImage naming no uploaded file, a placeholder left unbound)
- * and queues it (`{ prompt_id, number, node_errors }`); one prompt runs at a time for `runMs`;
+ * `POST /prompt` validates the workflow as execution.py `validate_inputs` does
+ * (support/fake-comfyui-validation.ts: "42" for an INT input is 42; 400 `{ error, node_errors }`
+ * for a value that does not convert, one out of bounds, an unknown model file, a LoadImage naming
+ * no uploaded file) and queues it under the client's `prompt_id` when the body has one, else a
+ * UUID of its own (`{ prompt_id, number, node_errors }`; a prompt id sent twice is queued twice,
+ * as ComfyUI does not look); one prompt runs at a time for `runMs`;
  * `GET /history/<id>` is `{}` until the prompt ended, then its outputs and status (an
- * `execution_error` or `execution_interrupted` message when it failed); `GET /view` serves the
- * PNG an output names; `POST /upload/image` stores a multipart `image`; `GET /queue`,
- * `POST /queue { delete }` and `POST /interrupt` (which, like ComfyUI before it took a prompt id,
- * stops whatever runs). Every request is recorded; the next answers of a route can be scripted.
+ * `execution_error` or `execution_interrupted` message when it failed), until `POST /history
+ * { delete }` forgets it; `GET /view` serves the PNG an output names (output files stay: ComfyUI
+ * has no route to delete them); `POST /upload/image` stores a multipart `image`; `GET /queue`,
+ * `POST /queue { delete }` and `POST /interrupt`, which stops whatever runs, as ComfyUI did before
+ * it took a `prompt_id` (PR #9607), or with `interruptNamesPrompt(true)` as since: only the
+ * prompt named, when it is the one running. Every request is recorded; the next answers of a
+ * route can be scripted, or lost after ComfyUI did the work (`loseNextAnswer`).
  */
 import { randomUUID } from 'node:crypto';
+import { pythonText, validateComfyWorkflow } from './fake-comfyui-validation';
 import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
 
 export interface ComfyScripted {
+	/** 0: the connection is cut without an answer. */
 	status: number;
 	/** JSON, or a string sent as it is with `contentType`. */
 	body?: unknown;
 	contentType?: string;
+	/** ComfyUI did the call's work (queued the prompt) before this answer replaced its own: a proxy that gave up, a cut connection. */
+	afterRoute?: boolean;
 }
 
 export interface ExecutionError {
@@ -49,12 +59,20 @@ export interface FakeComfyUI {
 	failNext(error: ExecutionError): void;
 	/** The next answer to `method` on a path starting with `pathPrefix`. */
 	script(method: string, pathPrefix: string, answer: ComfyScripted): void;
+	/** The next call of `method` on `pathPrefix` does its work, but its answer is `status` (0: the connection cut) instead. */
+	loseNextAnswer(method: string, pathPrefix: string, status: number): void;
+	/** `POST /interrupt { prompt_id }` as ComfyUI since PR #9607 takes it (true), or as before, stopping whatever runs (false, the default). */
+	interruptNamesPrompt(on: boolean): void;
 	/** Queues a workflow as another client would, and answers its prompt id. */
 	queueDirectly(workflow: unknown, clientId?: string): Promise<string>;
 	/** Ids running and waiting. */
 	queue(): { running: string[]; pending: string[] };
 	/** Names of the uploaded input images. */
 	uploads(): string[];
+	/** Ids of the prompts whose history ComfyUI keeps. */
+	historyIds(): string[];
+	/** Output files written (`output/…`, `temp/…`). */
+	outputFiles(): string[];
 	reset(): void;
 	close(): Promise<void>;
 }
@@ -65,6 +83,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 	let nextFailure: ExecutionError | undefined;
 	let number = 0;
 	let outputCount = 0;
+	let interruptByPromptId = false;
 	const scripts = scriptedAnswers<ComfyScripted>();
 	const pending: Prompt[] = [];
 	let running: { prompt: Prompt; timer: NodeJS.Timeout } | undefined;
@@ -103,40 +122,41 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		startNext();
 	}
 
-	/** ComfyUI's validate_prompt, for what the tests need: the errors of each node, or none. */
+	/** ComfyUI's validate_prompt: the node_errors of the workflow's nodes (converting their inputs), or none. */
 	function validate(workflow: Prompt['workflow']): Record<string, unknown> {
-		const errors: Record<string, unknown> = {};
-		for (const [id, node] of Object.entries(workflow)) {
-			const problems: Array<{ type: string; message: string; details: string; extra_info: unknown }> = [];
-			for (const [name, value] of Object.entries(node.inputs ?? {})) {
-				if (typeof value === 'string' && /\{\{.*\}\}/.test(value)) problems.push({ type: 'invalid_input_type', message: 'Placeholder left in the workflow', details: `${name}: ${value}`, extra_info: {} });
-				if (['seed', 'noise_seed', 'width', 'height', 'steps'].includes(name) && typeof value !== 'number' && !Array.isArray(value)) {
-					problems.push({ type: 'invalid_input_type', message: 'Failed to convert an input value to a INT value', details: `${name}, ${String(value)}`, extra_info: { input_name: name } });
-				}
-				if (['ckpt_name', 'unet_name'].includes(name) && !COMFY_MODEL_FILES.includes(String(value))) {
-					problems.push({ type: 'value_not_in_list', message: 'Value not in list', details: `${name}: '${String(value)}' not in ${JSON.stringify(COMFY_MODEL_FILES)}`, extra_info: { input_name: name } });
-				}
-			}
-			if (node.class_type === 'LoadImage' && !inputs.has(String(node.inputs.image))) {
-				problems.push({ type: 'custom_validation_failed', message: 'Failed to validate prompt for output 9', details: `Invalid image file: ${String(node.inputs.image)}`, extra_info: {} });
-			}
-			if (problems.length > 0) errors[id] = { errors: problems, dependent_outputs: ['9'], class_type: node.class_type };
-		}
-		return errors;
+		const outputs = Object.keys(workflow).filter((id) => ['SaveImage', 'PreviewImage'].includes(workflow[id]!.class_type));
+		const refused = validateComfyWorkflow(workflow, { models: COMFY_MODEL_FILES, inputs: () => [...inputs] });
+		return Object.fromEntries(Object.entries(refused).map(([id, errors]) => [id, { errors, dependent_outputs: outputs, class_type: workflow[id]!.class_type }]));
 	}
 
-	function queuePrompt(body: { prompt?: unknown; client_id?: string }): { status: number; body: unknown } {
-		if (typeof body?.prompt !== 'object' || body.prompt === null) return { status: 400, body: { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: [] } };
-		const workflow = body.prompt as Prompt['workflow'];
+	function queuePrompt(body: { prompt?: unknown; client_id?: string; prompt_id?: unknown }): { status: number; body: unknown } {
+		if (typeof body?.prompt !== 'object' || body.prompt === null) return { status: 400, body: { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: {} } };
+		// ComfyUI converts the inputs of the prompt it was sent; the recorded call keeps what was sent.
+		const workflow = structuredClone(body.prompt) as Prompt['workflow'];
 		const nodeErrors = validate(workflow);
 		if (Object.keys(nodeErrors).length > 0) {
 			return { status: 400, body: { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: nodeErrors } };
 		}
-		const prompt: Prompt = { number: number++, id: randomUUID(), workflow, clientId: body.client_id, fails: nextFailure };
+		// server.py post_prompt: `str(json_data.get("prompt_id", uuid.uuid4()))`.
+		const id = body.prompt_id === undefined ? randomUUID() : pythonText(body.prompt_id);
+		const prompt: Prompt = { number: number++, id, workflow, clientId: body.client_id, fails: nextFailure };
 		nextFailure = undefined;
 		pending.push(prompt);
 		startNext();
 		return { status: 200, body: { prompt_id: prompt.id, number: prompt.number, node_errors: {} } };
+	}
+
+	/** server.py post_interrupt: with a `prompt_id` (since PR #9607) only that prompt when it runs; without, whatever runs. */
+	function interrupt(body: { prompt_id?: unknown } | undefined): void {
+		if (!running) return;
+		const named = interruptByPromptId ? body?.prompt_id : undefined;
+		if (named === undefined || named === null || named === '' || named === running.prompt.id) finish(running.prompt, true);
+	}
+
+	/** server.py post_history: `clear`, and `delete` of the listed prompt ids. */
+	function forget(body: { clear?: unknown; delete?: unknown } | undefined): void {
+		if (body?.clear) history.clear();
+		for (const id of Array.isArray(body?.delete) ? body.delete : []) history.delete(id as string);
 	}
 
 	const entry = (prompt: Prompt) => [prompt.number, prompt.id, prompt.workflow, { client_id: prompt.clientId }, ['9']];
@@ -156,7 +176,11 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 			return { status: 200 };
 		}
 		if (call.method === 'POST' && url.pathname === '/interrupt') {
-			if (running) finish(running.prompt, true);
+			interrupt(call.json);
+			return { status: 200 };
+		}
+		if (call.method === 'POST' && url.pathname === '/history') {
+			forget(call.json);
 			return { status: 200 };
 		}
 		if (call.method === 'GET' && url.pathname === '/view') {
@@ -183,6 +207,8 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 	const recorder = await startRecordingServer((call, response) => {
 		const scripted = scripts.take(call);
 		if (scripted) {
+			if (scripted.afterRoute) route(call, new URL(call.path, 'http://comfyui.local'));
+			if (scripted.status === 0) return void response.socket?.destroy();
 			const text = typeof scripted.body === 'string' ? scripted.body : JSON.stringify(scripted.body ?? {});
 			return void response.writeHead(scripted.status, { 'content-type': scripted.contentType ?? 'application/json' }).end(text);
 		}
@@ -201,6 +227,8 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		setRunMs: (ms) => void (runMs = ms),
 		failNext: (error) => void (nextFailure = error),
 		script: (method, prefix, answer) => scripts.add(method, prefix, answer),
+		loseNextAnswer: (method, prefix, status) => scripts.add(method, prefix, { status, afterRoute: true, body: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html' }),
+		interruptNamesPrompt: (on) => void (interruptByPromptId = on),
 		async queueDirectly(workflow, clientId = 'someone-else') {
 			const response = await fetch(`${origin}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: workflow, client_id: clientId }) });
 			const answer = (await response.json()) as { prompt_id: string };
@@ -208,6 +236,8 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		},
 		queue: () => ({ running: running ? [running.prompt.id] : [], pending: pending.map((prompt) => prompt.id) }),
 		uploads: () => [...inputs],
+		historyIds: () => [...history.keys()],
+		outputFiles: () => [...files.keys()],
 		reset() {
 			calls.length = 0;
 			scripts.clear();
@@ -215,9 +245,11 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 			if (running) clearTimeout(running.timer);
 			running = undefined;
 			history.clear();
+			files.clear();
 			inputs.clear();
 			nextFailure = undefined;
 			runMs = 50;
+			interruptByPromptId = false;
 		},
 		close() {
 			if (running) clearTimeout(running.timer);
