@@ -1,7 +1,8 @@
 // `npm start` (after `npm run build`): the product the way a user meets it. Starts imagegen-server
 // with embedded defaults (./data, port 8080 or the next free one) and a local n8n editor
 // (.n8n-demo/) with this package installed, an ImageGen API credential pointing at the server and
-// a demo workflow; sets up the n8n owner account and prints the editor URL, login and API key.
+// a demo workflow; sets up the n8n owner account and prints the editor URL, login and API key, and
+// the operator page with where its admin key is kept.
 // Ctrl-C stops both. Extra arguments go to imagegen-server, e.g. `npm start -- --retention-seconds 600`.
 // Both run on the Node 24 that the n8n cache holds, whichever Node started this script.
 import { randomBytes } from 'node:crypto';
@@ -55,12 +56,27 @@ async function startServer(nodeBin, port) {
 	return service;
 }
 
+/** An option's value as imagegen-server reads it: the flag's (the last one wins), else its variable's. */
+function given(flag, variable) {
+	const args = process.argv.slice(2);
+	const at = args.findLastIndex((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`));
+	const value = at < 0 ? process.env[variable] : args[at].includes('=') ? args[at].slice(args[at].indexOf('=') + 1) : args[at + 1];
+	return value?.trim() || undefined;
+}
+
 /** A key given on the command line or in the environment wins over the one kept in ./data. */
 function configuredApiKey() {
-	const args = process.argv.slice(2);
-	const flag = args.findIndex((arg) => arg === '--api-keys' || arg.startsWith('--api-keys='));
-	const list = flag < 0 ? process.env.IMAGEGEN_API_KEYS : args[flag].includes('=') ? args[flag].split('=')[1] : args[flag + 1];
-	return list?.split(',')[0]?.trim() || undefined;
+	return given('api-keys', 'IMAGEGEN_API_KEYS')?.split(',')[0]?.trim() || undefined;
+}
+
+/**
+ * Where the operator page's key is: the one given, or the one the service keeps in the data dir;
+ * undefined with `--admin-key none` (no operator page). A given key is not printed.
+ */
+function adminKeyWhereabouts() {
+	const adminKey = given('admin-key', 'IMAGEGEN_ADMIN_KEY');
+	if (adminKey === 'none') return undefined;
+	return adminKey === undefined ? `admin key in ${shown(join(dataDir, 'admin-key'))}` : 'admin key you gave';
 }
 
 /** The owner login for this demo folder: created once, kept next to n8n's data. */
@@ -118,6 +134,8 @@ async function main() {
 	say(`  n8n login:      ${login.email} / ${login.password}`);
 	say(`  ImageGen API:   ${server.origin}/v1   (credential "ImageGen (local server)" is set up in n8n)`);
 	say(`  API key:        ${apiKey}`);
+	const adminKey = adminKeyWhereabouts();
+	if (adminKey !== undefined) say(`  Operator page:  ${server.origin}/admin   (sign in with the ${adminKey})`);
 	say(`  Logs:           ${shown(join(userFolder, 'n8n.log'))}, ${shown(serviceLog)}`);
 	say('Press Ctrl-C to stop both.');
 }

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 /**
- * imagegen-server: parses flags and environment, makes sure there is an API key, starts the
- * service and prints where it listens. `imagegen-server keys …` manages keys instead (cli/keys-cli.ts),
+ * imagegen-server: parses flags and environment, makes sure there is an API key and (unless
+ * `--admin-key none`) an admin key, starts the service and prints where it listens. `imagegen-server keys …` manages keys instead (cli/keys-cli.ts),
  * `imagegen-server backup …` copies the data dir's database (cli/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
 // First: sizes libuv's thread pool before anything uses it.
 import './runtime/thread-pool';
 import { mkdir } from 'node:fs/promises';
-import { loadOrCreateApiKey } from './cli/api-key-file';
+import { ADMIN_KEY_FILE, API_KEY_FILE, loadOrCreateKey } from './cli/key-files';
 import { createService } from './app';
 import { ConfigError, helpText, parseConfig, type InfoRequest, type ServiceConfig } from './config';
 import { serviceVersion } from './runtime/service-version';
@@ -29,12 +29,7 @@ async function main(): Promise<void> {
 	}
 	await mkdir(config.dataDir, { recursive: true });
 
-	const lines: string[] = [];
-	if (config.apiKeys.length === 0) {
-		const stored = await loadOrCreateApiKey(config.dataDir);
-		config.apiKeys = [stored.key];
-		lines.push(`API key: ${stored.key}`, `  (${stored.created ? 'created and stored' : 'read'} in ${stored.path}; set --api-keys to use your own)`);
-	}
+	const lines = await keysMadeIfMissing(config);
 
 	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
@@ -44,6 +39,30 @@ async function main(): Promise<void> {
 	if (config.adminKey !== undefined) lines.push(`  operator page: ${publicUrl}/admin`);
 	lines.push(`  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
 	process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/**
+ * The API key and the admin key that are not configured, made (or read again) in the data dir, so
+ * that a first start has a working API and operator page; answers the banner's lines about them.
+ * A configured admin key is never printed: it may be kept out of sight on purpose.
+ */
+async function keysMadeIfMissing(config: ServiceConfig): Promise<string[]> {
+	const lines: string[] = [];
+	const keptIn = (stored: { created: boolean; path: string }) => `${stored.created ? 'created and stored' : 'read'} in ${stored.path}`;
+	if (config.apiKeys.length === 0) {
+		const stored = await loadOrCreateKey(config.dataDir, API_KEY_FILE);
+		config.apiKeys = [stored.key];
+		lines.push(`API key: ${stored.key}`, `  (${keptIn(stored)}; set --api-keys to use your own)`);
+	}
+	if (config.adminKey === undefined && !config.noAdminKey) {
+		const stored = await loadOrCreateKey(config.dataDir, ADMIN_KEY_FILE);
+		config.adminKey = stored.key;
+		lines.push(
+			`Admin key: ${stored.key}`,
+			`  (${keptIn(stored)}; for the operator page and /metrics; set IMAGEGEN_ADMIN_KEY to use your own, or to none for no admin API)`,
+		);
+	}
+	return lines;
 }
 
 /** `keys …` and `backup …` are commands of their own, loaded only when asked for; answers whether one ran. */

@@ -21,7 +21,7 @@ let page: Page;
 let problems: string[];
 
 beforeAll(async () => {
-	[server, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer()]);
+	[server, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer({ args: ['--admin-key', 'none'] })]);
 	// Spend to draw: two generations on the flat key, one on a managed key.
 	const seeded = await postJson(server, '/v1/admin/keys', { name: 'Seeded key', budget_usd: 1, budget_period: 'month' }, { auth: `Bearer ${ADMIN_KEY}` });
 	expect(seeded.status).toBe(201);

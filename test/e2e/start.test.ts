@@ -1,14 +1,14 @@
 /**
  * `npm start` as a user runs it (minus the build, which `npm test` has done): the service and an
- * n8n editor come up, the printed login, API key and URLs work, the package's nodes are loaded,
+ * n8n editor come up, the printed login, API key and URLs work, the operator page is printed with
+ * where its admin key is kept (made on the first start), the package's nodes are loaded,
  * the demo workflow and credential are there, the service runs on n8n's Node 24, and Ctrl-C stops
  * both. Runs in temporary folders.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { unsupportedNodeOnMachine } from '../helpers/node-versions';
 import { demo, ensureN8n, INSTALL_TIMEOUT_MS } from './support/n8n';
 
@@ -16,12 +16,11 @@ const START = join(__dirname, '..', '..', 'scripts', 'start.mjs');
 // Started by a Node the packages do not support when this machine has one, as the README's
 // `npm start` may be: the service must run on a supported Node all the same.
 const LAUNCHER = unsupportedNodeOnMachine()?.path ?? process.execPath;
-const ADMIN_KEY = `admin-${randomBytes(12).toString('hex')}`;
 
 let folder: string;
 let child: ChildProcess;
 let output = '';
-let printed: { editor: string; email: string; password: string; api: string; key: string };
+let printed: { editor: string; email: string; password: string; api: string; key: string; operatorPage: string; adminKeyFile: string };
 
 function field(label: string): string {
 	const match = new RegExp(`${label}:\\s+(\\S+)(?: / (\\S+))?`).exec(output);
@@ -32,7 +31,7 @@ function field(label: string): string {
 beforeAll(async () => {
 	folder = mkdtempSync(join(tmpdir(), 'imagegen-start-'));
 	child = spawn(LAUNCHER, [START], {
-		env: { ...process.env, IMAGEGEN_DATA_DIR: join(folder, 'data'), IMAGEGEN_N8N_DEMO_DIR: join(folder, 'n8n'), IMAGEGEN_ADMIN_KEY: ADMIN_KEY },
+		env: { ...process.env, IMAGEGEN_DATA_DIR: join(folder, 'data'), IMAGEGEN_N8N_DEMO_DIR: join(folder, 'n8n') },
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	child.stdout!.on('data', (chunk: Buffer) => {
@@ -45,7 +44,9 @@ beforeAll(async () => {
 		child.once('exit', (code) => reject(new Error(`npm start exited (${code}) before it was ready:\n${output}`)));
 	});
 	const [email, password] = field('n8n login').split(' ') as [string, string];
-	printed = { editor: field('n8n editor'), email, password, api: field('ImageGen API'), key: field('API key') };
+	const operator = /Operator page:\s+(\S+)\s+\(sign in with the admin key in (\S+)\)/.exec(output);
+	if (!operator) throw new Error(`npm start did not print the operator page and its admin key's file:\n${output}`);
+	printed = { editor: field('n8n editor'), email, password, api: field('ImageGen API'), key: field('API key'), operatorPage: operator[1]!, adminKeyFile: resolve(operator[2]!) };
 }, INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -70,10 +71,24 @@ test('the printed API key works against the printed service URL', async () => {
 	expect(response.status).toBe(200);
 });
 
+/** The admin key, read where the Ready block says it is kept. */
+const adminKey = () => readFileSync(printed.adminKeyFile, 'utf8').trim();
+
+test('the printed operator page answers, and the admin key kept where the Ready block says opens the admin API', async () => {
+	expect(printed.operatorPage).toBe(`${printed.api.replace(/\/v1$/, '')}/admin`);
+	expect(printed.adminKeyFile).toBe(join(folder, 'data', 'admin-key'));
+	const page = await fetch(printed.operatorPage);
+	expect(page.status).toBe(200);
+	expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+	const keys = await fetch(`${printed.api}/admin/keys`, { headers: { authorization: `Bearer ${adminKey()}` } });
+	expect(keys.status).toBe(200);
+	expect(output).not.toContain(adminKey());
+});
+
 test(`the service runs on the Node 24 that n8n runs on (npm start started by ${LAUNCHER})`, async () => {
 	const { nodeBin } = await ensureN8n({ log: () => undefined });
 	const expected = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
-	const metrics = await fetch(`${printed.api.replace(/\/v1$/, '')}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+	const metrics = await fetch(`${printed.api.replace(/\/v1$/, '')}/metrics`, { headers: { authorization: `Bearer ${adminKey()}` } });
 	expect(metrics.status).toBe(200);
 	expect(await metrics.text()).toContain(`nodejs_version_info{version="${expected}"`);
 });

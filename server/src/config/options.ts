@@ -8,7 +8,7 @@ import { MODEL_IDS, isModelId, type ModelId } from '../../../core/models';
 import { option, to } from './option-row';
 import { PROVIDER_OPTIONS } from './provider-options';
 import { parseModelEntries, parseProviderSelection, type ProviderSelection } from './provider-selection';
-import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_ENGINES, type ModelAliases, type PriceOverrides } from './service-config';
+import { FILE_DELIVERIES, LOG_LEVELS, PROVENANCE_MODES, STORAGE_ENGINES, type ModelAliases, type PriceOverrides, type ServiceConfig } from './service-config';
 import { parseTrustProxy, type TrustProxy } from './trust-proxy';
 import { isHttpUrl, listOf, mustBe, oneOf, onOff, parsedBy, positiveNumber, text, wholeNumber } from './value-types';
 
@@ -16,11 +16,13 @@ const MIB = 1024 * 1024;
 const mebibytes = (mib: number) => Math.floor(mib * MIB);
 const milliseconds = (seconds: number) => Math.round(seconds * 1000);
 const ONLY_WITH_S3 = { flag: 'storage', value: 's3' } as const;
+/** `--admin-key none`: no admin key is made, so there is no admin API. */
+const NO_ADMIN_KEY = 'none';
 
 export const OPTIONS = [
 	option({ flag: 'port', type: wholeNumber(0, 65535), default: 8080, help: 'TCP port to listen on (0 = any free port)', into: to('port') }),
 	option({ flag: 'host', placeholder: '<address>', type: text, default: '127.0.0.1', help: 'Address to bind (0.0.0.0 for every interface)', into: to('host') }),
-	option({ flag: 'data-dir', placeholder: '<path>', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API key live', into: (dir) => ({ dataDir: resolve(dir) }) }),
+	option({ flag: 'data-dir', placeholder: '<path>', type: text, default: './data', help: 'Where hosted files, the embedded database and the generated API and admin keys live', into: (dir) => ({ dataDir: resolve(dir) }) }),
 	option({
 		flag: 'public-url',
 		placeholder: '<url>',
@@ -179,12 +181,13 @@ export const OPTIONS = [
 	option({
 		flag: 'admin-key',
 		placeholder: '<secret>',
-		// Never echo the value: it is a secret, and this message reaches logs.
-		type: mustBe('at least 16 printable characters without spaces', (key) => key.length >= 16 && /^[\x21-\x7e]+$/.test(key), true),
+		// Never echo the value: it is a secret, and this message reaches logs. `none` is shorter than
+		// any key may be, so it can only mean the word.
+		type: mustBe(`at least 16 printable characters without spaces, or ${NO_ADMIN_KEY}`, (key) => key === NO_ADMIN_KEY || (key.length >= 16 && /^[\x21-\x7e]+$/.test(key)), true),
 		default: undefined,
-		defaultText: '(none: no admin API, no /metrics)',
-		help: 'Admin credential (at least 16 printable characters) for /v1/admin/* and /metrics; without it neither exists',
-		into: to('adminKey'),
+		defaultText: '(generated, kept in <data-dir>/admin-key)',
+		help: `Admin credential (at least 16 printable characters) for /v1/admin/*, /metrics and the operator page /admin, or ${NO_ADMIN_KEY} to run without them. Give it in the variable: a flag shows in the process list`,
+		into: (key): Pick<ServiceConfig, 'adminKey' | 'noAdminKey'> => (key === NO_ADMIN_KEY ? { noAdminKey: true } : { adminKey: key }),
 	}),
 	option({
 		flag: 'auth-failures-per-minute',

@@ -57,8 +57,10 @@ export interface ServiceConfig {
 	databaseTimeoutMs: number;
 	/** Largest picture (width × height, from the header) decoded for a conversion, a fit, an edit input or a provider output. */
 	maxImagePixels: number;
-	/** The management credential (admin API, /metrics); undefined → those routes do not exist. */
+	/** The management credential (admin API, /metrics, /admin); undefined → those routes do not exist, and the CLI makes (or reuses) one in the data dir unless `noAdminKey`. */
 	adminKey?: string;
+	/** `--admin-key none`: the CLI makes no admin key, so the service runs without an admin API. */
+	noAdminKey?: boolean;
 	/** Wrong keys one client address may send per minute before it gets 429s (0 = no limit). */
 	authFailuresPerMinute: number;
 	/** The proxies in front whose X-Forwarded-For is believed (addresses, CIDRs); false: none. */

@@ -1,6 +1,6 @@
 /**
  * GET /admin as the start-up banner announces it: the CLI names the operator page (at the public
- * URL) when --admin-key is set, and neither names nor serves it otherwise.
+ * URL) when there is an admin key, and neither names nor serves it with `--admin-key none`.
  */
 import { startServer, type RunningServer } from '../../helpers/server';
 
@@ -9,7 +9,7 @@ const ADMIN_KEY = 'admin-key-0123456789abcdef';
 let withAdmin: RunningServer;
 let withoutAdmin: RunningServer;
 beforeAll(async () => {
-	[withAdmin, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer()]);
+	[withAdmin, withoutAdmin] = await Promise.all([startServer({ args: ['--admin-key', ADMIN_KEY] }), startServer({ args: ['--admin-key', 'none'] })]);
 });
 afterAll(async () => {
 	await Promise.all([withAdmin, withoutAdmin].map((server) => server?.stop({ removeData: true })));
@@ -24,7 +24,7 @@ test('with --admin-key the banner names the operator page, which answers there',
 	expect(withAdmin.output()).not.toContain(ADMIN_KEY);
 });
 
-test('without it the banner does not mention the page, and there is none', async () => {
+test('with --admin-key none the banner does not mention the page, and there is none', async () => {
 	expect(withoutAdmin.output()).not.toMatch(/admin/i);
 	expect((await fetch(`${withoutAdmin.origin}/admin`)).status).toBe(404);
 });
