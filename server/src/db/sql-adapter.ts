@@ -20,12 +20,24 @@ export interface SqlStatement {
 	values?: readonly unknown[];
 	/** Answer the row (`row`) or every row (`rows`) the statement returns (RETURNING) instead of `{ changes }`. */
 	returns?: 'row' | 'rows';
-	/** Run only when the statement before it changed a row. */
+	/** Run only when the statement before it changed a row (or, with `returns`, answered one). */
 	ifChanged?: boolean;
+	/**
+	 * Run only when the write's first statement changed a row (or, with `returns`, answered one):
+	 * what goes with a conditional change, in its transaction (a job's end and what it decides).
+	 */
+	ifFirstChanged?: boolean;
 }
 
 export interface Changes {
 	changes: number;
+}
+
+/** Whether a statement's answer counts as a change for `ifChanged` / `ifFirstChanged`: rows changed, or a row answered. */
+export function changedSomething(answer: unknown): boolean {
+	if (answer === undefined || answer === null) return false;
+	if (Array.isArray(answer)) return answer.length > 0;
+	return typeof (answer as Partial<Changes>).changes === 'number' ? (answer as Changes).changes > 0 : true;
 }
 
 export interface SqlReader {
@@ -52,7 +64,7 @@ export interface SqlAdapter extends SqlReader {
 	readonly dialect: Dialect;
 	/**
 	 * Runs the statements in order as one transaction and answers the last one's answer (a statement
-	 * skipped by `ifChanged` leaves the one before it): `{ changes }`, or rows with `returns`. Writes
+	 * skipped by `ifChanged` or `ifFirstChanged` leaves the one before it): `{ changes }`, or rows with `returns`. Writes
 	 * that arrive together may share a commit (SQLite's commit thread); each still succeeds or fails alone.
 	 */
 	write<Answer = Changes>(statements: readonly SqlStatement[], options?: WriteOptions): Promise<Answer>;

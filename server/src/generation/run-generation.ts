@@ -18,7 +18,8 @@ import { ImageWork } from '../media/image-work';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { PriceOverrides } from '../config';
 import type { HostedFiles } from '../storage/hosted-files';
-import type { UsageLedger } from '../usage/usage-ledger';
+import type { UsageEntry, UsageLedger } from '../usage/usage-ledger';
+import type { SqlStatement } from '../db/sql-adapter';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetReservation } from './key-policy';
 import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
@@ -78,11 +79,12 @@ export interface GenerationCaller {
 	 */
 	stillWanted?(): Promise<boolean>;
 	/**
-	 * Told the answer in the same turn as its usage line is handed to the ledger, so that what the
-	 * caller writes of it (a job's end) goes to the disk in the same commit; awaited before the
-	 * answer is returned, and its failure fails the generation.
+	 * Told the answer with its usage line as statements: the caller (a job) writes them in the
+	 * transaction of its end, and the ledger is not told. Awaited before the answer is returned and
+	 * before the reservation is settled; its failure fails the generation (a job canceled meanwhile:
+	 * nothing written, the reservation released, the images removed).
 	 */
-	succeeded?(answer: GenerationAnswer): Promise<void>;
+	succeeded?(answer: GenerationAnswer, usageLine: readonly SqlStatement[]): Promise<void>;
 	/**
 	 * Follows a host's job accepted before a restart instead of creating one (provider `resume`);
 	 * `reservation` stands for what the budget reserved then (nothing is reserved again).
@@ -146,9 +148,22 @@ async function generate(services: RunnerServices, request: GenerationRequest, ca
 	const price = services.prices[withSeed.model] ?? MODELS[withSeed.model].priceUsd;
 	const generation: Generation = { request: withSeed, provider, price, caller, seen };
 	const reservation = await reserve(services, generation);
-	const { images, servedBy } = await produceImages(services, generation, reservation);
-	const answer = await finish(services, generation, images, reservation);
-	return await record(services, generation, answer, servedBy);
+	const { images, servedBy, storedIds } = await produceImages(services, generation, reservation);
+	const answer = answerOf(generation, images);
+	try {
+		await record(services, generation, answer, servedBy);
+	} catch (error) {
+		// A job whose end could not be written (its store failing) keeps its charge and images for
+		// its recovery, which ends it and releases the charge once.
+		if (!caller.clientGone.aborted || error !== caller.clientGone.reason) throw error;
+		// Canceled (or taken over) as its success was written: none of it was, so none of it is kept.
+		if (!takenOver(caller.clientGone)) await releaseReservation(reservation, services.log);
+		await removeImages(services.hostedFiles, storedIds, caller.apiKeyId, services.log);
+		throw stoppedError(caller.clientGone, services.timeoutMs, provider);
+	}
+	// After the usage line: a reservation settled is one a cancel can no longer give back.
+	await settleReservation(reservation, answer.usage.cost_usd, services.log);
+	return answer;
 }
 
 /**
@@ -173,7 +188,11 @@ async function reserve(services: RunnerServices, { request, price, caller }: Gen
  * Every image of the generation, or none: a failure releases the reservation and removes the
  * images stored so far. The time limit and the client going away stop every step.
  */
-async function produceImages(services: RunnerServices, generation: Generation, reservation: BudgetReservation | null): Promise<{ images: AnsweredImage[]; servedBy: string }> {
+async function produceImages(
+	services: RunnerServices,
+	generation: Generation,
+	reservation: BudgetReservation | null,
+): Promise<{ images: AnsweredImage[]; servedBy: string; storedIds: readonly string[] }> {
 	const { request, provider, caller, seen } = generation;
 	const { timeoutMs } = services;
 	const images: AnsweredImage[] = [];
@@ -220,13 +239,12 @@ async function produceImages(services: RunnerServices, generation: Generation, r
 	} finally {
 		limit.done();
 	}
-	return { images, servedBy };
+	return { images, servedBy, storedIds };
 }
 
-/** The images exist: the reservation is settled at their cost, and the answer made. */
-async function finish(services: RunnerServices, { request, price }: Generation, images: AnsweredImage[], reservation: BudgetReservation | null): Promise<GenerationAnswer> {
+/** The images exist: the answer, at their cost. */
+function answerOf({ request, price }: Generation, images: AnsweredImage[]): GenerationAnswer {
 	const costUsd = roundUsd(price * images.length);
-	await settleReservation(reservation, costUsd, services.log);
 	return {
 		created: Math.floor(Date.now() / 1000),
 		model: request.model,
@@ -237,24 +255,19 @@ async function finish(services: RunnerServices, { request, price }: Generation, 
 }
 
 /**
- * The usage line, and the caller told the answer in the same turn. The billing line is durable
- * before the answer, so a crash right after it loses nothing and /v1/usage on any replica already
- * counts it. While the ledger's engine fails, the line stays queued (retried, reported by
- * /healthz) and the answer does not wait longer than USAGE_WAIT_MS.
+ * The usage line, durable before the answer, so a crash right after it loses nothing and
+ * /v1/usage on any replica already counts it. A job writes it in its end's transaction
+ * (`succeeded`). Otherwise it goes to the ledger: while the ledger's engine fails, the line stays
+ * queued (retried, reported by /healthz) and the answer does not wait longer than USAGE_WAIT_MS.
  */
-async function record(services: RunnerServices, { request, caller }: Generation, answer: GenerationAnswer, servedBy: string): Promise<GenerationAnswer> {
+async function record(services: RunnerServices, { request, caller }: Generation, answer: GenerationAnswer, servedBy: string): Promise<void> {
 	const { usage } = answer;
-	const recorded = services.usageLedger
-		.record({ apiKeyId: caller.apiKeyId, model: request.model, images: usage.images, costUsd: usage.cost_usd, requestId: randomUUID(), provider: servedBy })
-		.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
-	const told = caller.succeeded?.(answer);
-	// Awaited below, after the usage line: its failure meanwhile is not an unhandled rejection.
-	told?.catch(() => undefined);
+	const line: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: usage.images, costUsd: usage.cost_usd, requestId: randomUUID(), provider: servedBy };
+	if (caller.succeeded) return caller.succeeded(answer, services.usageLedger.statementsFor(line));
+	const recorded = services.usageLedger.record(line).catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 	let gaveUp: NodeJS.Timeout | undefined;
 	await Promise.race([recorded, new Promise((resolve) => (gaveUp = setTimeout(resolve, USAGE_WAIT_MS)))]);
 	clearTimeout(gaveUp);
-	await told;
-	return answer;
 }
 
 /** A generation that failed at image k hands out none: the k − 1 made before are not left behind. */

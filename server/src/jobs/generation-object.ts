@@ -55,13 +55,21 @@ export function generationAnswer(job: Job): StoredAnswer {
  * listener's body, an MCP answer), or left empty without it.
  */
 export async function generationObject(job: Job, inlineBase64?: (fileId: string) => Promise<string>): Promise<GenerationObject> {
+	if (!inlineBase64) return generationObjectOf(job);
+	const base64 = new Map<string, string>();
+	for (const part of job.result?.inlineFiles ?? []) base64.set(part.fileId, await inlineBase64(part.fileId));
+	return generationObjectOf(job, (fileId) => base64.get(fileId)!);
+}
+
+/** The object with its result as data, each inline image's base64 as `base64Of` gives it: empty without it (a webhook's body never carries them). */
+export function generationObjectOf(job: Job, base64Of: (fileId: string) => string = () => ''): GenerationObject {
 	let result: GenerationResponse | VideoResult | null = null;
 	if (job.result) {
 		const { body, inlineFiles = [] } = job.result;
 		let text = '';
 		let from = 0;
 		for (const part of inlineFiles) {
-			text += body.slice(from, part.at) + (inlineBase64 ? await inlineBase64(part.fileId) : '');
+			text += body.slice(from, part.at) + base64Of(part.fileId);
 			from = part.at;
 		}
 		result = JSON.parse(text + body.slice(from)) as GenerationResponse | VideoResult;

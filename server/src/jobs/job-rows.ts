@@ -37,6 +37,8 @@ export const JOB_SQL = {
 	held: 'SELECT api_key_id, charged_micros, created_at FROM generation_jobs WHERE id = $1 AND charged_micros > 0',
 	released: 'UPDATE generation_jobs SET charged_micros = 0 WHERE id = $1 AND charged_micros > 0',
 	get: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1 AND api_key_id = $2`,
+	/** A job by its id alone: as the store reads it around its own writes. */
+	byId: `SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE id = $1`,
 	/** One row's three columns by its key: asked once per generation, where `get` would read and parse the whole job. */
 	isRunning: `SELECT 1 AS running FROM generation_jobs WHERE ${JOB_LEASE.heldBy('$1', '$2')}`,
 	/**

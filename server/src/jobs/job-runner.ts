@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ImageGenError } from '../../../core/errors';
+import { insufficientStorage, isStorageFull } from '../http/storage-full';
 import { toMicros } from '../../../core/units';
 import type { GenerationRequest } from '../../../core/schemas';
 import type { VideoResult } from '../../../core/video-api';
@@ -26,7 +27,9 @@ import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../ge
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
-import type { GenerationObject, Job, JobEnd, JobEndListener, JobError, JobStore } from './job-store';
+import { EndsAwaitingSpace } from './ends-awaiting-space';
+import type { SqlStatement } from '../db/sql-adapter';
+import type { GenerationObject, Job, JobEnd, JobEndDeliveries, JobEndListener, JobError, JobStore } from './job-store';
 
 /** How long a job stays this process's without a renewal; renewed every third of it. */
 export const JOB_LEASE_MS = 60_000;
@@ -55,6 +58,8 @@ export interface JobRunnerOptions {
 	/** The host serving each model. */
 	hostOf(model: string): JobHost | undefined;
 	listeners?: readonly JobEndListener[];
+	/** Each end's webhook delivery, written in the end's transaction. */
+	deliveries?: JobEndDeliveries;
 	/** Base64 of an inline image's stored file, for the listeners' generation objects. */
 	inlineBase64?: (fileId: string, apiKeyId: string) => Promise<string>;
 	log: { error(details: object, message: string): void; info(details: object, message: string): void };
@@ -87,7 +92,7 @@ interface Running {
 
 /** What the error of a generation says in its job. */
 function jobError(error: unknown): JobError {
-	const known = error instanceof ImageGenError ? error : new ImageGenError(500, 'Internal error', { code: 'internal_error' });
+	const known = error instanceof ImageGenError ? error : isStorageFull(error) ? insufficientStorage(error) : new ImageGenError(500, 'Internal error', { code: 'internal_error' });
 	return known.toBody().error;
 }
 
@@ -104,7 +109,11 @@ export function newJobId(model: string = 'p-image'): string {
 }
 
 /** The caller as the job's runner passes it on to the image or the video runner. */
-type RunCaller = GenerationCaller & { jobId: string; reserved?(reservation: { generation: JobRequest; reservedUsd: number }): Promise<void>; succeeded?(answer: JobAnswer): Promise<void> };
+type RunCaller = GenerationCaller & {
+	jobId: string;
+	reserved?(reservation: { generation: JobRequest; reservedUsd: number }): Promise<void>;
+	succeeded?(answer: JobAnswer, usageLine: readonly SqlStatement[]): Promise<void>;
+};
 
 /**
  * Starts, cancels and takes over jobs (see the top of this file). Each job running here is in
@@ -117,6 +126,11 @@ export class JobRunner {
 	/** This process, as the owner of the jobs it runs. */
 	private readonly owner = processHolder();
 	private readonly running = new Map<string, Running>();
+	/** Ends a full disk refused, written once space is back (ends-awaiting-space.ts). */
+	private readonly endsAwaitingSpace = new EndsAwaitingSpace(
+		(id, end) => this.finish(id, { ...end, release: true }),
+		(details, message) => this.options.log.error(details, message),
+	);
 	private closed = false;
 
 	constructor(private readonly options: JobRunnerOptions) {
@@ -150,10 +164,11 @@ export class JobRunner {
 
 	/** Cancels a job of `apiKeyId`; its state after (its final one if it had ended), or null when it has none. */
 	async cancel(id: string, apiKeyId: string): Promise<Job | null> {
-		const canceled = await this.store.cancel(id, apiKeyId, new Date());
+		const canceled = await this.store.cancel(id, apiKeyId, new Date(), this.options.deliveries?.writes);
 		if (!canceled) return null;
 		const { job, canceledNow } = canceled;
 		if (!canceledNow) return job;
+		await this.delivering(job);
 		// Stopped here when it runs here; the host is told either way, so its job stops being billed.
 		this.running.get(id)?.controller.abort(new DOMException('the job was canceled', 'AbortError'));
 		if (job.hostJob) {
@@ -188,6 +203,7 @@ export class JobRunner {
 	 */
 	async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
 		this.closed = true;
+		this.endsAwaitingSpace.close();
 		let timer: NodeJS.Timeout | undefined;
 		const waited = new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), waitMs)));
 		const outcome = await Promise.race([Promise.all([...this.running.values()].map((job) => job.ended)), waited]);
@@ -202,6 +218,8 @@ export class JobRunner {
 	private async takeOver(job: Job): Promise<void> {
 		const { log } = this.options;
 		const provider = this.options.hostOf(job.model);
+		// Its end is known here and waits for space: it is written as it happened, not as interrupted.
+		if (this.endsAwaitingSpace.has(job.id)) return;
 		if (!job.hostJob || !provider?.resume) {
 			log.info({ job: job.id }, 'a job cut off before its host named it ends as interrupted');
 			await this.finish(job.id, { status: 'failed', error: INTERRUPTED.toBody().error, finishedAt: new Date(), release: true });
@@ -234,10 +252,14 @@ export class JobRunner {
 	private async run(id: string, generation: JobRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<JobAnswer> {
 		let stopLease = () => undefined as void;
 		let finished: Promise<unknown> | undefined;
-		// Written as the runner records the usage line, so both share one commit (run-generation.ts `succeeded`).
-		const succeeded = async (answer: JobAnswer) => {
-			finished = this.finish(id, this.successOf(answer, generation, caller));
-			await finished;
+		// The end and its usage line are one transaction (run-generation.ts `succeeded`).
+		const succeeded = async (answer: JobAnswer, usageLine: readonly SqlStatement[]) => {
+			const ending = this.finish(id, { ...this.successOf(answer, generation, caller), alongside: () => usageLine });
+			finished = ending;
+			if (await ending) return;
+			// Canceled or taken over as the success was written: none of it was; the run stops as the cancel or the take-over says.
+			await this.stopAsNoLongerOurs(id, caller.apiKeyId, controller);
+			throw controller.signal.reason;
 		};
 		try {
 			const answer = await this.runFor(generation, {
@@ -262,13 +284,13 @@ export class JobRunner {
 					},
 				}),
 			});
-			await (finished ?? succeeded(answer));
+			if (!finished) throw new Error('the generation ended without writing its end');
+			await finished;
 			return answer;
 		} catch (error) {
 			const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';
-			await this.finish(id, { status, error: jobError(error), finishedAt: new Date() }).catch((failure: unknown) =>
-				this.options.log.error({ err: failure, job: id }, 'writing the end of a job failed'),
-			);
+			const end: JobEnd = { status, error: jobError(error), finishedAt: new Date() };
+			await this.finish(id, end).catch((failure: unknown) => this.endsAwaitingSpace.failed(id, end, failure));
 			throw error;
 		} finally {
 			stopLease();
@@ -306,11 +328,25 @@ export class JobRunner {
 		return { status: 'succeeded', ...(kept && { result: { body, ...(inlineFiles.length > 0 ? { inlineFiles } : {}) } }), finishedAt: new Date() };
 	}
 
-	/** Writes the end (null when the job was canceled or taken over meanwhile) and tells the listeners. */
+	/**
+	 * Writes the end with what it decides — the end's own `alongside` (a usage line) and its webhook
+	 * delivery — in one transaction (null, and none of it written, when the job was canceled or
+	 * taken over meanwhile), then tells the listeners.
+	 */
 	private async finish(id: string, end: JobEnd): Promise<Job | null> {
-		const job = await this.store.finish(id, this.owner, end);
-		if (job) await this.tellEnded(job);
+		const own = end.alongside;
+		const writes = this.options.deliveries?.writes;
+		const alongside = writes && own ? (ended: Job) => [...own(ended), ...writes(ended)] : (writes ?? own);
+		const job = await this.store.finish(id, this.owner, { ...end, ...(alongside && { alongside }) });
+		if (!job) return null;
+		await this.delivering(job);
+		await this.tellEnded(job);
 		return job;
+	}
+
+	/** The end committed with its delivery: the outbox may send it now. */
+	private async delivering(job: Job): Promise<void> {
+		await this.options.deliveries?.committed(job).catch((error: unknown) => this.options.log.error({ err: error, job: job.id }, 'waking the webhook delivery of a job failed'));
 	}
 
 	/** Renews the job's lease while it runs; a job that is no longer this process's running one is stopped. */

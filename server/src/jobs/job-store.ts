@@ -12,6 +12,7 @@ import type { GenerationResponse, VideoResult } from '../../../core/api';
 import type { CatalogModelId } from '../../../core/video-models';
 import type { InlineFilePart } from '../idempotency/idempotency-store';
 import type { HostJobRef } from '../generation/provider';
+import type { SqlStatement } from '../db/sql-adapter';
 
 export type GenerationStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
@@ -87,6 +88,22 @@ export interface JobEnd {
 	finishedAt: Date;
 	/** The charge made at admission is released (in the same transaction, so exactly once). */
 	release?: boolean;
+	/**
+	 * What the end decides, written in its transaction and only with it (a success's usage line, the
+	 * webhook's delivery): made from the job as it ends. An end not written (the job was canceled
+	 * or taken over meanwhile) writes none of it.
+	 */
+	alongside?: JobEndWrites;
+}
+
+/** Statements written in the transaction of a job's end, made from the job as it ends. */
+export type JobEndWrites = (ended: Job) => readonly SqlStatement[];
+
+/** The webhook delivery of each job's end (webhooks/job-events.ts): written with the end, then told it committed. */
+export interface JobEndDeliveries {
+	writes: JobEndWrites;
+	/** The end, and its delivery with it, committed: the delivery may go now. */
+	committed(ended: Job): Promise<void>;
 }
 
 /** What a job makes, told by its id's prefix: `gen_` images, `video_` a video. */
@@ -116,8 +133,9 @@ export interface JobStore {
 	 * Cancels a job of `apiKeyId` that has not ended; answers it after (canceled, or its final state
 	 * if it had ended), or null when the key has no such job. A job whose owner's lease had run out
 	 * (nobody is running it) gets its charge back here; a live owner gives it back itself.
+	 * `alongside` is written with the cancel, as with an end.
 	 */
-	cancel(id: string, apiKeyId: string, at: Date): Promise<{ job: Job; canceledNow: boolean } | null>;
+	cancel(id: string, apiKeyId: string, at: Date, alongside?: JobEndWrites): Promise<{ job: Job; canceledNow: boolean } | null>;
 	/** A job of `apiKeyId`, or null (another key's jobs are not found). */
 	get(id: string, apiKeyId: string): Promise<Job | null>;
 	/** Whether the job is still `owner`'s running job: false once canceled (by any process), ended or taken over. */

@@ -10,11 +10,11 @@
  * On SQLite, a write that is only committed (`durable: false`) is one a power cut may undo without
  * harm, as each method says; the rest are synced before they answer.
  */
-import type { SqlAdapter, SqlTransaction } from '../db/sql-adapter';
+import { changedSomething, type SqlAdapter, type SqlStatement, type SqlTransaction } from '../db/sql-adapter';
 import { sweepRows } from '../db/sweep';
 import type { HostJobRef } from '../generation/provider';
 import { CANCELED_ERROR, countsOf, finishValues, insertValues, JOB_SQL, releaseValues, toJob, type JobRow } from './job-rows';
-import { JOB_ID_PREFIXES, type GenerationStatus, type Job, type JobEnd, type JobListing, type JobStore, type NewJob } from './job-store';
+import { JOB_ID_PREFIXES, type GenerationStatus, type Job, type JobEnd, type JobEndWrites, type JobListing, type JobStore, type NewJob } from './job-store';
 
 type HeldCharge = Pick<JobRow, 'api_key_id' | 'charged_micros' | 'created_at'>;
 
@@ -46,29 +46,43 @@ export class SqlJobStore implements JobStore {
 	}
 
 	/**
-	 * An end that releases a charge is synced before it answers. Any other is only committed: the
-	 * usage line of a success is already durable, and the answer does not wait a second disk sync
-	 * for a row that a power cut would leave running (a restart then ends it as interrupted and
-	 * releases its charge; the usage line still counts it).
+	 * An end that releases a charge, or writes what it decides alongside (a usage line, a
+	 * delivery), is synced before it answers. Any other is only committed: the answer does not wait
+	 * a disk sync for a row that a power cut would leave running (a restart then ends it as
+	 * interrupted and releases its charge).
 	 */
 	async finish(id: string, owner: string, end: JobEnd): Promise<Job | null> {
 		const values = finishValues(id, owner, end);
-		if (!end.release) {
+		if (end.release) {
+			// Released only with an end the owner writes (a cancel meanwhile released it, or leaves it to the owner).
+			const row = await this.adapter.transaction(async (transaction) => {
+				const ended = await transaction.one<JobRow>(JOB_SQL.finish, values);
+				if (!ended) return undefined;
+				await runAll(transaction, end.alongside?.(toJob(ended)) ?? []);
+				return this.releaseIn(transaction, ended);
+			});
+			return row ? toJob(row) : null;
+		}
+		const alongside = end.alongside && (await this.alongsideOf(id, end));
+		if (!alongside || alongside.length === 0) {
 			const row = await this.adapter.write<JobRow | undefined>([{ sql: JOB_SQL.finish, values, returns: 'row' }], { durable: false });
 			return row ? toJob(row) : null;
 		}
-		// Released only with an end the owner writes (a cancel meanwhile released it, or leaves it to the owner).
-		const row = await this.adapter.transaction(async (transaction) => {
-			const ended = await transaction.one<JobRow>(JOB_SQL.finish, values);
-			return ended && this.releaseIn(transaction, ended);
-		});
+		// One transaction: the end, then what it decides only if the end was written, then the job as it ended.
+		const row = await this.adapter.write<JobRow | undefined>([
+			{ sql: JOB_SQL.finish, values, returns: 'row' },
+			...alongside.map((statement) => ({ ...statement, ifFirstChanged: true })),
+			{ sql: JOB_SQL.byId, values: [id], returns: 'row', ifFirstChanged: true },
+		]);
 		return row ? toJob(row) : null;
 	}
 
-	async cancel(id: string, apiKeyId: string, at: Date): Promise<{ job: Job; canceledNow: boolean } | null> {
+	async cancel(id: string, apiKeyId: string, at: Date, alongside?: JobEndWrites): Promise<{ job: Job; canceledNow: boolean } | null> {
 		const canceled = await this.adapter.transaction(async (transaction) => {
 			const row = await transaction.one<JobRow & { orphaned: number }>(JOB_SQL.cancel, [id, apiKeyId, at, JSON.stringify(CANCELED_ERROR)]);
-			return row && Number(row.orphaned) === 1 ? this.releaseIn(transaction, row) : row;
+			if (!row) return undefined;
+			await runAll(transaction, alongside?.(toJob(row)) ?? []);
+			return Number(row.orphaned) === 1 ? this.releaseIn(transaction, row) : row;
 		});
 		if (canceled) return { job: toJob(canceled), canceledNow: true };
 		const job = await this.get(id, apiKeyId);
@@ -124,6 +138,17 @@ export class SqlJobStore implements JobStore {
 		return sweepRows(this.adapter, 'generation_jobs', JOB_SQL.sweepable, [finishedBefore]);
 	}
 
+	/**
+	 * What an end writes alongside, made from the job as it will read once ended (its row now, with
+	 * the end's columns); nothing when the job is gone.
+	 */
+	private async alongsideOf(id: string, end: JobEnd): Promise<readonly SqlStatement[] | undefined> {
+		const row = await this.adapter.one<JobRow>(JOB_SQL.byId, [id]);
+		if (!row) return undefined;
+		const ended: Job = { ...toJob(row), status: end.status, result: end.result ?? null, error: end.error ?? null, finishedAt: end.finishedAt, leaseUntil: null };
+		return end.alongside!(ended);
+	}
+
 	/** Inside a transaction: releases the job's charge to its key's spend, once; answers the row as it is then. */
 	private async releaseIn<Row extends Pick<JobRow, 'id'>>(transaction: SqlTransaction, row: Row): Promise<Row> {
 		const held = await transaction.one<HeldCharge>(this.heldCharge, [row.id]);
@@ -131,5 +156,14 @@ export class SqlJobStore implements JobStore {
 		await transaction.run(JOB_SQL.released, [row.id]);
 		await transaction.run(JOB_SQL.spend, releaseValues(held));
 		return { ...row, charged_micros: 0 };
+	}
+}
+
+/** Statements inside a transaction, in order, `ifChanged` honoured (the write's own rule). */
+async function runAll(transaction: SqlTransaction, statements: readonly SqlStatement[]): Promise<void> {
+	let answer: unknown;
+	for (const statement of statements) {
+		if (statement.ifChanged && !changedSomething(answer)) continue;
+		answer = await transaction.run(statement.sql, statement.values);
 	}
 }

@@ -29,7 +29,8 @@ export default fp<JobsPluginOptions>(
 			runGeneration: fastify.runGeneration,
 			runVideo: fastify.runVideo,
 			hostOf: (model) => (isVideoModelId(model) ? fastify.videoProviders[model] : isModelId(model) ? fastify.providers[model] : undefined),
-			listeners: [fastify.webhooks.jobListener, ...(options.listeners ?? [])],
+			listeners: options.listeners ?? [],
+			deliveries: fastify.webhooks.jobDeliveries,
 			inlineBase64: async (fileId, apiKeyId) => {
 				const file = await hostedFiles.info(fileId, apiKeyId);
 				const bytes = file && (await hostedFiles.openWhole(file));

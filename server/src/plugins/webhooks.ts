@@ -1,20 +1,20 @@
 /**
- * `fastify.webhooks`: the outbox every job ending and budget alert is enqueued in, its delivery
- * loop (started with the service, stopped before the engines close), and the request-time check
- * of a `webhook_url`.
+ * `fastify.webhooks`: the outbox every job ending (in the end's own transaction) and budget alert
+ * is enqueued in, its delivery loop (started with the service, stopped before the engines close),
+ * and the request-time check of a `webhook_url`.
  */
 import fp from 'fastify-plugin';
 import { WebhookOutbox } from '../webhooks/outbox';
 import { checkWebhookTarget } from '../webhooks/webhook-target';
-import { webhookJobListener } from '../webhooks/job-events';
-import type { JobEndListener } from '../jobs/job-store';
+import { jobEndDeliveries } from '../webhooks/job-events';
+import type { JobEndDeliveries } from '../jobs/job-store';
 
 interface Webhooks {
 	outbox: WebhookOutbox;
 	/** Throws a 400 naming `webhook_url` when the address guard refuses it. */
 	checkTarget(url: string): Promise<void>;
-	/** Told of each job's end: enqueues its delivery when the job asked for one. */
-	jobListener: JobEndListener;
+	/** The delivery of each job's end that asked for one, written in the end's transaction. */
+	jobDeliveries: JobEndDeliveries;
 }
 
 declare module 'fastify' {
@@ -36,7 +36,7 @@ export default fp(
 		fastify.decorate('webhooks', {
 			outbox,
 			checkTarget: (url: string) => checkWebhookTarget(url, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.fetchTimeoutMs }),
-			jobListener: webhookJobListener(outbox),
+			jobDeliveries: jobEndDeliveries(outbox),
 		});
 		fastify.addHook('onReady', async () => outbox.start());
 		fastify.addHook('onClose', async () => outbox.stop());

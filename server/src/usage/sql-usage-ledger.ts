@@ -12,7 +12,7 @@
  * `pendingDir`, lines a write failed for are also kept on disk (pending-usage-file.ts), so a
  * process shut down or killed before the database came back loses none: the next start writes them.
  */
-import type { SqlAdapter } from '../db/sql-adapter';
+import type { SqlAdapter, SqlStatement } from '../db/sql-adapter';
 import { PendingUsageFile } from './pending-usage-file';
 import { RetryQueue, type RetryQueueOptions } from './retry-queue';
 import { USAGE_ROWS_SQL, toUsageRow, type LedgerHealth, type UsageDayRow, type UsageEntry, type UsageLedger, type UsageRow } from './usage-ledger';
@@ -88,6 +88,12 @@ export class SqlUsageLedger implements UsageLedger {
 		this.direct.add(attempt);
 		void attempt.finally(() => this.direct.delete(attempt));
 		return attempt.then(() => queued);
+	}
+
+	statementsFor(entry: UsageEntry): readonly SqlStatement[] {
+		const problem = invalidEntry(entry);
+		if (problem) throw new TypeError(`usage entry not recorded: ${problem}`);
+		return linesSql(this.adapter.dialect, [{ entry: { ...entry }, recordedAt: new Date() }]);
 	}
 
 	async rows(apiKeyId: string, from = '0000-00-00', to = '9999-99-99'): Promise<UsageRow[]> {

@@ -6,6 +6,7 @@
  * and `usage_days` (images, seconds and cost per key, UTC day and model, added to in the same
  * transaction or statement as the lines), money in whole micro-dollars. A report reads the day totals.
  */
+import type { SqlStatement } from '../db/sql-adapter';
 import { fromMicros } from '../../../core/units';
 
 export const USAGE_ROWS_SQL =
@@ -64,6 +65,11 @@ export interface UsageLedger {
 	 * keeps the entry and retries (logged at error level, visible in `health()`), never drops it.
 	 */
 	record(entry: UsageEntry): Promise<void>;
+	/**
+	 * The entry as statements another store writes in its own transaction (a job's end), instead of
+	 * `record`: counted once by its request id, like a recorded one.
+	 */
+	statementsFor(entry: UsageEntry): readonly SqlStatement[];
 	/** Rows of one key between two UTC dates (inclusive, `YYYY-MM-DD`), by date then model. */
 	rows(apiKeyId: string, from?: string, to?: string): Promise<UsageRow[]>;
 	health(): LedgerHealth;

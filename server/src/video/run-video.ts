@@ -26,7 +26,8 @@ import { NO_METRICS, type ServiceMetrics } from '../metrics/service-metrics';
 import type { RemoteOpener } from '../net/safe-fetch';
 import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import type { HostedFiles } from '../storage/hosted-files';
-import type { UsageLedger } from '../usage/usage-ledger';
+import type { UsageEntry, UsageLedger } from '../usage/usage-ledger';
+import type { SqlStatement } from '../db/sql-adapter';
 import { downloadVideo } from './video-download';
 import { hostVideo, type HostedVideo } from './host-video';
 import { VIDEO_INPUT_FIELDS, settledAsAsked, settleVideo, videoInputLoader, type VideoInputLoader } from './video-inputs';
@@ -61,7 +62,8 @@ export interface VideoCaller {
 	reserved?(reservation: { generation: VideoRequest; reservedUsd: number }): Promise<void>;
 	hostJobStarted?(job: HostJobRef): Promise<void>;
 	stillWanted?(): Promise<boolean>;
-	succeeded?(answer: VideoResult): Promise<void>;
+	/** As for images (run-generation.ts `succeeded`): the usage line goes with the job's end. */
+	succeeded?(answer: VideoResult, usageLine: readonly SqlStatement[]): Promise<void>;
 	resume?: ResumedHostJob;
 }
 
@@ -121,16 +123,23 @@ async function makeVideo(services: RunnerServices, request: VideoRequest, caller
 	await mkdir(services.workRoot, { recursive: true });
 	const workDir = await mkdtemp(join(services.workRoot, WORK_FOLDER_PREFIX));
 	let hosted: HostedVideo | undefined;
+	let endUnwritten = false;
 	try {
 		const work: VideoWork = { request: settled, provider, perSecondUsd, caller, load, signal: limit.signal, deadline: Date.now() + services.timeoutMs, workDir };
 		hosted = await hostVideo(services, await runHost(services, work), work);
 		if (caller.stillWanted && !(await caller.stillWanted())) throw cancelled();
 		const result = resultOf(hosted, settled, perSecondUsd);
+		await record(services, withSeed, caller, result, provider.name).catch((error: unknown) => {
+			// A job whose end could not be written (its store failing) keeps its charge and video for its recovery, which releases the charge once.
+			endUnwritten = !caller.clientGone.aborted || error !== caller.clientGone.reason;
+			throw error;
+		});
+		// After the usage line: a reservation settled is one a cancel can no longer give back.
 		await reservation?.settle(result.usage.cost_usd).catch((error: unknown) => services.log.error({ err: error }, 'charging a budget failed'));
-		await record(services, withSeed, caller, result, provider.name);
 		return result;
 	} catch (error) {
 		// A job another process took over keeps its charge: that process settles or releases it.
+		if (endUnwritten) throw error;
 		if (!takenOver(limit.signal)) await reservation?.release().catch((failure: unknown) => services.log.error({ err: failure }, 'releasing a budget reservation failed'));
 		if (hosted) await hosted.remove();
 		if (!(error instanceof ImageGenError) && limit.signal.aborted) throw stoppedError(limit.signal, services.timeoutMs, provider);
@@ -186,10 +195,9 @@ function resultOf(hosted: HostedVideo, request: SettledVideoRequest, perSecondUs
 	};
 }
 
-/** The usage line, durable before the job's end is told (as for images: run-generation.ts `record`). */
+/** The usage line, in the transaction of the job's end when there is a job (as for images: run-generation.ts `record`). */
 async function record(services: RunnerServices, request: VideoRequest, caller: VideoCaller, result: VideoResult, provider: string): Promise<void> {
-	await services.usageLedger
-		.record({ apiKeyId: caller.apiKeyId, model: request.model, images: 0, seconds: result.seconds, costUsd: result.usage.cost_usd, requestId: randomUUID(), provider })
-		.catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
-	await caller.succeeded?.(result);
+	const line: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: 0, seconds: result.seconds, costUsd: result.usage.cost_usd, requestId: randomUUID(), provider };
+	if (caller.succeeded) return caller.succeeded(result, services.usageLedger.statementsFor(line));
+	await services.usageLedger.record(line).catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
 }

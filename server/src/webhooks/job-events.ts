@@ -1,7 +1,8 @@
 /**
  * A job's end as a webhook: `{ type: "generation.succeeded" | "generation.failed" |
  * "generation.canceled", timestamp, data: <generation object> }`, signed with the secret of the
- * key that made the job and enqueued in the outbox.
+ * key that made the job and enqueued in the outbox in the same transaction as the end itself, so
+ * that no crash can leave an end without its delivery.
  *
  * The body never carries base64 images: a delivery is kept and re-sent as it is, and receivers
  * (an n8n Wait node among them) take bodies of a few MB at most. A result whose images are all URLs
@@ -11,9 +12,10 @@
  */
 import type { VideoObject } from '../../../core/video-api';
 import { isVideoModelId } from '../../../core/video-models';
-import type { GenerationObject, Job, JobEndListener } from '../jobs/job-store';
+import { generationObjectOf } from '../jobs/generation-object';
+import type { GenerationObject, Job, JobEndDeliveries } from '../jobs/job-store';
 import { videoObject } from '../jobs/video-object';
-import type { WebhookOutbox } from './outbox';
+import type { OutgoingEvent, WebhookOutbox } from './outbox';
 
 const EVENT_TYPES = { succeeded: 'generation.succeeded', failed: 'generation.failed', canceled: 'generation.canceled' } as const;
 /** OpenAI's event names for videos: a canceled video is a failed one (its error says canceled). */
@@ -44,14 +46,26 @@ function generationEvent(generation: GenerationObject, at: Date): GenerationEven
 	return { type, timestamp: at.toISOString(), data: inline ? { ...generation, result: null } : generation };
 }
 
-/** The outbox as a listener of job endings: a job with a `webhook_url` gets its delivery enqueued. */
-export function webhookJobListener(outbox: WebhookOutbox, now: () => Date = () => new Date()): JobEndListener {
+/**
+ * A job's end as the event its `webhook_url` is sent: null without one, or for a status that is not
+ * an end. Its delivery's id is the job's own (`msg_<job id>`): a job ends once.
+ */
+export function jobEndEvent(job: Job, at: Date): (OutgoingEvent & { id: string }) | null {
+	if (!job.webhookUrl) return null;
+	const event = isVideoModelId(job.model) ? videoEvent(job, at) : generationEvent(generationObjectOf(job), at);
+	return event && { id: `msg_${job.id}`, url: job.webhookUrl, signingKeyId: job.apiKeyId, type: event.type, body: JSON.stringify(event) };
+}
+
+/** Each job's webhook delivery, written in the transaction of the job's end (jobs/job-store.ts `alongside`). */
+export function jobEndDeliveries(outbox: WebhookOutbox, now: () => Date = () => new Date()): JobEndDeliveries {
 	return {
-		async jobEnded({ apiKeyId, webhookUrl, generation, job }) {
-			if (!webhookUrl) return;
-			const event = job && isVideoModelId(job.model) ? videoEvent(job, now()) : generationEvent(generation, now());
-			if (!event) return;
-			await outbox.enqueue({ url: webhookUrl, signingKeyId: apiKeyId, type: event.type, body: JSON.stringify(event) });
+		writes(ended) {
+			const event = jobEndEvent(ended, now());
+			return event ? [outbox.enqueueStatement(event)] : [];
+		},
+		async committed(ended) {
+			const event = jobEndEvent(ended, now());
+			if (event) await outbox.committed(event);
 		},
 	};
 }

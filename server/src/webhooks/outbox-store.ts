@@ -10,6 +10,7 @@
  * milliseconds of the caller's clock.
  */
 import { Lease } from '../db/lease';
+import type { SqlStatement } from '../db/sql-adapter';
 
 export interface NewDelivery {
 	/** The `webhook-id`: the same on every attempt. */
@@ -69,6 +70,10 @@ export interface OutboxStore {
 	 * Unsigned deliveries (operator alerts, once per key, period and kind) are never refused.
 	 */
 	enqueue(delivery: NewDelivery, now: number, maxPendingPerKey?: number): Promise<boolean>;
+	/** `enqueue` as a statement of another store's write, in its transaction (a job's end). */
+	enqueueStatement(delivery: NewDelivery, now: number, maxPendingPerKey: number): SqlStatement;
+	/** Whether the delivery is pending (or being attempted): false once delivered, given up, or never enqueued. */
+	isPending(id: string): Promise<boolean>;
 	/**
 	 * Records the alert and enqueues its delivery in one write, unless it was recorded before (by
 	 * any process) for this key, period, kind and budget; answers whether it was enqueued now.
@@ -147,6 +152,7 @@ export const OUTBOX_SQL = {
 		SELECT $1, $2, $3, $4, $5, $6, $7, $7
 		WHERE (SELECT count(*) FROM webhook_outbox WHERE state = 'pending' AND signing_key_id = $4) < CAST($8 AS INTEGER)`,
 	/** Args: `alertMarkValues`; the delivery is inserted after it only when the mark was new. */
+	isPending: "SELECT 1 AS pending FROM webhook_outbox WHERE id = $1 AND state = 'pending'",
 	markAlert: 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
 	delivered: `DELETE FROM webhook_outbox WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Args: id, claim token, when to try again, the error. */

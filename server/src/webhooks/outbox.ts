@@ -16,6 +16,7 @@
  * (it waited behind receivers that hang, which drain a few a minute) is swept as `expired`.
  */
 import { randomUUID } from 'node:crypto';
+import type { SqlStatement } from '../db/sql-adapter';
 import type { HostResolver } from '../net/safe-fetch';
 import { sendDelivery } from './send-delivery';
 import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders } from './signing';
@@ -87,8 +88,12 @@ export interface OutboxOptions {
 	currentSecretHash?: (apiKeyId: string) => Promise<string | null>;
 }
 
-/** What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned). */
-interface OutgoingEvent {
+/**
+ * What is enqueued: `signingKeyId` names the API key whose secret signs it (null: unsigned); `id`
+ * its delivery's id when the event has one of its own (a job ends once), a fresh one otherwise.
+ */
+export interface OutgoingEvent {
+	id?: string;
 	url: string;
 	signingKeyId: string | null;
 	type: string;
@@ -127,12 +132,26 @@ export class WebhookOutbox {
 		const delivery = newDelivery(event);
 		const maxPending = this.options.maxPendingPerKey ?? MAX_PENDING_PER_KEY;
 		if (!(await this.store.enqueue(delivery, this.now(), maxPending))) {
-			this.options.onOutcome?.('dropped');
-			this.options.log.warn({ keyId: event.signingKeyId, event: event.type, pending: maxPending }, 'webhook delivery dropped: the key has too many pending');
+			this.dropped(event);
 			return null;
 		}
 		this.wakeFor(delivery);
 		return delivery.id;
+	}
+
+	/**
+	 * The enqueue of `event` as a statement of another store's write (a job's end, in its
+	 * transaction); `committed` is told once that write committed.
+	 */
+	enqueueStatement(event: OutgoingEvent & { id: string }): SqlStatement {
+		return this.store.enqueueStatement(newDelivery(event), this.now(), this.options.maxPendingPerKey ?? MAX_PENDING_PER_KEY);
+	}
+
+	/** A delivery written by another store's write has committed: the loop is woken for it, or its drop (its key had too many pending) told. */
+	async committed(event: OutgoingEvent & { id: string }): Promise<void> {
+		const delivery = newDelivery(event);
+		if (await this.store.isPending(delivery.id)) this.wakeFor(delivery);
+		else this.dropped(event);
 	}
 
 	/** Enqueues an alert unless this key, period and kind had one; answers whether it did. */
@@ -195,6 +214,12 @@ export class WebhookOutbox {
 			await this.polling;
 			await Promise.allSettled([...this.inFlight.keys()]);
 		}
+	}
+
+	private dropped(event: OutgoingEvent): void {
+		this.options.onOutcome?.('dropped');
+		const pending = this.options.maxPendingPerKey ?? MAX_PENDING_PER_KEY;
+		this.options.log.warn({ keyId: event.signingKeyId, event: event.type, pending }, 'webhook delivery dropped: the key has too many pending');
 	}
 
 	/** Only a started outbox delivers: one built to enqueue (a command, a test) sends nothing. */
@@ -306,5 +331,5 @@ export class WebhookOutbox {
 }
 
 function newDelivery(event: OutgoingEvent): NewDelivery {
-	return { id: `msg_${randomUUID().replaceAll('-', '')}`, url: event.url, signingKeyId: event.signingKeyId, body: event.body, eventType: event.type };
+	return { id: event.id ?? `msg_${randomUUID().replaceAll('-', '')}`, url: event.url, signingKeyId: event.signingKeyId, body: event.body, eventType: event.type };
 }

@@ -10,7 +10,7 @@
  * split the due deliveries between them.
  */
 import { randomUUID } from 'node:crypto';
-import type { Dialect, SqlAdapter } from '../db/sql-adapter';
+import type { Dialect, SqlAdapter, SqlStatement } from '../db/sql-adapter';
 import { sweepRows } from '../db/sweep';
 import { CLAIMED_COLUMNS, OUTBOX_LEASE, OUTBOX_SQL, alertMarkValues, capParameters, claimedDelivery, deliveryValues, eligibleDeliveries, type BudgetAlertMark, type ClaimedDelivery, type DeliveryRow, type NewDelivery, type OutboxStore, type ReceiverCaps } from './outbox-store';
 
@@ -45,9 +45,16 @@ export class SqlOutboxStore implements OutboxStore {
 	}
 
 	async enqueue(delivery: NewDelivery, now: number, maxPendingPerKey?: number): Promise<boolean> {
-		const values = deliveryValues(delivery, now);
-		const write = maxPendingPerKey === undefined ? { sql: OUTBOX_SQL.insert, values } : { sql: OUTBOX_SQL.insertCapped, values: [...values, maxPendingPerKey] };
+		const write = maxPendingPerKey === undefined ? { sql: OUTBOX_SQL.insert, values: deliveryValues(delivery, now) } : this.enqueueStatement(delivery, now, maxPendingPerKey);
 		return (await this.adapter.write([write])).changes === 1;
+	}
+
+	enqueueStatement(delivery: NewDelivery, now: number, maxPendingPerKey: number): SqlStatement {
+		return { sql: OUTBOX_SQL.insertCapped, values: [...deliveryValues(delivery, now), maxPendingPerKey] };
+	}
+
+	async isPending(id: string): Promise<boolean> {
+		return (await this.adapter.one(OUTBOX_SQL.isPending, [id])) !== undefined;
 	}
 
 	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {

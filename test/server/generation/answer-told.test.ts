@@ -1,19 +1,21 @@
 /**
- * A generation tells its caller the answer (`succeeded`: a job's end) in the same turn as it hands
- * the usage line to the ledger, and waits for both. A caller that fails at once, while the usage
- * line still waits for the disk, fails the generation with its error, and that failure is never
- * left unhandled meanwhile (Node ends a process on an unhandled rejection).
+ * A generation that is a job tells its caller the answer with the usage line as statements
+ * (`succeeded`: the job writes them in its end's transaction) and does not hand the line to the
+ * ledger; the reservation is settled after. A job canceled as its success was written fails the
+ * generation as canceled: the reservation is released, not settled, and its images removed. A
+ * store that fails to write the end fails it with its error and leaves both to the job's recovery
+ * (which ends it and releases its charge once).
  */
 import { parseGenerationRequest } from '../../../core/schemas';
+import type { SqlStatement } from '../../../server/src/db/sql-adapter';
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
 import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { makeImage } from '../support/media';
 
-test("a caller's failure to write the answer fails the generation, handled while the usage line is still on its way", async () => {
-	const output = await makeImage('png', 1024, 1024);
-	let usageWritten!: () => void;
-	const order: string[] = [];
+test("a job's caller gets the usage line with the answer; a cancel meanwhile gives back and removes, a store's failure leaves it to recovery", async () => {
+	const output = await makeImage('png', 256, 256);
+	const happened: string[] = [];
 	const provider = { name: 'stand-in', generate: async () => [ImageBytes.lent(output)] };
 	const run = createGenerationRunner({
 		providers: { 'p-image': provider, 'p-image-edit': provider, 'textimage-v2': provider },
@@ -23,42 +25,42 @@ test("a caller's failure to write the answer fails the generation, handled while
 		hostedFiles: {
 			putBuffer: async () => ({ id: 'file-1', expiresAt: new Date(Date.now() + 3_600_000) }),
 			publicUrl: (file: { id: string }) => `http://127.0.0.1:1/files/${file.id}`,
+			remove: async (id: string) => void happened.push(`removed ${id}`),
 		},
 		usageLedger: {
-			record: () => {
-				order.push('usage line');
-				return new Promise<void>((resolve) => (usageWritten = resolve));
-			},
+			record: async () => void happened.push('ledger told'),
+			statementsFor: (entry: { requestId: string; images: number }): SqlStatement[] => [{ sql: 'INSERT INTO usage_lines', values: [entry.requestId, entry.images] }],
 		},
-		budgets: { reserve: async () => null },
+		budgets: {
+			reserve: async () => ({ settle: async () => void happened.push('settled'), release: async () => void happened.push('released') }),
+		},
 		log: console,
 	} as unknown as GenerationServices);
 
-	const unhandled: unknown[] = [];
-	const onUnhandled = (reason: unknown) => unhandled.push(reason);
-	process.on('unhandledRejection', onUnhandled);
-	try {
-		const failure = new Error('the job store is gone');
-		const generation = run(parseGenerationRequest({ model: 'p-image', prompt: 'a harbour', response_format: 'url' }), {
-			apiKeyId: 'k',
-			apiKey: flatKeyPolicy('k'),
-			clientGone: new AbortController().signal,
-			succeeded: async (answer) => {
-				order.push(`told ${answer.data.length} image`);
-				throw failure;
-			},
-		});
-		const settled = generation.then(
-			() => 'answered',
-			(error: unknown) => error,
-		);
-		// Turns pass (and Node would report an unhandled rejection) before the usage line is on the disk.
-		await new Promise((resolve) => setTimeout(resolve, 50));
-		usageWritten();
-		expect(await settled).toBe(failure);
-		expect(order).toEqual(['usage line', 'told 1 image']);
-		expect(unhandled).toEqual([]);
-	} finally {
-		process.off('unhandledRejection', onUnhandled);
-	}
+	const request = parseGenerationRequest({ model: 'p-image', prompt: 'a harbour', response_format: 'url' });
+	const failure = new Error('the job store is gone');
+	let told: readonly SqlStatement[] = [];
+	const caller = { apiKeyId: 'k', apiKey: flatKeyPolicy('k'), clientGone: new AbortController().signal };
+	const storeGone = async (answer: { data: unknown[] }, usageLine: readonly SqlStatement[]) => {
+		happened.push(`told ${answer.data.length} image`);
+		told = usageLine;
+		throw failure;
+	};
+	await expect(run(request, { ...caller, succeeded: storeGone })).rejects.toBe(failure);
+	expect(told).toEqual([{ sql: 'INSERT INTO usage_lines', values: [expect.any(String), 1] }]);
+	expect(happened).toEqual(['told 1 image']);
+
+	happened.length = 0;
+	const job = new AbortController();
+	const canceledMeanwhile = async () => {
+		happened.push('told');
+		job.abort(new DOMException('the job was canceled', 'AbortError'));
+		throw job.signal.reason;
+	};
+	await expect(run(request, { ...caller, clientGone: job.signal, succeeded: canceledMeanwhile })).rejects.toMatchObject({ code: 'cancelled' });
+	expect(happened).toEqual(['told', 'released', 'removed file-1']);
+
+	happened.length = 0;
+	await run(request, { ...caller, succeeded: async () => void happened.push('told') });
+	expect(happened).toEqual(['told', 'settled']);
 });

@@ -1,8 +1,9 @@
 /**
  * What every JobStore must do, written once and run against each adapter (the data dir in
  * test/server/jobs/job-store-sqlite.test.ts, PostgreSQL in job-store-postgres.test.ts): jobs found
- * only by their own key, ended once (a canceled job keeps its state), leases renewed and taken
- * over, charges released exactly once, and swept with the retention.
+ * only by their own key, ended once (a canceled job keeps its state) with what the end decides in
+ * its transaction, leases renewed and taken over, charges released exactly once, and swept with
+ * the retention.
  */
 import { randomBytes } from 'node:crypto';
 import type { KeyStore } from '../../../server/src/keys/key-store';
@@ -90,6 +91,41 @@ export function describeJobStoreContract(name: string, factory: () => Promise<Jo
 			expect(ended).toMatchObject({ id: job.id, status: 'succeeded', result: RESULT, error: null, finishedAt: at(2000) });
 			expect(await store.finish(job.id, 'process-1', { status: 'failed', error: FAILED, finishedAt: at(3000) })).toBeNull();
 			expect(await store.get(job.id, 'key-a')).toEqual(ended);
+		});
+
+		it('writes what an end or a cancel decides in its transaction, made from the job as it ends, and only with it', async () => {
+			// What is written alongside here is a mark on another job's row, so the store alone can read it back.
+			const witness = await started({ apiKeyId: 'key-w' });
+			const seen: string[] = [];
+			const mark = (micros: number) => (ended: { id: string; status: string; finishedAt: Date | null }) => {
+				seen.push(`${ended.status} ${ended.finishedAt?.toISOString()}`);
+				return [{ sql: 'UPDATE generation_jobs SET charged_micros = $2 WHERE id = $1', values: [witness.id, micros] }];
+			};
+			const markOf = async () => (await store.get(witness.id, 'key-w'))!.chargedMicros;
+
+			const job = await started();
+			expect(await store.finish(job.id, 'process-2', { status: 'failed', error: FAILED, finishedAt: at(1000), alongside: mark(1) })).toBeNull();
+			expect(await markOf()).toBe(0);
+			const ended = await store.finish(job.id, 'process-1', { status: 'succeeded', result: RESULT, finishedAt: at(2000), alongside: mark(2) });
+			expect(ended).toMatchObject({ status: 'succeeded', result: RESULT, finishedAt: at(2000) });
+			expect(await markOf()).toBe(2);
+			// Made from the job as it would end (asked even for an end not written, which writes none of it).
+			expect(seen.at(-1)).toBe(`succeeded ${at(2000).toISOString()}`);
+
+			const canceled = await started();
+			expect((await store.cancel(canceled.id, 'key-a', at(3000), mark(3)))?.canceledNow).toBe(true);
+			expect(await markOf()).toBe(3);
+			expect(await store.cancel(canceled.id, 'key-a', at(4000), mark(4))).toMatchObject({ canceledNow: false });
+			expect(await store.finish(canceled.id, 'process-1', { status: 'succeeded', result: RESULT, finishedAt: at(5000), alongside: mark(5) })).toBeNull();
+			expect(await markOf()).toBe(3);
+
+			// An end whose alongside fails is not written either.
+			const refused = await started();
+			const failing = () => [{ sql: 'UPDATE no_such_table SET x = 1' }];
+			await expect(store.finish(refused.id, 'process-1', { status: 'succeeded', result: RESULT, finishedAt: at(6000), alongside: failing })).rejects.toThrow();
+			expect(await store.get(refused.id, 'key-a')).toMatchObject({ status: 'running' });
+			await expect(store.finish(refused.id, 'process-1', { status: 'failed', error: FAILED, finishedAt: at(6000), release: true, alongside: failing })).rejects.toThrow();
+			expect(await store.get(refused.id, 'key-a')).toMatchObject({ status: 'running' });
 		});
 
 		it('cancels a running job, which its owner then cannot overwrite; a finished job answers its final state', async () => {

@@ -1,8 +1,8 @@
 /**
  * Job endings as webhooks through the whole service in process: `GET /v1/webhooks/secret`, the
- * listener the job runner calls (called here directly, as the runner does once a job's end is
- * durable), the event's shape, a body without base64, and a pending delivery that a restart on the
- * same data dir sends — all to a receiver on loopback, on a fake clock.
+ * delivery of a job's end (enqueued here directly, as the runner writes it with the end), the
+ * event's shape, a body without base64, and a pending delivery that a restart on the same data dir
+ * sends — all to a receiver on loopback, on a fake clock.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
 import { RETRY_PAUSES_MS } from '../../../server/src/webhooks/outbox';
 import type { GenerationObject } from '../../../server/src/jobs/job-store';
 import { TEST_API_KEY } from '../../helpers/server';
+import { enqueueJobEnd } from '../support/job-ends';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 import { useFakeClock } from '../support/clock';
 import { call, eventually } from '../support/http';
@@ -74,7 +75,7 @@ it('GET /v1/webhooks/secret: a whsec_ secret per key, not cached, the same after
 it('a job’s end is delivered as { type, timestamp, data }, signed with the secret of the key that made it', async () => {
 	const server = await start();
 	const apiKeyId = apiKeyIdOf(server.apiKey);
-	await server.app.webhooks.jobListener.jobEnded({ apiKeyId, webhookUrl: receiver.url, generation: generation() });
+	await enqueueJobEnd(server, { apiKeyId, webhookUrl: receiver.url, generation: generation() });
 	expect(await eventually(() => receiver.received.length === 1)).toBe(true);
 	const [delivery] = receiver.received;
 	verifyStandardWebhook(await secretOf(server), delivery!.headers, delivery!.body, Math.floor(Date.now() / 1000));
@@ -101,11 +102,10 @@ it('failed and canceled jobs name their end; a job without webhook_url or not en
 	const server = await start();
 	const apiKeyId = apiKeyIdOf(server.apiKey);
 	const error = { message: 'The provider failed', type: 'provider_error', param: null, code: 'provider_error' };
-	const { jobListener } = server.app.webhooks;
-	await jobListener.jobEnded({ apiKeyId, generation: generation() });
-	await jobListener.jobEnded({ apiKeyId, webhookUrl: receiver.url, generation: generation({ status: 'running', result: null, finished_at: null }) });
-	await jobListener.jobEnded({ apiKeyId, webhookUrl: receiver.url, generation: generation({ id: 'gen_f', status: 'failed', result: null, error }) });
-	await jobListener.jobEnded({ apiKeyId, webhookUrl: receiver.url, generation: generation({ id: 'gen_c', status: 'canceled', result: null }) });
+	await enqueueJobEnd(server, { apiKeyId, generation: generation() });
+	await enqueueJobEnd(server, { apiKeyId, webhookUrl: receiver.url, generation: generation({ status: 'running', result: null, finished_at: null }) });
+	await enqueueJobEnd(server, { apiKeyId, webhookUrl: receiver.url, generation: generation({ id: 'gen_f', status: 'failed', result: null, error }) });
+	await enqueueJobEnd(server, { apiKeyId, webhookUrl: receiver.url, generation: generation({ id: 'gen_c', status: 'canceled', result: null }) });
 	expect(await eventually(() => receiver.received.length === 2)).toBe(true);
 	const events = receiver.received.map((delivery) => JSON.parse(delivery.body)).sort((a, b) => a.data.id.localeCompare(b.data.id));
 	expect(events.map((event) => [event.type, event.data.id])).toEqual([
@@ -119,7 +119,7 @@ it('a result with inline images is delivered without its base64: result null, th
 	const server = await start();
 	const inline = generation();
 	inline.result = { ...inline.result!, data: [{ b64_json: 'A'.repeat(400_000), seed: 7 }] };
-	await server.app.webhooks.jobListener.jobEnded({ apiKeyId: apiKeyIdOf(server.apiKey), webhookUrl: receiver.url, generation: inline });
+	await enqueueJobEnd(server, { apiKeyId: apiKeyIdOf(server.apiKey), webhookUrl: receiver.url, generation: inline });
 	expect(await eventually(() => receiver.received.length === 1)).toBe(true);
 	const delivery = receiver.received[0]!;
 	expect(delivery.body.length).toBeLessThan(2_000);
@@ -129,7 +129,7 @@ it('a result with inline images is delivered without its base64: result null, th
 it('a delivery pending when the service stops is sent by the next start on the same data dir, with the same id', async () => {
 	const first = await start();
 	receiver.answer(500);
-	await first.app.webhooks.jobListener.jobEnded({ apiKeyId: apiKeyIdOf(first.apiKey), webhookUrl: receiver.url, generation: generation() });
+	await enqueueJobEnd(first, { apiKeyId: apiKeyIdOf(first.apiKey), webhookUrl: receiver.url, generation: generation() });
 	expect(await eventually(() => receiver.received.length === 1)).toBe(true);
 	await first.app.webhooks.outbox.settled();
 	await first.stop();

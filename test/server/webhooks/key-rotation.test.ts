@@ -6,6 +6,7 @@
  */
 import type { GenerationObject } from '../../../server/src/jobs/job-store';
 import { RETRY_PAUSES_MS } from '../../../server/src/webhooks/outbox';
+import { enqueueJobEnd } from '../support/job-ends';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 import { useFakeClock } from '../support/clock';
 import { call, createManagedKey, eventually, postJson } from '../support/http';
@@ -37,7 +38,7 @@ const generation = (id: string): GenerationObject => ({ object: 'generation', id
 /** A job of the key ends with a webhook, as the job runner reports it; answers the delivery received. */
 async function deliveryFor(keyId: string, jobId: string): Promise<Received> {
 	const before = receiver.received.length;
-	await server.app.webhooks.jobListener.jobEnded({ apiKeyId: keyId, webhookUrl: receiver.url, generation: generation(jobId) });
+	await enqueueJobEnd(server, { apiKeyId: keyId, webhookUrl: receiver.url, generation: generation(jobId) });
 	expect(await eventually(() => receiver.received.length === before + 1)).toBe(true);
 	await server.app.webhooks.outbox.settled();
 	return receiver.received[before]!;

@@ -5,7 +5,7 @@
  * store's hot statements are not parsed and planned on every call.
  */
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import type { Changes, SqlAdapter, SqlStatement, SqlTransaction } from '../sql-adapter';
+import { changedSomething, type Changes, type SqlAdapter, type SqlStatement, type SqlTransaction } from '../sql-adapter';
 import { withConnection } from './connection';
 
 const MAX_PREPARED = 1_000;
@@ -38,9 +38,11 @@ export class PostgresAdapter implements SqlAdapter {
 			this.pool,
 			async (client) => {
 				let answer: unknown;
-				for (const statement of statements) {
-					if (statement.ifChanged && (answer as Changes | undefined)?.changes === 0) continue;
+				let firstChanged = false;
+				for (const [index, statement] of statements.entries()) {
+					if ((statement.ifChanged && !changedSomething(answer)) || (statement.ifFirstChanged && !firstChanged)) continue;
 					answer = await this.answer(client, statement);
+					if (index === 0) firstChanged = changedSomething(answer);
 				}
 				return answer as Answer;
 			},

@@ -19,8 +19,10 @@ export interface WriteStatement {
 	row?: boolean;
 	/** Answer every row the statement returns (RETURNING) instead of `{ changes }`. */
 	rows?: boolean;
-	/** Run only when the statement before it changed a row. */
+	/** Run only when the statement before it changed a row (or answered one). */
 	ifChanged?: boolean;
+	/** Run only when the write's first statement changed a row (or answered one). */
+	ifFirstChanged?: boolean;
 }
 
 /** A failure keeps SQLite's code (SQLITE_FULL, SQLITE_BUSY …): the condition and the HTTP answer read it. */
@@ -43,6 +45,8 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const connections = new Map();
 const sent = (error) => ({ message: error.message, code: error.code });
+// As sql-adapter.ts changedSomething: rows changed, or a row answered.
+const changed = (answer) => (answer === undefined || answer === null ? false : Array.isArray(answer) ? answer.length > 0 : typeof answer.changes === 'number' ? answer.changes > 0 : true);
 const attempt = (run) => {
 	try {
 		return { ok: true, value: run() };
@@ -57,9 +61,11 @@ const connect = ({ file, busyTimeoutMs }) => {
 	const statement = (sql) => prepared.get(sql) ?? prepared.set(sql, database.prepare(sql)).get(sql);
 	const one = database.transaction((write) => {
 		let answer;
-		for (const step of write) {
-			if (step.ifChanged && answer?.changes === 0) continue;
+		let firstChanged = false;
+		for (const [index, step] of write.entries()) {
+			if ((step.ifChanged && !changed(answer)) || (step.ifFirstChanged && !firstChanged)) continue;
 			answer = step.row ? statement(step.sql).get(step.values) : step.rows ? statement(step.sql).all(step.values) : { changes: statement(step.sql).run(step.values).changes };
+			if (index === 0) firstChanged = changed(answer);
 		}
 		return answer;
 	});

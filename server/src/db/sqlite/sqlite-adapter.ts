@@ -55,6 +55,7 @@ export class SqliteAdapter implements SqlAdapter {
 				values: bindNumbered(statement.values ?? []),
 				...(statement.returns === 'row' ? { row: true } : statement.returns === 'rows' ? { rows: true } : {}),
 				...(statement.ifChanged ? { ifChanged: true } : {}),
+				...(statement.ifFirstChanged ? { ifFirstChanged: true } : {}),
 			})),
 			options,
 		);
