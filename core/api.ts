@@ -26,8 +26,11 @@ export const NO_PROVENANCE: Provenance = { c2pa: 'none', digital_source_type: nu
 /** IPTC's term for media made by a trained model: what every generated image says it is. */
 export const TRAINED_ALGORITHMIC_MEDIA = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 
-/** `seed`: the one the image was made with (the caller's, or drawn for them). */
-const imageMarks = { seed: z.number().int(), provenance: provenanceSchema.optional() };
+/**
+ * `seed`: the one the image was made with (the caller's, or drawn for them); absent when the host
+ * drew it with a seed of its own (a ComfyUI workflow without `{{seed}}`).
+ */
+const imageMarks = { seed: z.number().int().optional(), provenance: provenanceSchema.optional() };
 export const generatedImageSchema = z.union([
 	z.object({ url: z.string().url(), expires_at: instant, ...imageMarks }),
 	z.object({ b64_json: z.string(), ...imageMarks }),

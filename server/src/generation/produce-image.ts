@@ -60,7 +60,7 @@ export async function produceImage(production: ImageProduction, index: number): 
 	// reserved) one image per call: the rest are neither fetched, hosted nor paid for.
 	const source = await providerImage(ran.outputs[0]!, ran.servedBy, production);
 	const marked = await markedImage(source, ran.servedBy, production);
-	return { answered: await deliver(marked, seed, production), servedBy: ran.servedBy };
+	return { answered: await deliver(marked, ran.seedUsed ? seed : undefined, production), servedBy: ran.servedBy };
 }
 
 /**
@@ -114,12 +114,16 @@ function keptImage(source: ImageBytes, fitted: Buffer, marked: Buffer): ImageByt
 	return kept;
 }
 
-/** The image's entry in the answer: sent from memory, or stored and sent from memory or answered as its URL. */
-async function deliver({ image, media, provenance }: MarkedImage, seed: number, production: ImageProduction): Promise<AnsweredImage> {
+/**
+ * The image's entry in the answer: sent from memory, or stored and sent from memory or answered as
+ * its URL. `seed` is absent when the host drew it without the request's.
+ */
+async function deliver({ image, media, provenance }: MarkedImage, seed: number | undefined, production: ImageProduction): Promise<AnsweredImage> {
 	const { generation, hostedFiles } = production;
 	const inline = generation.response_format === 'b64_json';
+	const marks = { ...(seed === undefined ? {} : { seed }), provenance };
 	// Nobody will replay this answer: the marked image goes out from memory, in pieces.
-	if (inline && !production.keepsInlineImages) return { b64_json: new InlineBytes(image), seed, provenance };
+	if (inline && !production.keepsInlineImages) return { b64_json: new InlineBytes(image), ...marks };
 	// An inline image is stored too (its job keeps it, and a replay sends it from storage in pieces):
 	// neither the answer nor its records hold it whole. Its row is not synced on its own: the
 	// usage line is made durable before the answer, and its sync of the same database covers this
@@ -129,7 +133,7 @@ async function deliver({ image, media, provenance }: MarkedImage, seed: number, 
 	const stored = await hostedFiles.putBuffer(image.bytes, media, production.apiKeyId, provenance, { durable: false, ...(inline ? { synced: false } : {}) });
 	production.storedIds.push(stored.id);
 	// The first answer goes out from the bytes at hand (no read back), replays and the job's from the file.
-	if (inline) return { b64_json: new InlineFile(stored.id, new InlineBytes(image)), seed, provenance };
+	if (inline) return { b64_json: new InlineFile(stored.id, new InlineBytes(image)), ...marks };
 	image.release();
-	return { url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), seed, provenance };
+	return { url: hostedFiles.publicUrl(stored), expires_at: stored.expiresAt.toISOString(), ...marks };
 }

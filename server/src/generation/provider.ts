@@ -52,6 +52,11 @@ export interface GenerationContext {
 	 * A resumed job is not told again.
 	 */
 	hostJobStarted?(job: HostJobRef): Promise<void>;
+	/**
+	 * Told by a provider whose host drew the image without the request's seed (a ComfyUI workflow
+	 * without `{{seed}}`): the answer then names no seed rather than one that made nothing of it.
+	 */
+	seedUnused?(): void;
 }
 
 export interface ProviderAttempt {

@@ -37,19 +37,20 @@ export interface ProviderRun {
 }
 
 /**
- * Runs the model's provider and reports every host's failure to the metrics. Answers the images
- * and the host that served them.
+ * Runs the model's provider and reports every host's failure to the metrics. Answers the images,
+ * the host that served them, and whether the request's seed made them (GenerationContext.seedUnused).
  */
-export async function runProvider(provider: GenerationProvider, generation: SettledRequest, run: ProviderRun): Promise<{ outputs: ProviderImage[]; servedBy: string }> {
+export async function runProvider(provider: GenerationProvider, generation: SettledRequest, run: ProviderRun): Promise<{ outputs: ProviderImage[]; servedBy: string; seedUsed: boolean }> {
 	const { metrics, seen } = run;
 	const attempts: ProviderAttempt[] = [];
 	const members = chainMembers(provider);
+	let seedUsed = true;
 	try {
-		const outputs = await generateOnce(provider, generation, run, (attempt) => attempts.push(attempt));
+		const outputs = await generateOnce(provider, generation, run, { attempted: (attempt) => attempts.push(attempt), seedUnused: () => void (seedUsed = false) });
 		const served = attempts.find((attempt) => attempt.error === undefined)?.provider ?? members[0]!;
 		countFailures(attempts, metrics);
 		seen.provider = served;
-		return { outputs, servedBy: served };
+		return { outputs, servedBy: served, seedUsed };
 	} catch (error) {
 		// Reports that arrive after the time limit has already decided are not this run's.
 		const reported = attempts.slice();
@@ -79,7 +80,7 @@ async function generateOnce(
 	provider: GenerationProvider,
 	generation: SettledRequest,
 	{ loadInputImage, imageWork, deadline, caller, signal, stopped }: ProviderRun,
-	attempted: (attempt: ProviderAttempt) => void,
+	told: Required<Pick<GenerationContext, 'attempted' | 'seedUnused'>>,
 ): Promise<ProviderImage[]> {
 	let fail: () => void = () => undefined;
 	const aborted = new Promise<never>((_, reject) => {
@@ -88,7 +89,7 @@ async function generateOnce(
 		else signal.addEventListener('abort', fail, { once: true });
 	});
 	try {
-		const context: GenerationContext = { signal, deadline, loadInputImage, attempted, imageWork, ...(caller.hostJobStarted ? { hostJobStarted: caller.hostJobStarted } : {}) };
+		const context: GenerationContext = { signal, deadline, loadInputImage, imageWork, ...told, ...(caller.hostJobStarted ? { hostJobStarted: caller.hostJobStarted } : {}) };
 		const { resume } = caller;
 		if (resume && !provider.resume) throw new Error(`the ${provider.name} provider cannot follow a job it started before`);
 		const work = resume ? provider.resume!(resume.job, context) : provider.generate(generation, context);

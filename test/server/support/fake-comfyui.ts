@@ -5,7 +5,8 @@
  * for a value that does not convert, one out of bounds, an unknown model file, a LoadImage naming
  * no uploaded file) and queues it under the client's `prompt_id` when the body has one, else a
  * UUID of its own (`{ prompt_id, number, node_errors }`; a prompt id sent twice is queued twice,
- * as ComfyUI does not look); one prompt runs at a time for `runMs`;
+ * as ComfyUI does not look; `takesClientPromptId(false)`: always its own, as older ComfyUI did);
+ * one prompt runs at a time for `runMs`;
  * `GET /history/<id>` is `{}` until the prompt ended, then its outputs and status (an
  * `execution_error` or `execution_interrupted` message when it failed), until `POST /history
  * { delete }` forgets it; `GET /view` serves the PNG an output names (output files stay: ComfyUI
@@ -13,20 +14,23 @@
  * `POST /queue { delete }` and `POST /interrupt`, which stops whatever runs, as ComfyUI did before
  * it took a `prompt_id` (PR #9607), or with `interruptNamesPrompt(true)` as since: only the
  * prompt named, when it is the one running. Every request is recorded; the next answers of a
- * route can be scripted, or lost after ComfyUI did the work (`loseNextAnswer`).
+ * route can be scripted, delayed, or lost after ComfyUI did the work (`loseNextAnswer`).
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { pythonText, validateComfyWorkflow } from './fake-comfyui-validation';
 import { scriptedAnswers, startRecordingServer, type RecordedCall } from './recording-server';
 
 export interface ComfyScripted {
-	/** 0: the connection is cut without an answer. */
-	status: number;
+	/** 0: the connection is cut without an answer; absent: the route's own answer (after `delayMs`). */
+	status?: number;
 	/** JSON, or a string sent as it is with `contentType`. */
 	body?: unknown;
 	contentType?: string;
 	/** ComfyUI did the call's work (queued the prompt) before this answer replaced its own: a proxy that gave up, a cut connection. */
 	afterRoute?: boolean;
+	/** The answer goes out this much later (the work, when done, is done at once). */
+	delayMs?: number;
 }
 
 export interface ExecutionError {
@@ -63,6 +67,8 @@ export interface FakeComfyUI {
 	loseNextAnswer(method: string, pathPrefix: string, status: number): void;
 	/** `POST /interrupt { prompt_id }` as ComfyUI since PR #9607 takes it (true), or as before, stopping whatever runs (false, the default). */
 	interruptNamesPrompt(on: boolean): void;
+	/** `POST /prompt` takes the client's `prompt_id` (true, the default), or names every prompt itself as older ComfyUI did (false). */
+	takesClientPromptId(on: boolean): void;
 	/** Queues a workflow as another client would, and answers its prompt id. */
 	queueDirectly(workflow: unknown, clientId?: string): Promise<string>;
 	/** Ids running and waiting. */
@@ -84,6 +90,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 	let number = 0;
 	let outputCount = 0;
 	let interruptByPromptId = false;
+	let clientPromptIds = true;
 	const scripts = scriptedAnswers<ComfyScripted>();
 	const pending: Prompt[] = [];
 	let running: { prompt: Prompt; timer: NodeJS.Timeout } | undefined;
@@ -138,7 +145,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 			return { status: 400, body: { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: nodeErrors } };
 		}
 		// server.py post_prompt: `str(json_data.get("prompt_id", uuid.uuid4()))`.
-		const id = body.prompt_id === undefined ? randomUUID() : pythonText(body.prompt_id);
+		const id = body.prompt_id === undefined || !clientPromptIds ? randomUUID() : pythonText(body.prompt_id);
 		const prompt: Prompt = { number: number++, id, workflow, clientId: body.client_id, fails: nextFailure };
 		nextFailure = undefined;
 		pending.push(prompt);
@@ -204,18 +211,29 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		return { status: 200, body: { name, subfolder: '', type: 'input' } };
 	}
 
-	const recorder = await startRecordingServer((call, response) => {
-		const scripted = scripts.take(call);
-		if (scripted) {
-			if (scripted.afterRoute) route(call, new URL(call.path, 'http://comfyui.local'));
-			if (scripted.status === 0) return void response.socket?.destroy();
-			const text = typeof scripted.body === 'string' ? scripted.body : JSON.stringify(scripted.body ?? {});
-			return void response.writeHead(scripted.status, { 'content-type': scripted.contentType ?? 'application/json' }).end(text);
-		}
-		const answer = route(call, new URL(call.path, 'http://comfyui.local'));
+	function send(response: ServerResponse, answer: { status: number; body?: unknown; bytes?: Buffer }): void {
 		if (answer.bytes) response.writeHead(answer.status, { 'content-type': 'image/png' }).end(answer.bytes);
 		else if (answer.body === undefined) response.writeHead(answer.status).end();
 		else response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
+	}
+
+	/** A scripted answer: in place of the route, or after it did its work; cut, replaced or late. */
+	function sendScripted(call: RecordedCall, response: ServerResponse, scripted: ComfyScripted): void {
+		const routed = scripted.afterRoute || scripted.status === undefined ? route(call, new URL(call.path, 'http://comfyui.local')) : undefined;
+		const answer = () => {
+			if (scripted.status === undefined) return send(response, routed!);
+			if (scripted.status === 0) return void response.socket?.destroy();
+			const text = typeof scripted.body === 'string' ? scripted.body : JSON.stringify(scripted.body ?? {});
+			response.writeHead(scripted.status, { 'content-type': scripted.contentType ?? 'application/json' }).end(text);
+		};
+		if (scripted.delayMs) setTimeout(answer, scripted.delayMs);
+		else answer();
+	}
+
+	const recorder = await startRecordingServer((call, response) => {
+		const scripted = scripts.take(call);
+		if (scripted) sendScripted(call, response, scripted);
+		else send(response, route(call, new URL(call.path, 'http://comfyui.local')));
 	});
 	const { origin, calls } = recorder;
 
@@ -229,6 +247,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 		script: (method, prefix, answer) => scripts.add(method, prefix, answer),
 		loseNextAnswer: (method, prefix, status) => scripts.add(method, prefix, { status, afterRoute: true, body: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html' }),
 		interruptNamesPrompt: (on) => void (interruptByPromptId = on),
+		takesClientPromptId: (on) => void (clientPromptIds = on),
 		async queueDirectly(workflow, clientId = 'someone-else') {
 			const response = await fetch(`${origin}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: workflow, client_id: clientId }) });
 			const answer = (await response.json()) as { prompt_id: string };
@@ -250,6 +269,7 @@ export async function startFakeComfyUI(): Promise<FakeComfyUI> {
 			nextFailure = undefined;
 			runMs = 50;
 			interruptByPromptId = false;
+			clientPromptIds = true;
 		},
 		close() {
 			if (running) clearTimeout(running.timer);

@@ -3,9 +3,10 @@
  * of node id → `{ class_type, inputs }`, the body ComfyUI's `POST /prompt` takes as `prompt`. The
  * request reaches it through placeholders: a JSON string value that is exactly `{{prompt}}`,
  * `{{negative_prompt}}`, `{{seed}}`, `{{width}}`, `{{height}}`, `{{image}}` or `{{image_2}}`…
- * is replaced by the request's value, typed (seed, width and height as numbers, since ComfyUI's
- * validation refuses the string "42" for an INT input). The file is read and checked once, at
- * start-up; each refusal names the file and the reason.
+ * is replaced by the request's value, typed: seed, width and height as numbers. ComfyUI would
+ * convert "42" for an INT input itself (execution.py `validate_inputs`), but only for inputs a
+ * node declares INT or FLOAT; a custom node's untyped input gets the number as it is. The file is
+ * read and checked once, at start-up; each refusal names the file and the reason.
  */
 import { readFileSync } from 'node:fs';
 
@@ -26,6 +27,8 @@ export interface ComfyWorkflow {
 	outputNodes: string[];
 	/** How many input images it binds: 0 without `{{image}}`, n with `{{image}}` … `{{image_n}}`. */
 	imageInputs: number;
+	/** Whether it binds `{{seed}}`: without, its images are drawn with the workflow's own seed, not the request's. */
+	bindsSeed: boolean;
 }
 
 /** What fills the placeholders of one generation. */
@@ -99,7 +102,7 @@ function checkComfyWorkflow(parsed: unknown, path: string): ComfyWorkflow {
 	const imageInputs = countImageInputs(found, refuse);
 	const outputNodes = Object.keys(nodes).filter((id) => IMAGE_OUTPUT_NODES.includes(nodes[id]!.class_type));
 	if (outputNodes.length === 0) refuse(`has no image output node (${IMAGE_OUTPUT_NODES.join(' or ')}), so ComfyUI would report no image`);
-	return { path, nodes, outputNodes, imageInputs };
+	return { path, nodes, outputNodes, imageInputs, bindsSeed: found.has('seed') };
 }
 
 function isPlaceholder(name: string): boolean {

@@ -1,19 +1,22 @@
 /**
  * `comfyui`: a ComfyUI server someone runs (COMFYUI_BASE_URL), one workflow file per model in
  * ComfyUI's API format (`--comfyui-workflow p-image=./flux.json`, comfyui-workflow.ts).
- * Shapes from ComfyUI's server (server.py, execution.py): `POST /prompt` `{ prompt, client_id }`
- * answers `{ prompt_id, number, node_errors }`, or 400 `{ error: { type, message, details },
- * node_errors: { <node id>: { class_type, errors: [{ message, details }] } } }` when validation
- * fails; `GET /history/<prompt_id>` is `{}` until the prompt ended, then `{ <prompt_id>: { outputs:
- * { <node id>: { images: [{ filename, subfolder, type }] } }, status: { status_str: success|error,
- * messages: [[event, data], …] } } }` (an `execution_error` message carries the node and the
- * exception); `GET /view?filename=&subfolder=&type=` serves an image; `POST /upload/image`
- * (multipart `image`, `overwrite`) answers `{ name, subfolder, type }`; `GET /queue` lists
- * `queue_running` and `queue_pending` as `[number, prompt_id, …]`; `POST /queue { delete: [id] }`
- * drops a waiting prompt and `POST /interrupt` stops the one running.
- * The prompt id is told to `hostJobStarted` before the first poll, so a restart follows the same
- * prompt (`resume`) instead of queueing it again. ComfyUI has no authentication of its own and no
- * way to delete an uploaded input, so inputs get unique names and stay in its input folder.
+ * Shapes from ComfyUI's server (server.py, execution.py): `POST /prompt` `{ prompt, client_id,
+ * prompt_id }` answers `{ prompt_id, number, node_errors }`, or 400 `{ error: { type, message,
+ * details }, node_errors: { <node id>: { class_type, errors: [{ message, details }] } } }` when
+ * validation fails; `GET /history/<prompt_id>` is `{}` until the prompt ended, then `{ <prompt_id>:
+ * { outputs: { <node id>: { images: [{ filename, subfolder, type }] } }, status: { status_str:
+ * success|error, messages: [[event, data], …] } } }` (an `execution_error` message carries the
+ * node and the exception), and `POST /history { delete: [id] }` forgets it; `GET
+ * /view?filename=&subfolder=&type=` serves an image; `POST /upload/image` (multipart `image`,
+ * `overwrite`) answers `{ name, subfolder, type }`; `GET /queue` lists `queue_running` and
+ * `queue_pending` as `[number, prompt_id, …]`; `POST /queue { delete: [id] }` drops a waiting
+ * prompt and `POST /interrupt` stops the one running (any one, before PR #9607; since, only the
+ * `prompt_id` its body names).
+ * The prompt id is ours, told to `hostJobStarted` before the prompt is sent, so a restart follows
+ * the same prompt (`resume`) instead of queueing it again. ComfyUI has no authentication of its own
+ * and no way to delete an uploaded input or an output file, so inputs get unique names and stay in
+ * its input folder, and outputs in its output (SaveImage) or temp (PreviewImage) folder.
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,12 +27,12 @@ import { SEED_MAX, type AspectRatio, type ModelId } from '../../../../core/model
 import type { ProviderSettings } from '../../config';
 import { ImageBytes } from '../../media/image-bytes';
 import type { GenerationContext, GenerationProvider, HostJobRef, ProviderImage, SettledRequest } from '../provider';
-import { hostJobUnwanted } from '../provider';
-import { bindComfyWorkflow, loadComfyWorkflow, type ComfyWorkflow } from './comfyui-workflow';
+import { hostJobUnwanted, takenOver } from '../provider';
+import { executionFailure, firstImage, promptRefusal, queuePlace, type HistoryEntry, type QueueState } from './comfyui-answers';
+import { bindComfyWorkflow, loadComfyWorkflow, type ApiWorkflow, type ComfyWorkflow } from './comfyui-workflow';
 import { hostCredentials } from './host-credentials';
-import { boundedHostText } from './host-text';
 import { loadInputImages, requiredSetting } from './inputs';
-import { hostMessage, pollIntervalMs, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
+import { NothingMadeError, pollIntervalMs, postOnce, providerBytes, providerJson, providerRetryPolicy, type ProviderRequest, type ProviderTiming } from './provider-http';
 
 /**
  * Width and height sent for an aspect ratio: about one megapixel, each side a multiple of 64.
@@ -49,22 +52,6 @@ interface QueuedPrompt {
 	prompt_id?: unknown;
 	number?: unknown;
 	node_errors?: unknown;
-}
-
-interface ImageRef {
-	filename?: unknown;
-	subfolder?: unknown;
-	type?: unknown;
-}
-
-interface HistoryEntry {
-	outputs?: Record<string, { images?: ImageRef[] } | undefined>;
-	status?: { status_str?: string; completed?: boolean; messages?: Array<[string, Record<string, unknown>]> };
-}
-
-interface QueueState {
-	queue_running?: unknown[][];
-	queue_pending?: unknown[][];
 }
 
 /** Building one: throws at start-up when COMFYUI_BASE_URL or the model's workflow is missing or wrong. */
@@ -109,25 +96,12 @@ class ComfyuiProvider implements GenerationProvider {
 			...comfyDimensions(request.aspect_ratio),
 			images,
 		});
-		const queued = await this.call<QueuedPrompt>({
-			method: 'POST',
-			url: `${this.root}/prompt`,
-			json: { prompt, client_id: this.clientId },
-			signal: context.signal,
-			deadline: context.deadline,
-			submit: true,
-			refusalMessage: promptRefusal,
-		});
-		if (typeof queued.prompt_id !== 'string' || !queued.prompt_id) throw new ImageGenError(502, 'The comfyui provider queued the prompt but answered no prompt_id', { code: 'upstream_invalid_output' });
-		const id = queued.prompt_id;
-		try {
-			await context.hostJobStarted?.({ provider: 'comfyui', id });
-		} catch (error) {
-			// Not kept, so no one will follow it: the GPU should not draw it either.
-			await this.cancelPrompt(id);
-			throw error;
-		}
-		return await this.follow(id, context, false);
+		// Named here, not by ComfyUI (server.py post_prompt takes the body's `prompt_id`), and kept
+		// before the prompt is sent: a create whose answer is lost, to a proxy or to a restart, is then
+		// followed by this id, never failed while the GPU draws it nor sent a second time.
+		const id = randomUUID();
+		await context.hostJobStarted?.({ provider: 'comfyui', id });
+		return await this.follow(await this.queuePrompt(id, prompt, context), context, false);
 	}
 
 	async resume(job: HostJobRef, context: GenerationContext): Promise<ProviderImage[]> {
@@ -142,10 +116,72 @@ class ComfyuiProvider implements GenerationProvider {
 		return providerJson<T>({ provider: 'comfyui', retry: this.retry, credentials: this.credentials, ...request });
 	}
 
+	/** Best effort, once, within 5 s: a POST whose answer tells nothing (ComfyUI answers an empty 200). */
+	private async post(path: string, json: unknown, signal?: AbortSignal): Promise<void> {
+		await postOnce({ provider: 'comfyui', url: `${this.root}${path}`, json, credentials: this.credentials }, signal);
+	}
+
+	/** Sends the prompt under `id`; answers the id ComfyUI runs it under. */
+	private async queuePrompt(id: string, prompt: ApiWorkflow, context: GenerationContext): Promise<string> {
+		let queued: QueuedPrompt;
+		try {
+			queued = await this.call<QueuedPrompt>({
+				method: 'POST',
+				url: `${this.root}/prompt`,
+				json: { prompt, client_id: this.clientId, prompt_id: id },
+				signal: context.signal,
+				deadline: context.deadline,
+				submit: true,
+				refusalMessage: promptRefusal,
+			});
+		} catch (error) {
+			return await this.afterFailedCreate(id, error, context);
+		}
+		const answered = queued.prompt_id;
+		if (typeof answered !== 'string' || !answered) throw new ImageGenError(502, 'The comfyui provider queued the prompt but answered no prompt_id', { code: 'upstream_invalid_output' });
+		if (answered !== id) await this.keepOwnId(answered, context);
+		return answered;
+	}
+
+	/**
+	 * A ComfyUI that names every prompt itself (older than its taking the client's `prompt_id`) ran
+	 * ours under its own id: that one is kept instead, and the prompt is stopped when it cannot be.
+	 */
+	private async keepOwnId(id: string, context: GenerationContext): Promise<void> {
+		try {
+			await context.hostJobStarted?.({ provider: 'comfyui', id });
+		} catch (error) {
+			// Not kept, so no one will follow it: the GPU should not draw it either.
+			await this.cancelPrompt(id);
+			throw error;
+		}
+	}
+
+	/**
+	 * The create failed. A refusal ComfyUI answered (its 400) or a connection it never took made
+	 * nothing. A proxy's 5xx, a cut connection or an answer that is not ComfyUI's may come after
+	 * ComfyUI queued the prompt: then it is looked up by its id, and followed when ComfyUI has it. A
+	 * run no one wants any more (our time limit, the client gone) asks ComfyUI to stop it instead.
+	 */
+	private async afterFailedCreate(id: string, error: unknown, context: GenerationContext): Promise<string> {
+		if (hostJobUnwanted(context.signal)) {
+			await this.cancelPrompt(id);
+			throw error;
+		}
+		const refused = error instanceof ImageGenError && ['upstream_rejected', 'upstream_auth_failed', 'upstream_rate_limited'].includes(error.code);
+		if (refused || error instanceof NothingMadeError || context.signal.aborted) throw error;
+		const known = await this.knows(id, context).catch(() => false);
+		if (!known) throw error;
+		return id;
+	}
+
+	/** Whether ComfyUI has the prompt: waiting, running, or in its history. */
+	private async knows(id: string, context: GenerationContext): Promise<boolean> {
+		return (await this.queueState(id, context.signal, context.deadline)) !== undefined || (await this.history(id, context)) !== undefined;
+	}
+
 	private async queueState(id: string, signal: AbortSignal, deadline?: number): Promise<'running' | 'pending' | undefined> {
-		const queue = await this.call<QueueState>({ method: 'GET', url: `${this.root}/queue`, signal, deadline });
-		const has = (list: unknown) => Array.isArray(list) && list.some((item) => Array.isArray(item) && item[1] === id);
-		return has(queue.queue_running) ? 'running' : has(queue.queue_pending) ? 'pending' : undefined;
+		return queuePlace(await this.call<QueueState>({ method: 'GET', url: `${this.root}/queue`, signal, deadline }), id);
 	}
 
 	private async history(id: string, context: GenerationContext): Promise<HistoryEntry | undefined> {
@@ -156,16 +192,20 @@ class ComfyuiProvider implements GenerationProvider {
 	/**
 	 * Best effort and short. A waiting prompt is taken off the queue; a running one is interrupted
 	 * only when the queue says it is ours, because `/interrupt` stops whatever runs, someone else's
-	 * prompt too. Its `prompt_id` lets newer ComfyUI check that again itself, closing the moment
-	 * between our look at the queue and the interrupt.
+	 * prompt too (server.py `post_interrupt` before PR #9607). Its `prompt_id` lets newer ComfyUI
+	 * check that again itself, closing the moment between our look at the queue and the interrupt.
+	 * A prompt that started between the look and the delete is no longer in the queue to delete:
+	 * the queue is looked at again, and it is interrupted.
 	 */
 	private async cancelPrompt(id: string): Promise<void> {
 		const signal = AbortSignal.timeout(5_000);
-		const { root, credentials } = this;
 		try {
-			const state = await this.queueState(id, signal);
-			if (state === 'pending') await postOnce({ provider: 'comfyui', url: `${root}/queue`, json: { delete: [id] }, credentials }, signal);
-			if (state === 'running') await postOnce({ provider: 'comfyui', url: `${root}/interrupt`, json: { prompt_id: id }, credentials }, signal);
+			let state = await this.queueState(id, signal);
+			if (state === 'pending') {
+				await this.post('/queue', { delete: [id] }, signal);
+				state = await this.queueState(id, signal);
+			}
+			if (state === 'running') await this.post('/interrupt', { prompt_id: id }, signal);
 		} catch {
 			// The caller is already failing for its own reason.
 		}
@@ -192,15 +232,28 @@ class ComfyuiProvider implements GenerationProvider {
 		}
 	}
 
+	/**
+	 * The ended prompt's first image, or why it has none; then its history entry is deleted.
+	 * ComfyUI keeps every prompt's entry (its whole workflow with it) in memory until it is deleted
+	 * or ten thousand are kept (execution.py MAXIMUM_HISTORY_SIZE), and nobody else reads ours. Kept
+	 * only for a process that took the job over and follows it still.
+	 */
 	private async output(entry: HistoryEntry, id: string, context: GenerationContext): Promise<ProviderImage[]> {
-		if (entry.status?.status_str === 'error') {
-			throw new ImageGenError(502, `The comfyui provider failed: ${executionFailure(entry)}`, { code: 'upstream_failed' });
+		try {
+			if (entry.status?.status_str === 'error') {
+				throw new ImageGenError(502, `The comfyui provider failed: ${executionFailure(entry)}`, { code: 'upstream_failed' });
+			}
+			const image = firstImage(entry, this.workflow);
+			if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${this.workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
+			const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
+			const { root, credentials, retry } = this;
+			const bytes = await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline });
+			// The workflow draws with a seed of its own: the request's made nothing of this image.
+			if (!this.workflow.bindsSeed) context.seedUnused?.();
+			return [ImageBytes.owned(bytes)];
+		} finally {
+			if (!takenOver(context.signal)) await this.post('/history', { delete: [id] });
 		}
-		const image = firstImage(entry, this.workflow);
-		if (!image) throw new ImageGenError(502, `The comfyui provider finished prompt ${id} without an image from ${this.workflow.outputNodes.map((node) => `node ${node}`).join(' or ')}`, { code: 'upstream_no_output' });
-		const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
-		const { root, credentials, retry } = this;
-		return [ImageBytes.owned(await providerBytes({ provider: 'comfyui', method: 'GET', url: `${root}/view?${query}`, credentials, retry, signal: context.signal, deadline: context.deadline }))];
 	}
 
 	/** Uploads the request's input images (as many as the workflow binds) and answers the names ComfyUI gave them. */
@@ -224,51 +277,4 @@ class ComfyuiProvider implements GenerationProvider {
 		if (typeof stored.name !== 'string' || !stored.name) throw new ImageGenError(502, 'The comfyui provider accepted an input image but answered no name for it', { code: 'upstream_invalid_output' });
 		return typeof stored.subfolder === 'string' && stored.subfolder ? `${stored.subfolder}/${stored.name}` : stored.name;
 	}
-}
-
-/** The first image of the workflow's output nodes, in the file's order; else any image the history lists. */
-function firstImage(entry: HistoryEntry, workflow: ComfyWorkflow): { filename: string; subfolder: string; type: string } | undefined {
-	const outputs = entry.outputs ?? {};
-	const ids = [...workflow.outputNodes, ...Object.keys(outputs).filter((id) => !workflow.outputNodes.includes(id))];
-	for (const id of ids) {
-		const image = outputs[id]?.images?.find((each) => typeof each?.filename === 'string' && each.filename);
-		if (image) return { filename: image.filename as string, subfolder: typeof image.subfolder === 'string' ? image.subfolder : '', type: typeof image.type === 'string' ? image.type : 'output' };
-	}
-	return undefined;
-}
-
-/** Why a prompt ended in error, in ComfyUI's words: its `execution_error` (node, exception) or its interruption. */
-function executionFailure(entry: HistoryEntry): string {
-	const messages = Array.isArray(entry.status?.messages) ? entry.status.messages : [];
-	const event = (name: string) => messages.find((message) => Array.isArray(message) && message[0] === name)?.[1];
-	const failed = event('execution_error');
-	if (failed) {
-		const node = failed.node_id === undefined ? '' : ` at node ${String(failed.node_id)}${typeof failed.node_type === 'string' ? ` (${failed.node_type})` : ''}`;
-		const kind = typeof failed.exception_type === 'string' && failed.exception_type ? `${failed.exception_type}: ` : '';
-		return `${kind}${boundedHostText(String(failed.exception_message ?? 'execution error'))}${node}`;
-	}
-	if (event('execution_interrupted')) return 'the prompt was interrupted';
-	return 'the prompt ended in error';
-}
-
-/**
- * `/prompt`'s 400: `error.message` is only "Prompt outputs failed validation"; what failed is in
- * `node_errors`, which is named here (node id, class, each error's message and details).
- */
-function promptRefusal(text: string): string | undefined {
-	let body: { error?: { message?: unknown; details?: unknown } | string; node_errors?: Record<string, { class_type?: unknown; errors?: Array<{ message?: unknown; details?: unknown }> }> };
-	try {
-		body = JSON.parse(text);
-	} catch {
-		return undefined;
-	}
-	if (typeof body !== 'object' || body === null) return undefined;
-	const nodes = Object.entries(body.node_errors && typeof body.node_errors === 'object' ? body.node_errors : {}).map(([id, node]) => {
-		const errors = (Array.isArray(node?.errors) ? node.errors : []).map((each) => [each?.message, each?.details].filter((part) => typeof part === 'string' && part).join(': '));
-		return `node ${id}${typeof node?.class_type === 'string' ? ` (${node.class_type})` : ''}: ${errors.join('; ') || 'invalid'}`;
-	});
-	const error = body.error;
-	const head = typeof error === 'string' ? error : [error?.message, nodes.length === 0 ? error?.details : undefined].filter((part) => typeof part === 'string' && part).join(': ');
-	const message = [head || hostMessage(text), ...nodes].filter(Boolean).join('; ');
-	return message || undefined;
 }

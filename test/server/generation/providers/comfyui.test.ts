@@ -111,6 +111,79 @@ describe('a generation', () => {
 	});
 });
 
+describe('what is left on the GPU box', () => {
+	test('once its image is downloaded, the prompt’s history entry is deleted (POST /history delete)', async () => {
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
+		await provider.generate(request(), context());
+		const id = comfy.callsTo('POST', '/prompt')[0]!.json.prompt_id;
+		const [forget] = comfy.callsTo('POST', '/history');
+		expect(forget!.json).toEqual({ delete: [id] });
+		expect(forget!.at).toBeGreaterThanOrEqual(comfy.callsTo('GET', '/view')[0]!.at);
+		expect(comfy.historyIds()).toEqual([]);
+	});
+
+	test('a prompt that failed: its history entry is deleted once its error is read', async () => {
+		comfy.failNext({ node_id: '3', node_type: 'KSampler', exception_type: 'torch.OutOfMemoryError', exception_message: 'CUDA out of memory' });
+		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
+		await expect(provider.generate(request(), context())).rejects.toMatchObject({ code: 'upstream_failed' });
+		expect(comfy.callsTo('POST', '/history')).toHaveLength(1);
+		expect(comfy.historyIds()).toEqual([]);
+	});
+});
+
+describe('the seed', () => {
+	test('a workflow without {{seed}}: the answer names no seed, since the request’s never reached the image', async () => {
+		const path = join(dir, 'fixed-seed.json');
+		const workflow = JSON.parse(JSON.stringify(loadComfyWorkflow(SDXL).nodes));
+		workflow['3'].inputs.seed = 7;
+		await writeFile(path, JSON.stringify(workflow));
+		const fixed = await startInProcessServer({ args: ['--generation-timeout-seconds', '3', '--providers', 'p-image=comfyui', '--comfyui-workflow', `p-image=${path}`], env, parts: { providerTiming: FAST_HOSTS } });
+		try {
+			const answer = await postJson(fixed, '/v1/images/generations', { model: 'p-image', prompt: 'x', seed: 42 });
+			expect(answer.status).toBe(200);
+			expect(answer.body.data[0].url).toEqual(expect.any(String));
+			expect(answer.body.data[0]).not.toHaveProperty('seed');
+			expect(comfy.callsTo('POST', '/prompt')[0]!.json.prompt['3'].inputs.seed).toBe(7);
+		} finally {
+			await fixed.stop({ removeData: true });
+		}
+	});
+
+	test('the provider tells seedUnused for a workflow without {{seed}}, and not for one with it', async () => {
+		const path = join(dir, 'fixed-seed.json');
+		const workflow = JSON.parse(JSON.stringify(loadComfyWorkflow(SDXL).nodes));
+		workflow['3'].inputs.seed = 7;
+		await writeFile(path, JSON.stringify(workflow));
+		const told: string[] = [];
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, path, FAST_HOSTS).generate(request(), context({ seedUnused: () => void told.push('fixed') }));
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS).generate(request(), context({ seedUnused: () => void told.push('sdxl') }));
+		expect(told).toEqual(['fixed']);
+	});
+});
+
+describe('inputs ComfyUI converts', () => {
+	test('a workflow written with "25" for an INT input runs: ComfyUI converts it as validate_inputs does', async () => {
+		const path = join(dir, 'string-steps.json');
+		const workflow = JSON.parse(JSON.stringify(loadComfyWorkflow(SDXL).nodes));
+		workflow['3'].inputs.steps = '25';
+		await writeFile(path, JSON.stringify(workflow));
+		const images = await comfyuiProvider('p-image', { baseUrl: comfy.origin }, path, FAST_HOSTS).generate(request(), context());
+		expect(await samePixels((images[0] as ImageBytes).bytes, output)).toBe(true);
+		expect(comfy.callsTo('POST', '/prompt')[0]!.json.prompt['3'].inputs).toMatchObject({ steps: '25', seed: 3 });
+	});
+
+	test('a constant that does not convert: 502 naming the node, the input and ComfyUI’s words, not sent again', async () => {
+		const path = join(dir, 'bad-steps.json');
+		const workflow = JSON.parse(JSON.stringify(loadComfyWorkflow(SDXL).nodes));
+		workflow['3'].inputs.steps = 'twenty';
+		await writeFile(path, JSON.stringify(workflow));
+		const failure = await comfyuiProvider('p-image', { baseUrl: comfy.origin }, path, FAST_HOSTS).generate(request(), context()).catch((error: unknown) => error);
+		expect(failure).toMatchObject({ status: 502, code: 'upstream_rejected' });
+		expect((failure as Error).message).toContain("node 3 (KSampler): Failed to convert an input value to a INT value: steps, twenty, invalid literal for int() with base 10: 'twenty'");
+		expect(comfy.callsTo('POST', '/prompt')).toHaveLength(1);
+	});
+});
+
 describe('the host’s failures', () => {
 	test('an execution error: 502 with ComfyUI’s exception and node, nothing charged', async () => {
 		const before = await imagesCharged();
@@ -155,24 +228,25 @@ describe('the host’s failures', () => {
 });
 
 describe('the prompt as a host job', () => {
-	test('hostJobStarted gets the prompt id, awaited, before the first history poll', async () => {
+	test('the prompt id is chosen here and told to hostJobStarted, awaited, before POST /prompt sends it under that id', async () => {
 		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
-		const told: Array<{ job: HostJobRef; pollsBefore: number }> = [];
-		const images = await provider.generate(request(), context({ hostJobStarted: async (job) => void told.push({ job, pollsBefore: comfy.callsTo('GET', '/history/').length }) }));
-		const id = comfy.callsTo('GET', '/history/')[0]!.path.slice('/history/'.length);
-		expect(told).toEqual([{ job: { provider: 'comfyui', id }, pollsBefore: 0 }]);
+		const told: Array<{ job: HostJobRef; promptsBefore: number }> = [];
+		const images = await provider.generate(request(), context({ hostJobStarted: async (job) => void told.push({ job, promptsBefore: comfy.callsTo('POST', '/prompt').length }) }));
+		const [queued] = comfy.callsTo('POST', '/prompt');
+		const id = queued!.json.prompt_id;
+		expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+		expect(told).toEqual([{ job: { provider: 'comfyui', id }, promptsBefore: 0 }]);
+		expect(comfy.callsTo('GET', '/history/').every((poll) => poll.path === `/history/${id}`)).toBe(true);
 		expect(provider.hasJobIds).toBe(true);
 		expect(images).toStrictEqual([ImageBytes.owned(expect.any(Buffer))]);
 	});
 
-	test('a job not kept (hostJobStarted fails) is taken off ComfyUI’s queue', async () => {
-		comfy.setRunMs(60_000);
-		await comfy.queueDirectly(boundSdxl());
+	test('a job not kept (hostJobStarted fails): nothing is sent to ComfyUI', async () => {
 		const provider = comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS);
 		const failure = await provider.generate(request(), context({ hostJobStarted: async () => Promise.reject(new Error('database gone')) })).catch((error: unknown) => error);
 		expect(failure).toMatchObject({ message: 'database gone' });
-		expect(comfy.callsTo('POST', '/queue')).toHaveLength(1);
-		expect(comfy.queue().pending).toEqual([]);
+		expect(comfy.callsTo('POST', '/prompt')).toHaveLength(0);
+		expect(comfy.queue()).toEqual({ running: [], pending: [] });
 	});
 
 	test('resume follows the prompt by its id: never POST /prompt', async () => {
@@ -194,6 +268,17 @@ describe('the prompt as a host job', () => {
 		expect(comfy.callsTo('POST', '/queue').map((each) => each.json)).toEqual([{ delete: [ours] }]);
 		expect(comfy.callsTo('POST', '/interrupt')).toHaveLength(0);
 		expect(comfy.queue()).toEqual({ running: [theirs], pending: [] });
+	});
+
+	test('cancel of a prompt that starts running between the look at the queue and the delete: it is interrupted', async () => {
+		comfy.setRunMs(60_000);
+		const ours = await comfy.queueDirectly(boundSdxl(), 'us');
+		// The first look still sees it waiting; by the delete, it runs.
+		comfy.script('GET', '/queue', { status: 200, body: { queue_running: [], queue_pending: [[0, ours, {}, { client_id: 'us' }, ['9']]] } });
+		await comfyuiProvider('p-image', { baseUrl: comfy.origin }, SDXL, FAST_HOSTS).cancel!({ provider: 'comfyui', id: ours });
+		expect(comfy.callsTo('POST', '/queue').map((each) => each.json)).toEqual([{ delete: [ours] }]);
+		expect(comfy.callsTo('POST', '/interrupt').map((each) => each.json)).toEqual([{ prompt_id: ours }]);
+		expect(comfy.queue()).toEqual({ running: [], pending: [] });
 	});
 
 	test('cancel of our running prompt interrupts it (naming it, for ComfyUI versions that check)', async () => {
