@@ -67,7 +67,7 @@ export interface GenerationCaller {
 	/**
 	 * Told once the budget reserved the generation's price (`reservedUsd`: the price of its n images,
 	 * or 0 for a key without a budget), with the request as the provider will get it (its seed
-	 * drawn), before the provider is called: a job is written here (jobs/job-runner.ts). A failure
+	 * drawn, its aspect ratio settled), before the provider is called: a job is written here (jobs/job-runner.ts). A failure
 	 * ends the generation, its reservation released.
 	 */
 	reserved?(reservation: { generation: GenerationRequest; reservedUsd: number }): Promise<void>;
@@ -114,6 +114,8 @@ interface Generation {
 	price: number;
 	caller: GenerationCaller;
 	seen: Observed;
+	/** The request as the provider gets it (its aspect ratio settled), and the loader of its inputs. */
+	shaped: Awaited<ReturnType<typeof settleAspectRatio>>;
 }
 
 export function createGenerationRunner(services: GenerationServices): GenerationRunner {
@@ -146,7 +148,12 @@ async function generate(services: RunnerServices, request: GenerationRequest, ca
 	const provider = services.providers[withSeed.model];
 	checkProviderLimits(withSeed, provider);
 	const price = services.prices[withSeed.model] ?? MODELS[withSeed.model].priceUsd;
-	const generation: Generation = { request: withSeed, provider, price, caller, seen };
+	// Settled before anything is reserved: a first input that is no image is the request's 400
+	// before a job exists, and the job keeps the ratio it settled to, so a resume needs no input.
+	const shaped = await settleAspectRatio(withSeed, specInForce(withSeed.model, provider), inputImageLoader(withSeed, services.inputs, caller.clientGone)).catch((error: unknown) => {
+		throw !(error instanceof ImageGenError) && caller.clientGone.aborted ? stoppedError(caller.clientGone, services.timeoutMs, provider) : error;
+	});
+	const generation: Generation = { request: withSeed, provider, price, caller, seen, shaped };
 	const reservation = await reserve(services, generation);
 	const { images, servedBy, storedIds } = await produceImages(services, generation, reservation);
 	const answer = answerOf(generation, images);
@@ -170,12 +177,12 @@ async function generate(services: RunnerServices, request: GenerationRequest, ca
  * `n` images: one provider call each; the budget reserves the price of all of them or refuses the
  * generation. A resumed one was reserved before the restart: nothing is reserved again.
  */
-async function reserve(services: RunnerServices, { request, price, caller }: Generation): Promise<BudgetReservation | null> {
+async function reserve(services: RunnerServices, { request, price, caller, shaped }: Generation): Promise<BudgetReservation | null> {
 	const priceUsd = roundUsd(price * (request.n ?? 1));
 	const reservation = caller.resume ? caller.resume.reservation : await services.budgets.reserve(caller.apiKey, priceUsd);
 	if (caller.reserved) {
 		try {
-			await caller.reserved({ generation: request, reservedUsd: reservation ? priceUsd : 0 });
+			await caller.reserved({ generation: { ...request, aspect_ratio: shaped.settled.aspect_ratio }, reservedUsd: reservation ? priceUsd : 0 });
 		} catch (error) {
 			await releaseReservation(reservation, services.log);
 			throw error;
@@ -205,7 +212,7 @@ async function produceImages(
 	const stopped = () => stoppedError(signal, timeoutMs, provider);
 	try {
 		seen.provider = chainMembers(provider)[0]!;
-		const { settled, loadInputImage } = await settleAspectRatio(request, specInForce(request.model, provider), inputImageLoader(request, services.inputs, signal));
+		const { settled, loadInputImage } = generation.shaped;
 		const count = request.n ?? 1;
 		// A job of several images is not followed again after a restart (it ends with its
 		// reservation released): the host's job named is only one of its images.

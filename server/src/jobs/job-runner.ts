@@ -27,6 +27,7 @@ import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../ge
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
+import { storedRequest } from './stored-request';
 import { EndsAwaitingSpace } from './ends-awaiting-space';
 import type { SqlStatement } from '../db/sql-adapter';
 import type { GenerationObject, Job, JobEnd, JobEndDeliveries, JobEndListener, JobError, JobStore } from './job-store';
@@ -309,7 +310,7 @@ export class JobRunner {
 			id,
 			apiKeyId,
 			model: generation.model,
-			request: generation as unknown as Record<string, unknown>,
+			request: storedRequest(generation),
 			webhookUrl: (generation as { webhook_url?: string }).webhook_url ?? null,
 			chargedMicros: toMicros(reservedUsd),
 			createdAt: new Date(),

@@ -16,6 +16,7 @@ import type { GenerationProvider, HostJobRef, ProviderImage } from '../../../ser
 import type { ProviderTable } from '../../../server/src/generation/providers';
 import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { newJobId } from '../../../server/src/jobs/job-runner';
+import { storedRequest } from '../../../server/src/jobs/stored-request';
 import type { GenerationObject, JobEndListener, NewJob } from '../../../server/src/jobs/job-store';
 import { SqlJobStore } from '../../../server/src/jobs/sql-job-store';
 import { apiKeyIdOf } from '../../../server/src/keys/authenticate';
@@ -131,14 +132,14 @@ const spent = (database: SqliteDatabase) => (database.prepare('SELECT COALESCE(s
 const usageLines = (database: SqliteDatabase) => (database.prepare('SELECT count(*) AS lines FROM usage_lines WHERE api_key_id = ?').get(KEY_ID) as { lines: number }).lines;
 
 /** A job a process that stopped left running, charged 5,000 micro-dollars at its admission. */
-async function leftRunning(hostJob: HostJobRef | null): Promise<string> {
+async function leftRunning(hostJob: HostJobRef | null, request: Record<string, unknown> = { model: 'p-image', prompt: 'a lighthouse', seed: 9 }): Promise<string> {
 	const id = newJobId();
 	const createdAt = new Date();
 	const left: NewJob = {
 		id,
 		apiKeyId: KEY_ID,
-		model: 'p-image',
-		request: parseGenerationRequest({ model: 'p-image', prompt: 'a lighthouse', seed: 9 }) as unknown as Record<string, unknown>,
+		model: request.model as NewJob['model'],
+		request: storedRequest(parseGenerationRequest(request)),
 		webhookUrl: null,
 		chargedMicros: 5_000,
 		createdAt,
@@ -170,6 +171,16 @@ describe('a start takes over the jobs a stopped process left running', () => {
 		expect(host.resumed).toHaveLength(1);
 		expect(await images()).toBe(1);
 		expect(await elsewhere(async (_store, database) => spent(database))).toBe(5_000);
+	});
+
+	it('follows an edit whose row kept none of its inline inputs: the host has them, nothing is loaded again', async () => {
+		const inline = (await makeImage('png', 64, 48)).toString('base64');
+		const request = { model: 'p-image-edit', prompt: 'warmer light', seed: 9, images: [inline, inline], aspect_ratio: '4:3' };
+		const id = await leftRunning({ provider: 'stand-in', id: 'host-edit' }, request);
+		await start();
+		expect(await eventually(async () => (await job(id)).status === 'succeeded')).toBe(true);
+		expect(host.creates).toBe(0);
+		expect((await job(id)).result).toMatchObject({ model: 'p-image-edit', usage: { images: 1 } });
 	});
 
 	it('ends one the host never named as failed, code interrupted, its charge given back', async () => {
