@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { generationObjectSchema, generationResponseSchema } from '../../../core/api';
 import { parseGenerationRequest } from '../../../core/schemas';
-import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, IDEMPOTENCY_KEY_HEADER, type ZodTypeProvider } from '../schema-docs/route-schemas';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, EXAMPLE_PNG_DATA_URI, IDEMPOTENCY_KEY_HEADER, type BodyExamples, type ZodTypeProvider } from '../schema-docs/route-schemas';
 import { keyPolicyOf } from '../keys/authenticate';
 import { fingerprintJson } from '../idempotency/idempotency';
 import { clientGoneSignal } from '../http/client-gone';
@@ -35,6 +35,17 @@ const schema = {
 		},
 	},
 	body: { $ref: 'GenerationRequest#' },
+	bodyExamples: {
+		'p-image': { summary: 'p-image: an image from a prompt', value: { model: 'p-image', prompt: 'A lighthouse on a cliff at dusk, watercolour', aspect_ratio: '16:9' } },
+		'p-image-edit': {
+			summary: 'p-image-edit: an input image changed as the prompt says',
+			value: { model: 'p-image-edit', prompt: 'Turn it into a sunset sky with a few clouds', images: [EXAMPLE_PNG_DATA_URI] },
+		},
+		'textimage-v2': {
+			summary: 'textimage-v2: lettering and design',
+			value: { model: 'textimage-v2', prompt: 'A poster that reads "Open late" in bold letters', style_type: 'DESIGN', aspect_ratio: '3:4' },
+		},
+	} satisfies BodyExamples,
 	response: {
 		200: generationResponseSchema,
 		202: generationObjectSchema.describe('The job, accepted (Prefer: respond-async); fetch it at Location'),

@@ -19,7 +19,7 @@ import { keyPolicyOf } from '../keys/authenticate';
 import { sendApiError } from '../http/error-handler';
 import { callTool, toolsFor, type ToolCaller } from '../mcp/tools';
 import { clientGoneSignal } from '../http/client-gone';
-import { API_KEY_AUTH, AUTH_ERRORS, errorResponses } from '../schema-docs/route-schemas';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, type BodyExamples } from '../schema-docs/route-schemas';
 
 const MCP_PATH = '/mcp';
 
@@ -43,6 +43,10 @@ const postSchema = {
 	summary: 'Model Context Protocol, Streamable HTTP, stateless: tools generate_image, get_generation, cancel_generation, upload_file, get_file, delete_file, list_models',
 	...API_KEY_AUTH,
 	body: { type: 'object', description: 'One JSON-RPC 2.0 message (a batch is refused)' },
+	bodyExamples: {
+		'tools/list': { summary: 'The tools this key may use, with their input schemas', value: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+		'tools/call': { summary: 'Call list_models', value: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_models', arguments: {} } } },
+	} satisfies BodyExamples,
 	response: {
 		200: JSON_RPC_ANSWER,
 		202: { description: 'A notification was accepted', type: 'null' },

@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { uploadResponseSchema } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
 import { uploadOptionsJsonSchema, type JsonSchema } from '../schema-docs/json-schema';
-import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, IDEMPOTENCY_KEY_HEADER, type ZodTypeProvider } from '../schema-docs/route-schemas';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, EXAMPLE_PNG_DATA_URI, IDEMPOTENCY_KEY_HEADER, type BodyExamples, type ZodTypeProvider } from '../schema-docs/route-schemas';
 import { fingerprintJson } from '../idempotency/idempotency';
 import { answerMultipartUpload, type MultipartUploadServices } from '../uploads/multipart';
 import { clientGoneSignal } from '../http/client-gone';
@@ -37,6 +37,14 @@ function uploadSchema(retentionSeconds: number) {
 		...API_KEY_AUTH,
 		headers: IDEMPOTENCY_KEY_HEADER,
 		body: { content: { 'application/json': { schema: json }, 'multipart/form-data': { schema: form } } },
+		bodyExamples: {
+			image: { summary: 'An image given inline, hosted as WebP', value: { image: EXAMPLE_PNG_DATA_URI, output_format: 'webp' } },
+			fitted: {
+				summary: 'An image scaled down to at most 512 px a side, online for an hour',
+				// An hour only where the retention allows one: an example this service would refuse helps nobody.
+				value: { file: EXAMPLE_PNG_DATA_URI, max_side: 512, ...(retentionSeconds >= 3600 ? { expires_in: 3600 } : {}) },
+			},
+		} satisfies BodyExamples,
 		response: {
 			200: uploadResponseSchema,
 			...errorResponses([400, 'A field is wrong (param names it)'], ...AUTH_ERRORS, [409, 'Idempotency-Key conflict'], [413, 'Larger than the upload limit'], [415, 'Not a supported image or video'], [507, 'Storage full']),

@@ -15,7 +15,8 @@ import { fingerprintJson } from '../idempotency/idempotency';
 import { keyPolicyOf } from '../keys/authenticate';
 import type { Job } from '../jobs/job-store';
 import { videoObject, videoResultOf } from '../jobs/video-object';
-import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, IDEMPOTENCY_KEY_HEADER, type ZodTypeProvider } from '../schema-docs/route-schemas';
+import { videoRequestJsonSchemas } from '../schema-docs/json-schema';
+import { API_KEY_AUTH, AUTH_ERRORS, errorResponses, EXAMPLE_PNG_DATA_URI, IDEMPOTENCY_KEY_HEADER, type BodyExamples, type ZodTypeProvider } from '../schema-docs/route-schemas';
 import { sendHostedFile } from './send-file';
 import { readVideoForm } from './video-form';
 
@@ -27,12 +28,23 @@ const VIDEO_ID = /^video_[0-9a-f]{32}$/;
 const params = z.object({ id: z.string().describe('The video id, video_…') });
 const NOT_FOUND: [number, string] = [404, 'No video of this key has this id'];
 
+const videoBodies = videoRequestJsonSchemas();
+
+/** The body documents only: parseVideoRequest checks both forms (a multipart form is read by video-form.ts). */
 const createSchema = {
 	tags: ['Videos'],
 	operationId: 'createVideo',
 	summary: 'Make a video (p-video): JSON or multipart, as OpenAI\'s videos API takes it; answers the job at once',
 	...API_KEY_AUTH,
 	headers: IDEMPOTENCY_KEY_HEADER,
+	body: { content: { 'application/json': { schema: videoBodies.json }, 'multipart/form-data': { schema: videoBodies.form } } },
+	bodyExamples: {
+		prompt: { summary: 'Five seconds from a prompt, 16:9 at 720p', value: { model: 'p-video', prompt: 'Waves rolling onto a pebble beach at sunrise', seconds: 5, aspect_ratio: '16:9', resolution: '720p' } },
+		'first frame': {
+			summary: 'A draft from a first frame, as OpenAI\'s SDKs send it',
+			value: { model: 'p-video', prompt: 'The colour slowly fades to deep blue', seconds: '4', input_reference: { image_url: EXAMPLE_PNG_DATA_URI }, draft: true },
+		},
+	} satisfies BodyExamples,
 	response: {
 		200: videoObjectSchema,
 		...errorResponses([400, 'A field is wrong (param names it)'], ...AUTH_ERRORS, [402, "The key's budget is spent"], [409, 'Idempotency-Key reused with another body, or still running'], [413, 'Body too large']),

@@ -9,6 +9,7 @@ import type { ZodTypeAny } from 'zod/v3';
 import { IGNORED_OPENAI_FIELDS, MAX_IMAGES_PER_REQUEST, MODELS, SEED_MAX, type ModelId } from '../../../core/models';
 import { GENERATION_SCHEMAS, UPLOAD_OUTPUT_FORMATS, WEBHOOK_URL_MAX_LENGTH } from '../../../core/schemas';
 import { UPLOAD_OPTION_BOUNDS } from '../../../core/upload-options';
+import { VIDEO_MODEL_IDS, VIDEO_MODELS } from '../../../core/video-models';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -92,5 +93,39 @@ export function uploadOptionsJsonSchema(retentionSeconds: number): Record<string
 			minimum: UPLOAD_OPTION_BOUNDS.max_bytes.min,
 			description: 'Re-encode an image until it is at most this many bytes. Images only.',
 		},
+	};
+}
+
+/**
+ * The request body of POST /v1/videos, in JSON and as the SDKs' multipart form (every field a
+ * text part, the first frame, last frame and audio file parts). Documents only: core's
+ * parseVideoRequest checks it, with the catalog's limits written here.
+ */
+export function videoRequestJsonSchemas(): { json: JsonSchema; form: JsonSchema } {
+	const spec = VIDEO_MODELS[VIDEO_MODEL_IDS[0]];
+	const media = (what: string) => ({ type: 'string', minLength: 1, description: `${what}: an http(s) URL, a data URI or raw base64` });
+	const fields: Record<string, JsonSchema> = {
+		model: { type: 'string', enum: [...VIDEO_MODEL_IDS], default: spec.id, description: `${spec.displayName}: ${spec.description}.` },
+		prompt: { type: 'string', minLength: 1, maxLength: spec.promptMaxLength, description: 'What the video shows. Not blank.' },
+		seconds: { type: ['integer', 'string'], minimum: spec.minSeconds, maximum: spec.maxSeconds, pattern: '^[0-9]+$', default: spec.defaultSeconds, description: `Length in whole seconds, ${spec.minSeconds}–${spec.maxSeconds} (OpenAI's SDKs send it as a string).` },
+		size: { type: 'string', pattern: '^[1-9][0-9]*x[1-9][0-9]*$', description: "OpenAI's <width>x<height> (e.g. 1280x720), read as the nearest aspect ratio and resolution. Not with aspect_ratio or resolution." },
+		aspect_ratio: { type: 'string', enum: [...spec.aspectRatios], default: spec.defaultAspectRatio, description: "Width:height of the frame; a first frame's own shape wins." },
+		resolution: { type: 'string', enum: [...spec.resolutions], default: spec.defaultResolution },
+		fps: { type: 'integer', enum: [...spec.fps], default: spec.defaultFps, description: 'Frames per second.' },
+		draft: { type: 'boolean', default: false, description: 'A faster, cheaper preview.' },
+		prompt_upsampling: { type: 'boolean', default: true, description: 'Whether the host may enhance the prompt.' },
+		save_audio: { type: 'boolean', default: true, description: 'Whether the MP4 keeps its audio track.' },
+		seed: { type: 'integer', minimum: 0, maximum: SEED_MAX, description: GENERATION_FIELD_DESCRIPTIONS.seed },
+		input_reference: { oneOf: [media('The first frame'), { type: 'object', required: ['image_url'], properties: { image_url: media('The first frame') }, additionalProperties: false }], description: "OpenAI's first frame. Not with image." },
+		image: media('The first frame (p-video\'s name for input_reference)'),
+		last_frame_image: media('The last frame'),
+		audio: media('An audio track (flac, mp3, wav): the video follows its length'),
+		webhook_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: WEBHOOK_URL_MAX_LENGTH, description: GENERATION_FIELD_DESCRIPTIONS.webhook_url },
+	};
+	const file = (description: string) => ({ type: 'string', format: 'binary', description });
+	const formFiles = { input_reference: file('The first frame'), image: file('The first frame'), last_frame_image: file('The last frame'), audio: file('An audio track') };
+	return {
+		json: { type: 'object', required: ['prompt'], properties: fields, additionalProperties: false },
+		form: { type: 'object', required: ['prompt'], properties: { ...fields, ...formFiles }, additionalProperties: false },
 	};
 }

@@ -1,14 +1,14 @@
 /**
  * The OpenAPI 3.1 document's frame (GET /v1/openapi.json): @fastify/swagger fills its paths from
- * the routes' own schemas (route-schemas.ts); this file adds what belongs to no single route: the
- * title and version, the security schemes, the groups, and the shared schemas the routes refer to
- * (the error shape, one generation body per model).
+ * the routes' own schemas (route-schemas.ts, which also puts each body's examples in place); this
+ * file adds what belongs to no single route: the title and version, the security schemes, the
+ * groups, and the shared schemas the routes refer to (the error shape, one generation body per model).
  */
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { ERROR_TYPES } from '../../../core/errors';
 import { MODEL_IDS } from '../../../core/models';
 import { generationJsonSchema, type JsonSchema } from './json-schema';
-import { toDocumentedSchema } from './route-schemas';
+import { toDocumentedSchema, withBodyExamples } from './route-schemas';
 
 /** Groups of operations, in reading order; each route names its own. */
 const TAGS = [
@@ -66,5 +66,6 @@ export function openApiOptions(version: string): FastifyDynamicSwaggerOptions {
 		// Shared schemas keep their own names under components (the default numbers them).
 		refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
 		transform: toDocumentedSchema as FastifyDynamicSwaggerOptions['transform'],
+		transformObject: withBodyExamples as FastifyDynamicSwaggerOptions['transformObject'],
 	};
 }

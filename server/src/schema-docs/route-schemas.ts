@@ -38,14 +38,50 @@ export const serializerCompiler: FastifySerializerCompiler<unknown> = () => (dat
 
 const documented = (schema: unknown): unknown => (isZod(schema) ? toJsonSchema(schema) : schema);
 
-/** @fastify/swagger's `transform`: every zod part of a route schema as JSON Schema. */
+/**
+ * Named examples of a route's JSON body (OpenAPI Example Objects), written beside its schema as
+ * `bodyExamples`. /docs fills "Try it out" with them; without them it makes a body up from the
+ * schema, with every optional field filled, and that is no request the service takes (a webhook
+ * URL it refuses, `size` beside `aspect_ratio`). test/server/schema-docs/request-examples.test.ts
+ * sends each one.
+ */
+export type BodyExamples = Record<string, { summary: string; value: unknown }>;
+
+/**
+ * Where the examples wait on the operation until the document is whole: @fastify/swagger copies
+ * an operation's `x-` keys as they are, but drops every word beside a `$ref` body (GenerationRequest).
+ */
+const BODY_EXAMPLES = 'x-body-examples';
+
+/** @fastify/swagger's `transform`: every zod part of a route schema as JSON Schema, and its body's examples kept. */
 export function toDocumentedSchema({ schema, url }: { schema: FastifySchema; url: string }): { schema: JsonSchema; url: string } {
 	if (!schema) return { schema, url };
-	const { response, ...parts } = schema as JsonSchema;
+	const { response, bodyExamples, ...parts } = schema as JsonSchema;
 	const converted: JsonSchema = Object.fromEntries(Object.entries(parts).map(([part, value]) => [part, documented(value)]));
 	if (response) converted.response = Object.fromEntries(Object.entries(response as JsonSchema).map(([status, value]) => [status, documented(value)]));
+	if (bodyExamples) converted[BODY_EXAMPLES] = bodyExamples;
 	return { schema: converted, url };
 }
+
+type Operation = { requestBody?: { content: Record<string, JsonSchema> } } & Record<string, unknown>;
+
+/** @fastify/swagger's `transformObject`: each operation's body examples moved onto its JSON body, where OpenAPI has them. */
+export function withBodyExamples({ openapiObject }: { openapiObject: { paths?: Record<string, Record<string, Operation>> } }): unknown {
+	for (const item of Object.values(openapiObject.paths ?? {})) {
+		for (const operation of Object.values(item)) {
+			const examples = operation[BODY_EXAMPLES];
+			if (examples === undefined) continue;
+			delete operation[BODY_EXAMPLES];
+			const json = operation.requestBody?.content['application/json'];
+			if (json) json.examples = examples;
+		}
+	}
+	return openapiObject;
+}
+
+/** A small PNG (64 × 64, one colour) as a data URI: an input image the examples can send as they are. */
+export const EXAMPLE_PNG_DATA_URI =
+	'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAEAAAABACAIAAAAlC+aJAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAUElEQVR42u3PQQkAAAgEsItkRCMbwQi+hcEKLNP1WgQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQErsAC89ABh4I/3yIAAAAASUVORK5CYII=';
 
 /** Operation security, by the scheme names of the document (schema-docs/openapi.ts). */
 export const API_KEY_AUTH = { security: [{ apiKey: [] }] };

@@ -8,7 +8,7 @@ import { z } from 'zod/v3';
 import { ImageGenError } from '../../../../core/errors';
 import { keyObjectSchema } from '../../keys/key-admin';
 import { createKeySchema, keyIdSchema, rotateKeySchema, updateKeySchema } from '../../keys/key-schemas';
-import { ADMIN_KEY_AUTH, AUTH_ERRORS, errorResponses, noBody, type ZodTypeProvider } from '../../schema-docs/route-schemas';
+import { ADMIN_KEY_AUTH, AUTH_ERRORS, errorResponses, noBody, type BodyExamples, type ZodTypeProvider } from '../../schema-docs/route-schemas';
 
 const notFound = (id: string) => new ImageGenError(404, `No key '${id}': it never existed or was revoked`, { param: 'id', code: 'key_not_found' });
 
@@ -22,7 +22,18 @@ export default async function adminKeyRoutes(scope: FastifyInstance): Promise<vo
 	const admin = scope.withTypeProvider<ZodTypeProvider>();
 	const keys = admin.keyAdmin;
 
-	const create = { ...operation('createKey', 'Issue a managed key'), body: createKeySchema, response: { 201: withSecret.describe('The key with its secret'), ...errorResponses(badField, ...AUTH_ERRORS) } };
+	const create = {
+		...operation('createKey', 'Issue a managed key'),
+		body: createKeySchema,
+		bodyExamples: {
+			limited: {
+				summary: 'A key for one team: p-image only, 25 USD a month, 60 requests a minute',
+				value: { name: 'Marketing team', models: ['p-image'], budget_usd: 25, budget_period: 'month', rate_limit_per_minute: 60 },
+			},
+			unlimited: { summary: 'A key with no limits', value: { name: 'Nightly batch' } },
+		} satisfies BodyExamples,
+		response: { 201: withSecret.describe('The key with its secret'), ...errorResponses(badField, ...AUTH_ERRORS) },
+	};
 	admin.post('/keys', { schema: create }, async (request, reply) => reply.status(201).send(await keys.create(request.body)));
 
 	const list = { ...operation('listKeys', 'Every managed key'), response: { 200: z.object({ object: z.literal('list'), data: z.array(keyObjectSchema) }).describe('Keys'), ...errorResponses(...AUTH_ERRORS) } };
@@ -31,7 +42,16 @@ export default async function adminKeyRoutes(scope: FastifyInstance): Promise<vo
 	const read = { ...operation('getKey', 'One managed key'), params, response: { 200: keyObjectSchema, ...errorResponses(badField, ...AUTH_ERRORS, missing) } };
 	admin.get('/keys/:id', { schema: read }, async (request) => (await keys.get(request.params.id)) ?? Promise.reject(notFound(request.params.id)));
 
-	const update = { ...operation('updateKey', 'Change a key (null clears a limit)'), params, body: updateKeySchema, response: { 200: keyObjectSchema, ...errorResponses(badField, ...AUTH_ERRORS, missing) } };
+	const update = {
+		...operation('updateKey', 'Change a key (null clears a limit)'),
+		params,
+		body: updateKeySchema,
+		bodyExamples: {
+			budget: { summary: 'A larger monthly budget, and every model', value: { budget_usd: 50, budget_period: 'month', models: null } },
+			block: { summary: 'Block the key (false lets it in again)', value: { blocked: true } },
+		} satisfies BodyExamples,
+		response: { 200: keyObjectSchema, ...errorResponses(badField, ...AUTH_ERRORS, missing) },
+	};
 	admin.patch('/keys/:id', { schema: update }, async (request) => (await keys.update(request.params.id, request.body)) ?? Promise.reject(notFound(request.params.id)));
 
 	const revoke = { ...operation('revokeKey', 'Revoke a key'), params, response: { 204: noBody('Revoked'), ...errorResponses(badField, ...AUTH_ERRORS, missing) } };
@@ -44,6 +64,10 @@ export default async function adminKeyRoutes(scope: FastifyInstance): Promise<vo
 		...operation('rotateKey', 'A new secret; the old one works for grace_seconds more'),
 		params,
 		body: rotateKeySchema,
+		bodyExamples: {
+			grace: { summary: 'The old secret keeps working for an hour', value: { grace_seconds: 3600 } },
+			now: { summary: 'The old secret stops at once', value: {} },
+		} satisfies BodyExamples,
 		response: { 200: withSecret.describe('The key with its new secret'), ...errorResponses(badField, ...AUTH_ERRORS, missing) },
 	};
 	admin.post('/keys/:id/rotate', { schema: rotate }, async (request) => (await keys.rotate(request.params.id, request.body.grace_seconds ?? 0)) ?? Promise.reject(notFound(request.params.id)));
