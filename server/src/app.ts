@@ -12,6 +12,7 @@ import type { ServiceConfig } from './config';
 import { ImageGenError } from '../../core/errors';
 import { answerClientError, installConnectionHandling } from './http/connections';
 import { installErrorHandling, installNotFoundHandler, sendApiError } from './http/error-handler';
+import { standardOutputLog } from './http/log-destination';
 import { scope } from './http/scope';
 import { buildProviderTable, type ProviderTable, type ProviderTiming } from './generation/providers';
 import { buildVideoProviderTable, type VideoProviderTable } from './video/video-providers';
@@ -155,7 +156,8 @@ function createFastify(config: ServiceConfig, logStream?: { write(line: string):
 		},
 		logger: {
 			level: config.logLevel,
-			...(logStream ? { stream: logStream } : {}),
+			// Not pino's own destination for stdout, which freezes and then crashes the service on a full disk: see http/log-destination.ts.
+			stream: logStream ?? standardOutputLog(),
 			// Only what is safe to keep: no headers (Authorization) and no query string (keys end up there).
 			serializers: {
 				req: (request) => ({ method: request.method, path: String(request.url).split('?')[0], remoteAddress: request.ip }),
