@@ -22,7 +22,7 @@ import type { VideoRequest } from '../../../core/video-schemas';
 import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { BudgetReservation } from '../generation/key-policy';
 import { JobTakenOver, type HostJobRef } from '../generation/provider';
-import { holderGone, processHolder } from './process-identity';
+import { holderGone, holderStopped, processHolder } from './process-identity';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
@@ -210,6 +210,8 @@ export class JobRunner {
 		const outcome = await Promise.race([Promise.all([...this.running.values()].map((job) => job.ended)), waited]);
 		clearTimeout(timer);
 		if (outcome === 'timed out') this.options.log.info({ jobs: [...this.running.keys()] }, 'jobs still running at close are left to the next start');
+		// Nothing runs here any more: a later start in this process may take what is left over at once.
+		else holderStopped(this.owner);
 	}
 
 	/**

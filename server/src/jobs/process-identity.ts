@@ -23,8 +23,22 @@ function machineName(): string {
 
 const MACHINE = machineName();
 
+/**
+ * The holders this process made and still runs jobs as: two services in one process (tests, an
+ * embedding program) share its pid, and neither may take the other's jobs as a dead predecessor's.
+ */
+const OWN_HOLDERS = new Set<string>();
+
+/** A new holder of this process, live until `holderStopped`. */
 export function processHolder(): string {
-	return `${MACHINE}/${process.pid}/${randomUUID()}`;
+	const holder = `${MACHINE}/${process.pid}/${randomUUID()}`;
+	OWN_HOLDERS.add(holder);
+	return holder;
+}
+
+/** The holder runs no more jobs here (its runner closed): a later start in this process may take its jobs over. */
+export function holderStopped(holder: string): void {
+	OWN_HOLDERS.delete(holder);
 }
 
 /** Whether a process of this machine with this pid runs now (one we may not signal runs too). */
@@ -39,12 +53,13 @@ function processAlive(pid: number): boolean {
 
 /**
  * Whether `holder` was a process of this machine that is no longer running: its pid is free, or is
- * this process's own (a container restarted gives the service the same pid) while the holder is not us.
+ * this process's own (a container restarted gives the service the same pid) while the holder is
+ * none this process runs.
  */
 export function holderGone(holder: string, self: string): boolean {
 	const at = holder.lastIndexOf('/', holder.lastIndexOf('/') - 1);
 	if (at < 0 || holder === self || holder.slice(0, at) !== MACHINE) return false;
 	const pid = Number(holder.slice(at + 1, holder.lastIndexOf('/')));
 	if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-	return pid === process.pid || !processAlive(pid);
+	return pid === process.pid ? !OWN_HOLDERS.has(holder) : !processAlive(pid);
 }

@@ -1,7 +1,7 @@
 /** A job's holder names its machine and process, so a restart here knows a predecessor that is gone. */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { holderGone, processHolder } from '../../../server/src/jobs/process-identity';
+import { holderGone, holderStopped, processHolder } from '../../../server/src/jobs/process-identity';
 
 const sameMachineAs = (holder: string, pid: number) => holder.replace(/\/\d+\/([^/]+)$/, `/${pid}/$1`);
 
@@ -16,7 +16,15 @@ test('a holder of this machine whose process has ended is gone; a live one, ours
 	expect(holderGone(living, self)).toBe(true);
 	expect(holderGone(self, self)).toBe(false);
 	// A container restarted gives the new service its predecessor's pid: another start of this pid is gone.
-	expect(holderGone(processHolder(), self)).toBe(true);
+	expect(holderGone(sameMachineAs(self, process.pid).replace(/[^/]+$/, 'a-start-before-this-one'), self)).toBe(true);
 	expect(holderGone(`another-machine/${child.pid}/x`, self)).toBe(false);
 	expect(holderGone('0f7c3a4e-2b7d-4a55-9b1e-1d2c3b4a5f6e', self)).toBe(false);
+});
+
+test('another service running in this process is not gone; once it stopped, its jobs may be taken over', () => {
+	const self = processHolder();
+	const neighbour = processHolder();
+	expect(holderGone(neighbour, self)).toBe(false);
+	holderStopped(neighbour);
+	expect(holderGone(neighbour, self)).toBe(true);
 });
