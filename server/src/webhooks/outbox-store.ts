@@ -74,6 +74,8 @@ export interface OutboxStore {
 	enqueueStatement(delivery: NewDelivery, now: number, maxPendingPerKey: number): SqlStatement;
 	/** Whether the delivery is pending (or being attempted): false once delivered, given up, or never enqueued. */
 	isPending(id: string): Promise<boolean>;
+	/** How many deliveries are pending (waiting, under an attempt or for a retry), whichever process enqueued them. */
+	pendingCount(): Promise<number>;
 	/**
 	 * Records the alert and enqueues its delivery in one write, unless it was recorded before (by
 	 * any process) for this key, period, kind and budget; answers whether it was enqueued now.
@@ -151,8 +153,10 @@ export const OUTBOX_SQL = {
 	insertCapped: `INSERT INTO webhook_outbox (id, url, origin, signing_key_id, body, event_type, created_at, next_attempt_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $7
 		WHERE (SELECT count(*) FROM webhook_outbox WHERE state = 'pending' AND signing_key_id = $4) < CAST($8 AS INTEGER)`,
-	/** Args: `alertMarkValues`; the delivery is inserted after it only when the mark was new. */
 	isPending: "SELECT 1 AS pending FROM webhook_outbox WHERE id = $1 AND state = 'pending'",
+	/** Counted from the partial index of pending rows, never the bodies. */
+	pendingCount: "SELECT count(*) AS pending FROM webhook_outbox WHERE state = 'pending'",
+	/** Args: `alertMarkValues`; the delivery is inserted after it only when the mark was new. */
 	markAlert: 'INSERT INTO budget_alerts (key_id, period, kind, sent_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
 	delivered: `DELETE FROM webhook_outbox WHERE ${OUTBOX_LEASE.heldBy('$1', '$2')}`,
 	/** Args: id, claim token, when to try again, the error. */

@@ -57,6 +57,12 @@ export class SqlOutboxStore implements OutboxStore {
 		return (await this.adapter.one(OUTBOX_SQL.isPending, [id])) !== undefined;
 	}
 
+	async pendingCount(): Promise<number> {
+		// PostgreSQL answers count(*), a bigint, as text.
+		const row = await this.adapter.one<{ pending: number | string }>(OUTBOX_SQL.pendingCount);
+		return Number(row?.pending ?? 0);
+	}
+
 	async enqueueAlert(mark: BudgetAlertMark, delivery: NewDelivery, now: number): Promise<boolean> {
 		// The delivery is inserted only when the mark was new: once per key, period, kind and budget.
 		const { changes } = await this.adapter.write([

@@ -2,8 +2,8 @@
  * What every OutboxStore must do, written once and run against each engine (SQLite in the data
  * dir, PostgreSQL): deliveries kept byte for byte under their id, claimed by one holder at a time
  * with a lease, finished only by the latest claim, retried when due, kept when given up until
- * swept; pending deliveries capped per key and swept once past their retry window; alerts once per
- * key, period, kind and budget; one service secret whoever asks first.
+ * swept; pending deliveries capped per key, counted across processes and swept once past their
+ * retry window; alerts once per key, period, kind and budget; one service secret whoever asks first.
  */
 import { randomBytes } from 'node:crypto';
 import type { NewDelivery, OutboxStore } from '../../../server/src/webhooks/outbox-store';
@@ -187,6 +187,28 @@ export function describeOutboxStoreContract(name: string, harness: () => OutboxS
 			expect(await store.sweepExpired(T0 + 1, T0 + LEASE)).toBe(1);
 			expect(await store.retryAt(claims.get('msg_held')!, T0 + HOUR, 'no answer within 10 s')).toBe(false);
 			expect((await store.claimDue(T0 + HOUR, 10, LEASE)).map((claim) => claim.id)).toEqual(['msg_young']);
+		});
+
+		it('counts the pending deliveries of every process: waiting, under an attempt or for a retry; not delivered, given up or swept', async () => {
+			const [one, two] = [await current.open(), await current.open()];
+			expect(await one.pendingCount()).toBe(0);
+			for (let index = 0; index < 4; index++) await one.enqueue(delivery(`msg_${index}`), T0);
+			await two.enqueue(delivery('msg_other', { signingKeyId: 'key-b' }), T0 + 1);
+			expect(await one.pendingCount()).toBe(5);
+			const claims = new Map((await two.claimDue(T0 + 1, 10, LEASE)).map((claim) => [claim.id, claim]));
+			// Under an attempt a delivery is still owed to its receiver.
+			expect(await one.pendingCount()).toBe(5);
+			expect(await two.delivered(claims.get('msg_0')!)).toBe(true);
+			expect(await two.retryAt(claims.get('msg_1')!, T0 + 5_000, 'the receiver answered HTTP 500')).toBe(true);
+			expect(await two.giveUp(claims.get('msg_2')!, T0 + 2, 'gave up')).toBe(true);
+			const mark = { keyId: 'key-a', period: 'day:2030-01-01', kind: 'threshold', limitUsd: 10 } as const;
+			expect(await one.enqueueAlert(mark, delivery('msg_alert', { signingKeyId: null, eventType: 'budget.threshold' }), T0 + 10)).toBe(true);
+			expect(await one.pendingCount()).toBe(4);
+			// The retried one is past the cut and held by no attempt: swept; those under an attempt stay.
+			expect(await one.sweepExpired(T0 + 2, T0 + LEASE)).toBe(1);
+			expect(await two.pendingCount()).toBe(3);
+			expect(await one.sweepFailed(T0 + 3)).toBe(1);
+			expect(await two.pendingCount()).toBe(3);
 		});
 
 		it('one service secret for every process that asks, made once and kept across a restart', async () => {
