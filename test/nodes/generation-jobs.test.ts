@@ -175,8 +175,9 @@ describe('Wait for Result "wait" (the default)', () => {
 		const result = await running;
 		expect(result.error()).toBeUndefined();
 		const times = [submits(quick)[0]!.at, ...polls(quick).map((request) => request.at)];
-		// Retry-After: 0 polls at the node's shortest pause (250 ms), not after its growing one (562 ms by the third).
-		expect(Math.max(...gaps(times))).toBeLessThan(500);
+		// Retry-After: 0 polls at the node's shortest pause (250 ms); its growing one would be 843 ms by the
+		// fourth poll. The margin between is for a busy machine, which only lengthens gaps.
+		expect(Math.max(...gaps(times))).toBeLessThan(800);
 	});
 
 	test("a job that fails: the item fails with the API's message, pointing at the parameter behind its field", async () => {

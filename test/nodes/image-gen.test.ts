@@ -187,12 +187,17 @@ describe('bad parameters fail before any request, naming the parameter and the i
 
 describe('API errors', () => {
 	test('the service message surfaces as a NodeApiError, mapped to the parameter', async () => {
-		// The input is fetched by the job the request created: its failure is the job's, with the field it names.
-		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: { image: [{ source: 'url', url: env.media.origin + '/missing.png' }] } })]);
+		// At a given ratio the input is fetched by the job the request created: its failure is the job's, with the field it names.
+		const missing = { image: [{ source: 'url', url: env.media.origin + '/missing.png' }] };
+		const result = await run([generate({ model: 'p-image-edit', prompt: 'x', images: missing, aspectRatio: '1:1' })]);
 		const error = result.error('ImageGen');
 		expect(error?.name).toBe('NodeApiError');
 		expect(error?.message).toMatch(/^Fetching 'images\[0\]' failed: .* answered HTTP 404$/);
 		expect(error?.description).toMatch(/parameter 'images' \(generation gen_\w+ failed, code fetch_failed, field 'images\[0\]'\)/);
+		// Matching the input's shape (the default), the first input is read before a job exists: the request's own 400.
+		const matched = (await run([generate({ model: 'p-image-edit', prompt: 'x', images: missing })])).error('ImageGen');
+		expect(matched?.message).toMatch(/^Fetching 'images\[0\]' failed: .* answered HTTP 404$/);
+		expect(matched?.description).toMatch(/parameter 'images' \(HTTP 400, code fetch_failed, field 'images\[0\]'\)/);
 	});
 
 	test('a wrong API key: the service says so', async () => {
