@@ -31,6 +31,7 @@ const INTEGRATION = [
 	'test/server/limits/data-dir-limits.test.ts',
 	'test/server/limits/rate-limiter-postgres.test.ts',
 	'test/server/media/image-bombs.test.ts',
+	'test/server/metrics/metrics-postgres.test.ts',
 	'test/server/plugins/lazy-engines.test.ts',
 	'test/server/replicas/',
 	'test/server/service/faults.test.ts',

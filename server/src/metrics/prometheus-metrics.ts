@@ -4,7 +4,8 @@
  * as in tests, would collide). Process metrics come from prom-client's default collectors.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { GenerationObservation, MarkingObservation, ServiceMetrics, SweepObservation, UploadObservation, WebhookDeliveryOutcome } from './service-metrics';
+import type { BudgetAlertKind, GenerationObservation, MarkingObservation, ServiceMetrics, SweepObservation, UploadObservation, WebhookDeliveryOutcome } from './service-metrics';
+import { registerScrapeGauges, type ScrapeReads } from './scrape-gauges';
 import { BUDGET_EXCEEDED } from '../keys/managed-key';
 
 /** Seconds: from a fast cached answer to a slow generation near its time limit. */
@@ -43,9 +44,10 @@ export class PrometheusMetrics implements ServiceMetrics {
 	private readonly lastSweep: Gauge;
 	private readonly sweepDuration: Histogram;
 	private readonly webhookDeliveries: Counter<'outcome'>;
+	private readonly budgetAlerts: Counter<'kind'>;
 
-	/** `jobCounts`: how many generation jobs there are in each status, read at each scrape. */
-	constructor(options: { ledgerPending: () => number; jobCounts?: () => Promise<Record<string, number>> }) {
+	/** `ledgerPending`: usage lines not yet durable; the rest is read at each scrape (scrape-gauges.ts). */
+	constructor(options: { ledgerPending: () => number } & ScrapeReads) {
 		const registers = [this.registry];
 		collectDefaultMetrics({ register: this.registry });
 		this.httpRequests = new Counter({ name: 'imagegen_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
@@ -69,6 +71,8 @@ export class PrometheusMetrics implements ServiceMetrics {
 		});
 		// Every outcome reads 0 from the start, so a rate over `failed` exists before the first failure.
 		for (const outcome of ['delivered', 'retried', 'failed', 'dropped', 'expired']) this.webhookDeliveries.inc({ outcome }, 0);
+		this.budgetAlerts = new Counter({ name: 'imagegen_budget_alerts_total', help: 'Budget alerts enqueued for --alert-webhook, by kind: threshold (past 80 % of a budget) or exhausted', labelNames: ['kind'], registers });
+		for (const kind of ['threshold', 'exhausted']) this.budgetAlerts.inc({ kind }, 0);
 		new Gauge({
 			name: 'imagegen_usage_ledger_pending',
 			help: 'Usage lines accepted but not yet durable (non-zero while the ledger’s store fails)',
@@ -77,18 +81,7 @@ export class PrometheusMetrics implements ServiceMetrics {
 				this.set(options.ledgerPending());
 			},
 		});
-		const { jobCounts } = options;
-		if (jobCounts) {
-			new Gauge({
-				name: 'imagegen_jobs',
-				help: 'Generation jobs kept, by status (queued, running, succeeded, failed, canceled); ended ones are kept as long as the retention',
-				labelNames: ['status'],
-				registers,
-				async collect() {
-					for (const [status, jobs] of Object.entries(await jobCounts())) this.set({ status }, jobs);
-				},
-			});
-		}
+		registerScrapeGauges(this.registry, options);
 	}
 
 	http({ method, route, status, seconds }: HttpObservation): void {
@@ -125,6 +118,10 @@ export class PrometheusMetrics implements ServiceMetrics {
 
 	webhookDelivery(outcome: WebhookDeliveryOutcome, count = 1): void {
 		this.webhookDeliveries.inc({ outcome }, count);
+	}
+
+	budgetAlert(kind: BudgetAlertKind): void {
+		this.budgetAlerts.inc({ kind });
 	}
 
 	async text(): Promise<string> {

@@ -48,9 +48,14 @@ export interface ServiceMetrics {
 	 * `expired` (still pending past the retry window).
 	 */
 	webhookDelivery(outcome: WebhookDeliveryOutcome, count?: number): void;
+	/** A budget alert enqueued for `--alert-webhook` (once per key, period, kind and budget). */
+	budgetAlert(kind: BudgetAlertKind): void;
 }
 
 export type WebhookDeliveryOutcome = 'delivered' | 'retried' | 'failed' | 'dropped' | 'expired';
+
+/** `threshold`: a key's spend passed 80 % of its budget; `exhausted`: it reached it, or was refused for it. */
+export type BudgetAlertKind = 'threshold' | 'exhausted';
 
 /** For code run without a service around it (tests that build a runner by hand). */
 export const NO_METRICS: ServiceMetrics = {
@@ -60,4 +65,5 @@ export const NO_METRICS: ServiceMetrics = {
 	providerError: () => undefined,
 	upload: () => undefined,
 	webhookDelivery: () => undefined,
+	budgetAlert: () => undefined,
 };

@@ -28,7 +28,7 @@ export default fp(
 		const clock = new StoreClock(fastify.keyStore);
 		const now = () => clock.now();
 		const gate = createBudgetGate(fastify.keyStore, { now });
-		const budgets = config.alertWebhook ? withBudgetAlerts(gate, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log }) : gate;
+		const budgets = config.alertWebhook ? withBudgetAlerts(gate, { url: config.alertWebhook, outbox: fastify.webhooks.outbox, keyStore: fastify.keyStore, now, log: fastify.log, onAlert: (kind) => fastify.metrics.budgetAlert(kind) }) : gate;
 		fastify.decorate('budgets', budgets);
 		const run = createGenerationRunner({
 			providers: fastify.providers,

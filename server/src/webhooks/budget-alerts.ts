@@ -29,6 +29,8 @@ interface BudgetAlertOptions {
 	keyStore: Pick<KeyStore, 'spent'>;
 	now: () => Date | Promise<Date>;
 	log: { error(details: object, message: string): void };
+	/** Told of each alert enqueued now (not of one this key, period, kind and budget already had). */
+	onAlert?: (kind: Kind) => void;
 }
 
 type Kind = BudgetAlertMark['kind'];
@@ -48,7 +50,7 @@ export function withBudgetAlerts(gate: BudgetGate, options: BudgetAlertOptions):
 			if (refused || spent >= limit) kinds.push('exhausted');
 			for (const kind of kinds) {
 				const mark = { keyId: key.id, period: periodName(budget, since), kind, limitUsd: budget.limitUsd };
-				await options.outbox.enqueueAlert(mark, alertEvent(options.url, mark, budget, spentUsd, at));
+				if (await options.outbox.enqueueAlert(mark, alertEvent(options.url, mark, budget, spentUsd, at))) options.onAlert?.(kind);
 			}
 		} catch (error) {
 			options.log.error({ err: error, keyId: key.id }, 'checking a budget alert failed');
