@@ -4,12 +4,15 @@
  * Neither the image nor the row that would say so fits: a synchronous call answers 507
  * `insufficient_storage` at once, and the job ends `failed` with that error as soon as space is
  * back — not, once its lease has run out, as "cut off by a restart". Nothing is charged or
- * counted, no file of it is left hosted, and the service keeps serving and generates again.
+ * counted, no file of it is left hosted, and the service keeps serving and generates again. A disk
+ * that fills just as a success is written (a deterministic hook in the store's `finish`) ends the
+ * job as storage full too, not as an internal error.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../server/src/db/sqlite/database';
+import type { JobStore } from '../../../server/src/jobs/job-store';
 import { startInProcessServer, type InProcessServer } from '../support/app';
 import { call, callAs, createManagedKey, eventually } from '../support/http';
 import { useSmallFileSystem } from '../support/small-file-system';
@@ -126,4 +129,33 @@ disk.it('a synchronous generation the disk fills under answers 507 at once, and 
 	expect((await callAs(server!, 'GET', `/v1/admin/keys/${keyId}`, ADMIN_KEY)).body.budget.spent_usd).toBe(0);
 	expect((await callAs(server!, 'GET', '/v1/usage', key)).body.data).toEqual([]);
 	expect(filesOf(keyId)).toBe(0);
+});
+
+disk.it('a disk that fills just as a success is written: the job ends as storage full (not an internal error), nothing charged or counted', async () => {
+	await start();
+	const { id: keyId, key } = await createManagedKey(server!, ADMIN_KEY, { name: 'full at the end', budget_usd: 1, budget_period: 'total' });
+	// The image is stored; the disk fills before the row that would publish the job's success.
+	const store: JobStore = server!.app.jobStore;
+	const finish = store.finish.bind(store);
+	store.finish = async (id, owner, end) => {
+		if (end.status === 'succeeded' && !filler) filler = disk.fill('filler');
+		return finish(id, owner, end);
+	};
+	const answered = await call(server!, '/v1/images/generations', {
+		method: 'POST',
+		auth: `Bearer ${key}`,
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ model: 'p-image', prompt: 'a harbour at dawn' }),
+	});
+	expect({ status: answered.status, code: answered.body.error?.code }).toEqual({ status: 507, code: 'insufficient_storage' });
+
+	rmSync(filler!);
+	filler = undefined;
+	expect(await eventually(() => onDatabase((database) => database.prepare("SELECT count(*) AS running FROM generation_jobs WHERE status = 'running'").get() as { running: number }).running === 0, 5_000)).toBe(true);
+	const [job] = (await callAs<{ data: JobBody[] }>(server!, 'GET', '/v1/generations', key)).body.data;
+	expect(job).toMatchObject({ status: 'failed', error: { code: 'insufficient_storage' } });
+	expect((await callAs(server!, 'GET', `/v1/admin/keys/${keyId}`, ADMIN_KEY)).body.budget.spent_usd).toBe(0);
+	expect((await callAs(server!, 'GET', '/v1/usage', key)).body.data).toEqual([]);
+	// Its image: run-generation keeps a job's images when its end cannot be written, for the
+	// recovery that ends it; what a storage-full end does with them is settled there, not here.
 });
