@@ -2,8 +2,8 @@
  * Every PromQL expression of the operator's kit — the alert rules, the series and expressions of
  * their promtool tests, the dashboard's panels and variables — parses with the Prometheus
  * project's grammar, and reads only metrics, labels and label values that the service's own
- * /metrics exports after it has served uploads, generations, a failing host, a webhook and a
- * budget refusal. promtool itself is not needed here (docs/operations.md says how to run it).
+ * /metrics exports after it has served uploads, generations, a failing host, a webhook, a budget
+ * spent (its alerts sent) and refused. promtool itself is not needed here (docs/operations.md says how to run it).
  */
 import { startLiveMetrics, type LiveMetrics } from './support/live-metrics';
 import { problemsOf } from './support/metric-check';
@@ -57,7 +57,9 @@ describe('against a live /metrics', () => {
 		const read = new Set(expressions.flatMap(({ expr }) => readPromql(expr).selectors.map(({ metric }) => metric?.replace(/_(bucket|sum|count)$/, ''))));
 		const empty = [...live.families].filter(([name, family]) => read.has(name) && family.samples === 0).map(([name]) => name);
 		expect(empty).toEqual([]);
-		expect(read.has('imagegen_provider_errors_total') && read.has('imagegen_webhook_deliveries_total') && read.has('imagegen_budget_refusals_total')).toBe(true);
+		for (const family of ['imagegen_provider_errors_total', 'imagegen_webhook_deliveries_total', 'imagegen_webhook_outbox_pending', 'imagegen_budget_refusals_total', 'imagegen_budget_alerts_total', 'imagegen_database_condition', 'imagegen_database_up', 'imagegen_data_dir_free_bytes', 'imagegen_data_dir_size_bytes']) {
+			expect([family, read.has(family)]).toEqual([family, true]);
+		}
 	});
 
 	test('what the check catches: an unknown metric, a label it lacks, a misspelt value, a grouping by nothing, an unknown route', () => {

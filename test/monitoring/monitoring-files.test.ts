@@ -83,7 +83,25 @@ describe(RULES_FILE, () => {
 
 	test('what the design asks for is covered: errors, latency, hosts, webhooks, budgets, disk, database, a target down', () => {
 		const exprs = rules.map(({ expr }) => expr).join('\n');
-		for (const metric of ['up{job="imagegen"}', 'status=~"5.."', 'imagegen_http_request_duration_seconds_bucket', 'imagegen_generation_duration_seconds_bucket', 'imagegen_provider_errors_total', 'imagegen_webhook_deliveries_total', 'imagegen_budget_refusals_total', 'status="507"', 'route="/healthz"', 'imagegen_usage_ledger_pending', 'imagegen_last_sweep_success_timestamp_seconds']) {
+		for (const metric of [
+			'up{job="imagegen"}',
+			'status=~"5.."',
+			'imagegen_http_request_duration_seconds_bucket',
+			'imagegen_generation_duration_seconds_bucket',
+			'imagegen_provider_errors_total',
+			'imagegen_webhook_deliveries_total',
+			'imagegen_webhook_outbox_pending',
+			'imagegen_budget_refusals_total',
+			'status="507"',
+			'imagegen_data_dir_free_bytes',
+			'imagegen_data_dir_size_bytes',
+			'imagegen_database_condition{state="full"}',
+			'imagegen_database_condition{state="damaged"}',
+			'imagegen_database_up',
+			'route="/healthz"',
+			'imagegen_usage_ledger_pending',
+			'imagegen_last_sweep_success_timestamp_seconds',
+		]) {
 			expect([metric, exprs.includes(metric)]).toEqual([metric, true]);
 		}
 	});

@@ -2,8 +2,9 @@
  * A live /metrics: the service built in process, made to do what the dashboard and the alerts
  * watch — an upload, a generation whose first host (Pruna, on a port nothing listens on) fails
  * over to the sandbox and is marked, an async generation delivered to a webhook receiver on
- * loopback, a managed key's budget refusal, a health check and a stray path — then scraped with
- * the admin key. What it exports is read back as families of samples with the label values seen.
+ * loopback, a managed key that spends its budget (its alerts sent to --alert-webhook, another
+ * receiver on loopback) and is refused, a health check and a stray path — then scraped with the
+ * admin key. What it exports is read back as families of samples with the label values seen.
  */
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import type { FastifyInstance } from 'fastify';
@@ -34,18 +35,25 @@ export interface LiveMetrics {
 }
 
 export async function startLiveMetrics(): Promise<LiveMetrics> {
+	const alerts = await startReceiver('/alerts');
 	const server = await startInProcessServer({
-		args: ['--log-level', 'silent', '--admin-key', ADMIN_KEY, '--allow-private-urls', '--webhook-allow-private', '--providers', 'p-image=pruna|sandbox'],
+		args: ['--log-level', 'silent', '--admin-key', ADMIN_KEY, '--allow-private-urls', '--webhook-allow-private', '--alert-webhook', alerts.url, '--providers', 'p-image=pruna|sandbox'],
 		env: { PRUNA_API_KEY: 'pruna-key', PRUNA_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` },
 		parts: { providerTiming: FAST_HOSTS },
 	});
+	const stop = async () => {
+		await server.stop({ removeData: true });
+		await alerts.close();
+	};
 	try {
 		await serveWhatIsWatched(server);
+		// The budget's alerts (threshold and exhausted) were delivered.
+		if (!(await eventually(() => alerts.received.length === 2))) throw new Error(`${alerts.received.length} budget alerts were delivered, not 2`);
 		const scraped = await call<string>(server, '/metrics', { auth: `Bearer ${ADMIN_KEY}` });
 		if (scraped.status !== 200) throw new Error(`GET /metrics answered ${scraped.status}`);
-		return { families: familiesOf(scraped.body), hasRoute: (pattern) => hasRoute(server.app, pattern), stop: () => server.stop({ removeData: true }) };
+		return { families: familiesOf(scraped.body), hasRoute: (pattern) => hasRoute(server.app, pattern), stop };
 	} catch (error) {
-		await server.stop({ removeData: true });
+		await stop();
 		throw error;
 	}
 }
