@@ -33,6 +33,7 @@ const INTEGRATION = [
 	'test/server/media/image-bombs.test.ts',
 	'test/server/metrics/metrics-postgres.test.ts',
 	'test/server/plugins/lazy-engines.test.ts',
+	'test/server/provenance/provenance-store-postgres.test.ts',
 	'test/server/replicas/',
 	'test/server/service/faults.test.ts',
 	'test/server/service/fuzz.test.ts',

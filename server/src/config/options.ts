@@ -231,6 +231,13 @@ export const OPTIONS = [
 		defaultText: '(self-made, kept in <data-dir>/c2pa/)',
 		help: 'PEM private key of --c2pa-cert (EC P-256/384/521, RSA or Ed25519)',
 	}),
+	option({
+		flag: 'provenance-record-days',
+		type: wholeNumber(0, 36_500),
+		default: 365,
+		help: "Days the record a generated image's watermark names (generation, model, key) is kept beyond the file's retention",
+		into: to('provenanceRecordDays'),
+	}),
 ] as const;
 
 /** Throws without echoing the keys: they are secrets, and the message reaches logs. */

@@ -66,6 +66,8 @@ export interface ServiceConfig {
 	/** The proxies in front whose X-Forwarded-For is believed (addresses, CIDRs); false: none. */
 	trustProxy: TrustProxy;
 	provenance: ProvenanceConfig;
+	/** Days a provenance record is kept beyond its file's retention (provenance/provenance-records.ts). */
+	provenanceRecordDays: number;
 }
 
 /** An alias → the catalog model it stands for. */

@@ -2,7 +2,7 @@
  * Chooses the engines behind the interfaces from the configuration: bytes on disk or in S3,
  * metadata / usage / rate limits / idempotency keys in the data dir or in PostgreSQL, and decorates
  * the instance with them (`storage`, `fileMetadata`, `usageLedger`, `rateLimiter`,
- * `idempotencyStore`, `keyStore`, `jobStore`, `outboxStore`). Routes only ever see the interfaces. Closing the instance flushes the ledger
+ * `idempotencyStore`, `keyStore`, `jobStore`, `outboxStore`, `provenanceRecords`). Routes only ever see the interfaces. Closing the instance flushes the ledger
  * and closes every engine.
  *
  * The PostgreSQL and S3 engines are loaded only when the configuration chooses them: `pg` and the
@@ -19,6 +19,8 @@ import type { KeyStore } from '../keys/key-store';
 import { SqlKeyStore } from '../keys/sql-key-store';
 import type { RateLimiter } from '../limits/rate-limiter';
 import { SqlRateLimiter } from '../limits/sql-rate-limiter';
+import { recordKeepingMs, type ProvenanceRecordStore, type ProvenanceStoreOptions } from '../provenance/provenance-records';
+import { SqlProvenanceStore } from '../provenance/sql-provenance-store';
 import { openSqliteDatabase } from '../db/sqlite/database';
 import { SqliteAdapter } from '../db/sqlite/sqlite-adapter';
 import { DiskObjectStorage } from '../storage/disk-object-storage';
@@ -44,6 +46,8 @@ interface Stores {
 	jobStore: JobStore;
 	/** Webhook deliveries waiting to go out, and the secret they are signed from. */
 	outboxStore: OutboxStore;
+	/** What watermarks name: the generation, model and key of each marked image. */
+	provenanceRecords: ProvenanceRecordStore;
 }
 
 declare module 'fastify' {
@@ -89,6 +93,7 @@ export async function openEngines(config: ServiceConfig, log: Required<LedgerLog
 			keyStore: new SqlKeyStore(adapter),
 			jobStore: new SqlJobStore(adapter),
 			outboxStore: new SqlOutboxStore(adapter),
+			provenanceRecords: new SqlProvenanceStore(adapter, provenanceStoreOptions(config)),
 			noteFailure: (error) => adapter.noteFailure(error),
 			close: () => adapter.close(),
 		};
@@ -96,6 +101,11 @@ export async function openEngines(config: ServiceConfig, log: Required<LedgerLog
 		await adapter.close();
 		throw error;
 	}
+}
+
+/** A record is kept as long as its file, and --provenance-record-days more; the prompt only with --provenance-include-prompt. */
+function provenanceStoreOptions(config: ServiceConfig): ProvenanceStoreOptions {
+	return { keepForMs: recordKeepingMs(config.retentionSeconds, config.provenanceRecordDays), includePrompt: config.provenance.includePrompt };
 }
 
 /**
@@ -141,6 +151,7 @@ async function openDatabaseEngines(config: ServiceConfig, log: Required<LedgerLo
 			keyStore: new SqlKeyStore(database),
 			jobStore: new SqlJobStore(database),
 			outboxStore: new SqlOutboxStore(database),
+			provenanceRecords: new SqlProvenanceStore(database, provenanceStoreOptions(config)),
 			close: () => database.close(),
 		};
 	} catch (error) {
@@ -169,6 +180,7 @@ export default fp<{ engines: Engines }>(
 		fastify.decorate('keyStore', engines.keyStore);
 		fastify.decorate('jobStore', engines.jobStore);
 		fastify.decorate('outboxStore', engines.outboxStore);
+		fastify.decorate('provenanceRecords', engines.provenanceRecords);
 		const { noteFailure } = engines;
 		if (noteFailure) fastify.addHook('onError', async (_request, _reply, error) => noteFailure(error));
 		fastify.addHook('onClose', async () => {
@@ -181,6 +193,7 @@ export default fp<{ engines: Engines }>(
 				engines.keyStore.close?.(),
 				engines.jobStore.close?.(),
 				engines.outboxStore.close?.(),
+				engines.provenanceRecords.close?.(),
 				engines.storage.close?.(),
 			]);
 			await engines.close?.();

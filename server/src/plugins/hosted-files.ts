@@ -1,6 +1,7 @@
 /**
  * `fastify.hostedFiles`: the storage and metadata engines combined into hosted files, plus the
- * sweeper of expired files, idempotency entries and ended jobs (every min(60 s, retention / 2)), which runs
+ * sweeper of expired files, idempotency entries, ended jobs and provenance records past their keeping
+ * (every min(60 s, retention / 2)), which runs
  * from ready until close.
  */
 import fp from 'fastify-plugin';
@@ -36,8 +37,9 @@ export default fp<HostedFilesPluginOptions>(
 			const idempotencyEntries = { sweep: () => fastify.idempotencyStore.sweep() };
 			// Jobs are kept as long as the retention from their end, as their images are.
 			const endedJobs = { sweep: () => fastify.jobStore.sweep(new Date(Date.now() - fastify.config.retentionSeconds * 1000)) };
-			sweeper = startSweeper([hostedFiles, idempotencyEntries, endedJobs], sweepInterval(fastify.config.retentionSeconds), {
-				onError: (error) => fastify.log.error({ err: error }, 'sweeping expired files, idempotency entries or jobs failed'),
+			const provenanceRecords = { sweep: () => fastify.provenanceRecords.sweep() };
+			sweeper = startSweeper([hostedFiles, idempotencyEntries, endedJobs, provenanceRecords], sweepInterval(fastify.config.retentionSeconds), {
+				onError: (error) => fastify.log.error({ err: error }, 'sweeping expired files, idempotency entries, jobs or provenance records failed'),
 				onFinished: (seconds, succeeded) => fastify.metrics.sweep({ seconds, succeeded }),
 			});
 		});

@@ -204,6 +204,24 @@ const WEBHOOKS = `
 	);
 `;
 
+// What a watermark's payload names: one row per marked image, keyed by the payload as 16 hex
+// digits, written once, kept to expires_at (the file's retention plus --provenance-record-days).
+const PROVENANCE = `
+	CREATE TABLE provenance_records (
+		id text PRIMARY KEY,
+		generation_id text NOT NULL,
+		model text NOT NULL,
+		api_key_id text NOT NULL,
+		-- Hex SHA-256 of the image as hosted.
+		content_hash text NOT NULL,
+		-- Only with --provenance-include-prompt.
+		prompt text,
+		created_at timestamptz NOT NULL,
+		expires_at timestamptz NOT NULL
+	);
+	CREATE INDEX provenance_records_by_expiry ON provenance_records (expires_at);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
-	{ version: 1, name: 'the schema: files, idempotency, usage, keys, rate limits, jobs, webhooks', sql: [FILES, IDEMPOTENCY, USAGE, KEYS, RATE_LIMITS, JOBS, WEBHOOKS].join('') },
+	{ version: 1, name: 'the schema: files, idempotency, usage, keys, rate limits, jobs, webhooks, provenance records', sql: [FILES, IDEMPOTENCY, USAGE, KEYS, RATE_LIMITS, JOBS, WEBHOOKS, PROVENANCE].join('') },
 ];

@@ -216,6 +216,25 @@ const WEBHOOKS = `
 	) STRICT, WITHOUT ROWID;
 `;
 
+/**
+ * What a watermark's payload names (provenance/provenance-records.ts): one row per marked image,
+ * keyed by the payload as 16 hex digits, written once, kept to `expires_at` (the file's retention
+ * plus --provenance-record-days) and swept by it.
+ */
+const PROVENANCE = `
+	CREATE TABLE provenance_records (
+		id TEXT PRIMARY KEY,
+		generation_id TEXT NOT NULL,
+		model TEXT NOT NULL,
+		api_key_id TEXT NOT NULL,
+		content_hash TEXT NOT NULL,
+		prompt TEXT,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL
+	) STRICT, WITHOUT ROWID;
+	CREATE INDEX provenance_records_by_expiry ON provenance_records (expires_at);
+`;
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
-	{ version: 1, name: 'the schema: files, idempotency, usage, keys, rate limits, jobs, webhooks', sql: [FILES, IDEMPOTENCY, USAGE, KEYS, RATE_LIMITS, JOBS, WEBHOOKS].join('') },
+	{ version: 1, name: 'the schema: files, idempotency, usage, keys, rate limits, jobs, webhooks, provenance records', sql: [FILES, IDEMPOTENCY, USAGE, KEYS, RATE_LIMITS, JOBS, WEBHOOKS, PROVENANCE].join('') },
 ];
