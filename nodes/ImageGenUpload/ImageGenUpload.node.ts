@@ -7,13 +7,15 @@ import { onlyOnImageGen } from '../shared/service-type';
 import { imageGenUploadProperties } from './description';
 import { deleteForItem, getInfoForItem } from './manage';
 import { uploadForItem } from './upload';
+import { verifyForItem } from './verify';
 
-// An OpenAI-compatible images API hosts nothing: each operation says so instead of sending a request.
+// An OpenAI-compatible images API hosts and checks nothing: each operation says so instead of sending a request.
 const FILES_API = 'upload API (POST /uploads) or hosted files (/files)';
 const OPERATIONS = {
 	upload: onlyOnImageGen(uploadForItem, 'Uploading a file', FILES_API),
 	getInfo: onlyOnImageGen(getInfoForItem, 'Get Info', FILES_API),
 	delete: onlyOnImageGen(deleteForItem, 'Delete', FILES_API),
+	verify: onlyOnImageGen(verifyForItem, 'Verify', 'provenance check (POST /provenance/verify)'),
 };
 
 export class ImageGenUpload implements INodeType {
@@ -24,7 +26,7 @@ export class ImageGenUpload implements INodeType {
 		group: ['transform'],
 		version: 1,
 		subtitle: '={{ ($parameter["operation"] ?? "upload") === "upload" ? "from " + $parameter["inputType"] : $parameter["operation"] }}',
-		description: 'Host an image or video at a public URL for up to 24 hours, get its details or delete it',
+		description: 'Host an image or video at a public URL for up to 24 hours, get its details or delete it; check an image for generation marks',
 		defaults: { name: 'ImageGen Upload' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],

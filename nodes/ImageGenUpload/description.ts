@@ -5,6 +5,7 @@ import { requestOptionProperties } from '../shared/request-options';
 import { FIT_FOR_OPTIONS } from './fit-for';
 
 const UPLOAD_SOURCE = { noun: 'image or video', urlPlaceholder: 'https://example.com/clip.mp4', required: true };
+const VERIFY_SOURCE = { noun: 'image', urlPlaceholder: 'https://example.com/photo.jpg', required: true };
 
 /** Shows a parameter for the named operations only; the others keep their own conditions. */
 function forOperations(operations: string[], property: INodeProperties): INodeProperties {
@@ -67,6 +68,12 @@ export const imageGenUploadProperties: INodeProperties[] = [
 			{ name: 'Upload', value: 'upload', action: 'Upload a file', description: 'Host an image or video at a public URL' },
 			{ name: 'Get Info', value: 'getInfo', action: 'Get info about a file', description: 'Type, size and expiry of a hosted file' },
 			{ name: 'Delete', value: 'delete', action: 'Delete a file', description: 'Take a hosted file offline at once' },
+			{
+				name: 'Verify',
+				value: 'verify',
+				action: 'Check an image for generation marks',
+				description: 'Whether an image carries C2PA credentials or the invisible watermark, and the generation they name',
+			},
 		],
 		default: 'upload',
 	},
@@ -107,6 +114,18 @@ export const imageGenUploadProperties: INodeProperties[] = [
 			displayOptions: { hide: { mediaType: ['video'] } },
 		} satisfies INodeProperties,
 	].map((property) => forOperations(['upload'], property)),
+	// Verify's own copies of the source parameters (same names, so a value survives switching): images only.
+	...[
+		{
+			displayName: 'Input Type',
+			name: 'inputType',
+			type: 'options',
+			noDataExpression: true,
+			options: mediaSourceOptions(VERIFY_SOURCE),
+			default: 'binary',
+		} satisfies INodeProperties,
+		...mediaSourceFields('inputType', VERIFY_SOURCE),
+	].map((property) => forOperations(['verify'], property)),
 	forOperations(['getInfo', 'delete'], {
 		displayName: 'File ID or URL',
 		name: 'fileId',

@@ -8,7 +8,7 @@ import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { invalidField } from '../../core/errors';
 import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedMedia } from '../../core/media';
-import { readBinaryInput, type BinaryInput } from '../shared/binary-input';
+import { readBinaryInput, readHead } from '../shared/binary-input';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
 import { readRequestSettings } from '../shared/request-options';
@@ -151,21 +151,6 @@ function isImageSettingRefused(error: unknown): boolean {
 	if (!(error instanceof NodeApiError)) return false;
 	const response = error.errorResponse as { error?: { param?: string; code?: string } } | undefined;
 	return IMAGE_ONLY_FIELDS.has(response?.error?.param ?? '') && response?.error?.code === 'field_not_supported';
-}
-
-async function readHead(input: BinaryInput): Promise<Uint8Array> {
-	const content = await input.open();
-	if (content instanceof Uint8Array) return content.subarray(0, SNIFF_BYTES);
-	const chunks: Uint8Array[] = [];
-	let length = 0;
-	// Leaving the loop early closes the stream: only the first few kilobytes are ever read.
-	for await (const chunk of content) {
-		const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-		chunks.push(bytes);
-		length += bytes.byteLength;
-		if (length >= SNIFF_BYTES) break;
-	}
-	return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
 }
 
 /** The file's kind, or a NodeOperationError when it is not a supported medium or not the one asked for. */

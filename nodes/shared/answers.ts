@@ -26,7 +26,7 @@ export interface GenerationAnswer {
 
 type Fields = Record<string, unknown>;
 
-const fieldsOf = (value: unknown): Fields => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {});
+export const fieldsOf = (value: unknown): Fields => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {});
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 const finite = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
 /** `{ [name]: value }` when there is a value, else nothing: spread into an item's JSON. */
@@ -103,7 +103,7 @@ function hostedFileId(url: string): string | undefined {
 	}
 }
 
-function unusableAnswer(context: IExecuteFunctions, itemIndex: number, body: unknown, missing: string): NodeApiError {
+export function unusableAnswer(context: IExecuteFunctions, itemIndex: number, body: unknown, missing: string): NodeApiError {
 	return new NodeApiError(context.getNode(), { body: JSON.stringify(body ?? null).slice(0, 2000) } as JsonObject, {
 		message: `The ImageGen API answered without ${missing}`,
 		description: 'Check that the Base URL of the ImageGen API credential points at an image service with an OpenAI-compatible API.',

@@ -5,6 +5,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { BINARY_ENCODING } from 'n8n-workflow';
 
+import { SNIFF_BYTES } from '../../core/media';
 import type { ByteSource } from './multipart';
 
 export interface BinaryInput {
@@ -47,4 +48,20 @@ export async function readBinaryInput(
 		open: async () => bytes,
 		readAll: async () => bytes,
 	};
+}
+
+/** The first SNIFF_BYTES of the file, enough to tell its kind; a stream is closed once they are read. */
+export async function readHead(input: BinaryInput): Promise<Uint8Array> {
+	const content = await input.open();
+	if (content instanceof Uint8Array) return content.subarray(0, SNIFF_BYTES);
+	const chunks: Uint8Array[] = [];
+	let length = 0;
+	// Leaving the loop early closes the stream: only the first few kilobytes are ever read.
+	for await (const chunk of content) {
+		const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+		chunks.push(bytes);
+		length += bytes.byteLength;
+		if (length >= SNIFF_BYTES) break;
+	}
+	return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
 }

@@ -89,13 +89,16 @@ describe('ImageGen Upload', () => {
 		[{ inputType: 'url', mediaType: 'video' }, ['operation', 'inputType', 'url', 'mediaType', 'options']],
 		[{ operation: 'getInfo', inputType: 'url' }, ['operation', 'fileId', 'options']],
 		[{ operation: 'delete' }, ['operation', 'fileId', 'options']],
+		[{ operation: 'verify' }, ['operation', 'inputType', 'binaryPropertyName', 'options']],
+		[{ operation: 'verify', inputType: 'url', mediaType: 'video' }, ['operation', 'inputType', 'url', 'options']],
+		[{ operation: 'verify', inputType: 'base64' }, ['operation', 'inputType', 'base64', 'options']],
 	])('%j shows %j', (values, expected) => {
 		expect(names(visible(upload, values))).toEqual(expected);
 	});
 
-	test('operations: upload (the default, so saved workflows without one upload), get info, delete', () => {
+	test('operations: upload (the default, so saved workflows without one upload), get info, delete, verify', () => {
 		const operation = upload.properties.find((property) => property.name === 'operation')!;
-		expect(optionValues(operation)).toEqual(['upload', 'getInfo', 'delete']);
+		expect(optionValues(operation)).toEqual(['upload', 'getInfo', 'delete', 'verify']);
 		expect(operation.default).toBe('upload');
 	});
 
@@ -104,6 +107,7 @@ describe('ImageGen Upload', () => {
 		[{ operation: 'upload' }, { fitFor: 'custom' }, ['fitFor', 'expiresIn', 'maxSide', 'maxSizeMb', 'concurrency', 'maxRetries', 'timeout']],
 		[{ operation: 'getInfo' }, { fitFor: 'custom' }, ['concurrency', 'maxRetries', 'timeout']],
 		[{ operation: 'delete' }, {}, ['concurrency', 'maxRetries', 'timeout']],
+		[{ operation: 'verify' }, { fitFor: 'custom' }, ['concurrency', 'maxRetries', 'timeout']],
 	])('options for %j with %j: %j', (root, options, expected) => {
 		const collection = upload.properties.find((property) => property.name === 'options')!;
 		const shown = (collection.options as INodeProperties[]).filter((option) =>

@@ -209,6 +209,7 @@ describe('ImageGen Upload', () => {
 		['upload', { inputType: 'binary', binaryPropertyName: 'data' }, /^Uploading a file needs an ImageGen service: an OpenAI-compatible images API has no upload API/],
 		['getInfo', { operation: 'getInfo', fileId: 'abc' }, /^Get Info needs an ImageGen service/],
 		['delete', { operation: 'delete', fileId: 'abc' }, /^Delete needs an ImageGen service/],
+		['verify', { operation: 'verify', inputType: 'binary', binaryPropertyName: 'data' }, /^Verify needs an ImageGen service: an OpenAI-compatible images API has no provenance check/],
 	])('%s: a clear error naming the service type, nothing sent', async (_operation, parameters, message) => {
 		const result = await run([{ name: 'Upload', type: IMAGE_GEN_UPLOAD, parameters }], [{ json: {}, binary: { data: { bytes: png, fileName: 'a.png', mimeType: 'image/png' } } }]);
 		const error = result.error('Upload');

@@ -273,7 +273,7 @@ describe('Get Info and Delete: the file named by id or URL', () => {
 
 	test('an unknown operation is refused by name', async () => {
 		const { error } = await runUpload({ operation: 'rename', fileId: 'abc' });
-		expect(error?.message).toMatch(/Parameter 'operation': unknown operation "rename"; use one of upload, getInfo, delete/);
+		expect(error?.message).toMatch(/Parameter 'operation': unknown operation "rename"; use one of upload, getInfo, delete, verify/);
 		expect(env.proxy.requests).toHaveLength(0);
 	});
 });
