@@ -1,7 +1,7 @@
 /**
  * Assembles the service: Fastify with JSON errors everywhere, the engines behind their interfaces
  * (plugins/engines.ts), the public file and health routes, and the authenticated, rate-limited /v1
- * scope (models, uploads, file info and delete, generation, usage, webhook secret). Closing the app (SIGTERM) lets in-flight requests
+ * scope (models, uploads, file info and delete, generation, usage, webhook secret, provenance checks). Closing the app (SIGTERM) lets in-flight requests
  * finish, answers 503 to new ones, then stops the sweeper, flushes the usage ledger and closes
  * every engine.
  */
@@ -23,6 +23,7 @@ import configPlugin from './plugins/config';
 import generationPlugin from './plugins/generation';
 import videosPlugin from './plugins/videos';
 import hostedFilesPlugin from './plugins/hosted-files';
+import imageVerifierPlugin from './plugins/image-verifier';
 import provenancePlugin from './plugins/provenance';
 import idempotencyPlugin from './plugins/idempotency';
 import jobsPlugin from './plugins/jobs';
@@ -44,6 +45,7 @@ import healthRoutes from './routes/health';
 import metricsRoutes from './routes/metrics';
 import mcpRoutes from './routes/mcp';
 import openApiRoutes from './routes/openapi';
+import provenanceRoutes from './routes/provenance';
 import modelRoutes from './routes/models';
 import uploadRoutes from './routes/uploads';
 import usageRoutes from './routes/usage';
@@ -214,6 +216,7 @@ async function registerService(
 	await app.register(videosPlugin);
 	await app.register(jobsPlugin, { listeners: parts.jobEndListeners });
 	await app.register(uploadsPlugin);
+	await app.register(imageVerifierPlugin);
 
 	for (const routes of [healthRoutes, fileRoutes, metricsRoutes, adminPageRoutes, docsPageRoutes, openApiRoutes]) await app.register(scope(routes));
 	await app.register(scope(v1Api), { prefix: '/v1' });
@@ -223,7 +226,7 @@ async function registerService(
 async function v1Api(v1: FastifyInstance): Promise<void> {
 	await v1.register(apiGuard);
 	installNotFoundHandler(v1);
-	for (const routes of [modelRoutes, uploadRoutes, fileInfoRoutes, generationRoutes, jobRoutes, videoRoutes, usageRoutes, webhookRoutes, adminRoutes]) await v1.register(scope(routes));
+	for (const routes of [modelRoutes, uploadRoutes, fileInfoRoutes, generationRoutes, jobRoutes, videoRoutes, usageRoutes, webhookRoutes, adminRoutes, provenanceRoutes]) await v1.register(scope(routes));
 }
 
 /** MCP clients authenticate and are rate limited exactly like /v1 callers. */

@@ -45,7 +45,7 @@ async function readVerified(bytes: Buffer, mimeType: string): Promise<Provenance
 }
 
 /** Claims, signatures and the hash binding intact; `Trusted` also names a trusted signer. */
-function isValid(store: ManifestStoreReport): boolean {
+export function isValid(store: ManifestStoreReport): boolean {
 	return store.validation_state === 'Valid' || store.validation_state === 'Trusted';
 }
 
@@ -54,7 +54,7 @@ function isValid(store: ManifestStoreReport): boolean {
  * conversion records `c2pa.opened`, its parent `c2pa.created` with the source type), followed
  * only through parents that validated when they were taken in and show no failure now.
  */
-function digitalSourceTypeOf(store: ManifestStoreReport, activeLabel: string): string | null {
+export function digitalSourceTypeOf(store: ManifestStoreReport, activeLabel: string): string | null {
 	const ingredientsFailed = (store.validation_results?.ingredientDeltas ?? []).some((delta) => (delta.validationDeltas?.failure ?? []).length > 0);
 	let label: string | undefined = activeLabel;
 	for (let depth = 0; label !== undefined && depth <= MAX_PARENTS; depth++) {

@@ -1,0 +1,97 @@
+/**
+ * Checking an image sent to the service (POST /v1/provenance/verify, the MCP tool `verify_image`):
+ * the image taken as uploads take it (a URL fetched under the address check, or read from storage
+ * when it is one of this service's own files; a data URI; base64), held in memory only while it
+ * is checked, its pixels decoded in the image queue (media/image-work.ts) within
+ * --max-image-pixels.
+ *
+ * A check holds its whole file, up to VERIFY_MAX_BYTES, from the first byte read to the answer: a
+ * few run at once and a few more wait their turn before a byte of theirs is read (a multipart body
+ * waits in the socket); the rest hear 503 with Retry-After at once.
+ */
+import { buffer } from 'node:stream/consumers';
+import { invalidField } from '../../../core/errors';
+import { parseMediaInput } from '../../../core/media';
+import { ImageWork } from '../media/image-work';
+import type { RemoteOpener } from '../net/safe-fetch';
+import type { ProvenanceRecordStore } from './provenance-records';
+import { checkedImage, imageTooLarge, verifyImage, VERIFY_MAX_BYTES, type CheckedImage, type VerifyAnswer, type VerifyCaller } from './verify-image';
+import { detectWatermark } from './watermark/detect';
+import { decodePixels } from './watermark/encoded-image';
+
+export interface ImageVerifierServices {
+	records: Pick<ProvenanceRecordStore, 'find'>;
+	/** The service's image queue: every decode of the service runs through it. */
+	imageWork: ImageWork;
+	openRemote: RemoteOpener;
+	/** Reads a URL of this service's own hosted files from storage; undefined when it is not one of them. */
+	readOwnFile?: (url: URL, field: string, maxBytes: number) => Promise<Buffer | undefined>;
+	maxUploadBytes: number;
+}
+
+/** Checks reading or checking their image at once; each holds at most one file in memory. */
+const CHECKS_AT_ONCE = 4;
+/** Checks waiting for a turn, none of their bytes read yet. */
+const CHECKS_WAITING = 16;
+/** A turn lasts as long as reading the image may (a slow upload, a fetched URL) and checking it. */
+const CHECK_BUDGET_MS = 5 * 60_000;
+
+export class ImageVerifier {
+	/** The largest image checked: the upload limit, within VERIFY_MAX_BYTES. */
+	readonly maxBytes: number;
+	/** Admission, not decoding: a queue of the image queue's kind, so a full one answers 503 as it does. */
+	private readonly turns: ImageWork;
+
+	constructor(private readonly services: ImageVerifierServices) {
+		this.maxBytes = Math.min(services.maxUploadBytes, VERIFY_MAX_BYTES);
+		this.turns = new ImageWork({ maxPixels: services.imageWork.maxPixels, concurrency: CHECKS_AT_ONCE, maxQueued: CHECKS_WAITING, budgetMs: CHECK_BUDGET_MS });
+	}
+
+	/** Runs `work` (reading an image, then `verifyBytes`) in its turn; `signal`: the caller left. */
+	inTurn<T>(work: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+		return this.turns.run((task) => work(task.signal), { signal });
+	}
+
+	/** `image` of a JSON body or a tool's arguments: an http(s) URL, a data URI or base64, checked in its turn. */
+	verifyInput(value: unknown, field: string, caller: VerifyCaller, signal?: AbortSignal): Promise<VerifyAnswer> {
+		if (typeof value !== 'string') {
+			throw invalidField(field, `'${field}' must be a string: an http(s) URL, a data URI or base64 image data`, value === undefined ? 'missing_field' : 'invalid_type');
+		}
+		const input = parseMediaInput(value, field);
+		return this.inTurn(async (stop) => {
+			const bytes = input.kind === 'url' ? await this.fetch(input.url, field, stop) : input.bytes;
+			return this.verifyBytes(bytes, field, caller, stop);
+		}, signal);
+	}
+
+	/** Bytes already read, inside a turn (`inTurn`). */
+	verifyBytes(bytes: Buffer, field: string, caller: VerifyCaller, signal?: AbortSignal): Promise<VerifyAnswer> {
+		const { records, imageWork } = this.services;
+		const image = checkedImage(bytes, field, { maxBytes: this.maxBytes, maxPixels: imageWork.maxPixels });
+		return verifyImage(image, { records, caller, readWatermark: (checked) => this.readWatermark(checked, signal) });
+	}
+
+	/** A file larger than `maxBytes`, refused as it is read. */
+	tooLarge(field: string): Error {
+		return imageTooLarge(field, this.maxBytes);
+	}
+
+	private async fetch(url: URL, field: string, signal: AbortSignal): Promise<Buffer> {
+		const { readOwnFile, openRemote } = this.services;
+		const own = await readOwnFile?.(url, field, this.maxBytes);
+		if (own) return own;
+		return buffer(await openRemote(url, { field, maxBytes: this.maxBytes, oversizeStatus: 413, signal }));
+	}
+
+	/** The decode in sharp's threads and the reading of its grid, in one turn of the image queue. */
+	private readWatermark(image: CheckedImage, signal?: AbortSignal) {
+		return this.services.imageWork.run(
+			async (task) => {
+				const pixels = await decodePixels(image.bytes, { limitInputPixels: task.limitInputPixels, timeoutSeconds: task.timeoutSeconds() });
+				task.throwIfStopped();
+				return detectWatermark(pixels);
+			},
+			{ signal },
+		);
+	}
+}
