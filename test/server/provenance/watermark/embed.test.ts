@@ -1,0 +1,66 @@
+/**
+ * Marking and reading back: every catalog proportion carries its payload, invisibly (PSNR ≥ 38 dB
+ * against the same render unmarked), in colour, grey and with alpha, and a copy is made unless the
+ * caller asks for the pixels themselves to be marked.
+ */
+import { randomBytes } from 'node:crypto';
+import { EXTENDED_ASPECT_RATIOS } from '../../../../core/models';
+import { detectWatermark, WATERMARK_ALGORITHM } from '../../../../server/src/provenance/watermark/detect';
+import { embedWatermark, embedWatermarkInPlace } from '../../../../server/src/provenance/watermark/embed';
+import type { RawImage } from '../../../../server/src/provenance/watermark/raw-image';
+import { encoded, psnr, rawOf, sandboxRender } from './support/pictures';
+
+it.each(EXTENDED_ASPECT_RATIOS)('%s: the payload read back from the marked pixels, PSNR ≥ 38 dB', async (aspectRatio) => {
+	const unmarked = await sandboxRender(aspectRatio, 7);
+	const payload = randomBytes(8);
+	const marked = embedWatermark(unmarked, payload);
+	expect(marked.info).toEqual(unmarked.info);
+	expect(psnr(unmarked.data, marked.data)).toBeGreaterThanOrEqual(38);
+	const reading = detectWatermark(marked);
+	expect(reading).toEqual({ found: true, algorithm: WATERMARK_ALGORITHM, payload: new Uint8Array(payload), confidence: 1 });
+	expect(detectWatermark(unmarked)).toEqual({ found: false, reason: 'not_found' });
+});
+
+it('leaves the pixels it was given alone; embedWatermarkInPlace marks them, the same way', async () => {
+	const unmarked = await sandboxRender('4:3', 3);
+	const original = Buffer.from(unmarked.data);
+	const payload = randomBytes(8);
+	const copy = embedWatermark(unmarked, payload);
+	expect(Buffer.from(unmarked.data).equals(original)).toBe(true);
+	embedWatermarkInPlace(unmarked, payload);
+	expect(Buffer.from(unmarked.data).equals(Buffer.from(copy.data))).toBe(true);
+});
+
+function withChannels(image: RawImage, channels: 1 | 2 | 4): RawImage {
+	const { width, height } = image.info;
+	const data = Buffer.alloc(width * height * channels);
+	for (let p = 0; p < width * height; p++) {
+		const [r, g, b] = [image.data[3 * p]!, image.data[3 * p + 1]!, image.data[3 * p + 2]!];
+		if (channels === 4) data.set([r, g, b, (p * 7) % 256], 4 * p);
+		else data.set(channels === 2 ? [g, (p * 7) % 256] : [g], channels * p);
+	}
+	return { data, info: { width, height, channels } };
+}
+
+it.each([
+	['grey', 1],
+	['grey and alpha', 2],
+	['RGBA', 4],
+] as const)('%s: marked and read back; alpha untouched', async (_, channels) => {
+	const image = withChannels(await sandboxRender('1:1', 11), channels);
+	const payload = randomBytes(8);
+	const marked = embedWatermark(image, payload);
+	expect(detectWatermark(marked)).toMatchObject({ found: true, payload: new Uint8Array(payload) });
+	if (channels % 2 === 0) {
+		for (let p = channels - 1; p < image.data.length; p += channels) if (marked.data[p] !== image.data[p]) throw new Error(`alpha changed at sample ${p}`);
+	}
+});
+
+it('a larger image (2048 px) is marked on the same grid and read at its own size and at 1024 px', async () => {
+	const large = await rawOf(await encoded(await sandboxRender('16:9', 5)).resize(2048).png().toBuffer());
+	const payload = randomBytes(8);
+	const marked = embedWatermark(large, payload);
+	expect(detectWatermark(marked)).toMatchObject({ found: true, payload: new Uint8Array(payload) });
+	const smaller = await rawOf(await encoded(marked).resize(1024).png().toBuffer());
+	expect(detectWatermark(smaller)).toMatchObject({ found: true, payload: new Uint8Array(payload) });
+});
