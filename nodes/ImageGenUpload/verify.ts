@@ -108,7 +108,7 @@ function checkImage(context: IExecuteFunctions, itemIndex: number, media: Sniffe
 
 /**
  * A 404 comes from a service without the route (an imagegen-server older than it, or another API
- * behind the Base URL): every way the route refuses an image is a 400, so the 404 is said as such.
+ * behind the Base URL): the route itself refuses an image with a 400 or a 413, never a 404.
  */
 function withoutRoute(context: IExecuteFunctions, error: unknown, itemIndex: number): unknown {
 	if (!(error instanceof NodeApiError) || error.httpCode !== '404') return error;

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { makeImage, makeMp4, makePdf } from '../server/support/media';
 import { startMediaHost, type MediaHost } from '../server/support/media-host';
 import { startBareService, type BareService } from './support/bare-service';
-import { IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
+import { binaryBytes, IMAGE_GEN, IMAGE_GEN_UPLOAD, runWorkflow, type SeedItem, type WorkflowNode } from './support/engine';
+import { useNodeTestEnvironment } from './support/environment';
 import { startVerifyService, type VerifyAnswer, type VerifyService } from './support/verify-service';
 
 const API_KEY = 'verify-test-key';
@@ -122,8 +123,8 @@ describe('a binary field: streamed as the multipart part file', () => {
 		const broken = Buffer.concat([marked.subarray(0, 40), Buffer.alloc(400, 7)]);
 		const { error } = await runVerify({ inputType: 'binary', binaryPropertyName: 'data' }, [binaryItem(broken, 'broken.png', 'image/png')]);
 		expect(error?.name).toBe('NodeApiError');
-		expect(error?.message).toBe("'file' is not an image the service can read");
-		expect(error?.description).toMatch(/Check the parameter 'binaryPropertyName' \(HTTP 400, code invalid_image, field 'file'\)/);
+		expect(error?.message).toBe("'file' could not be read as an image");
+		expect(error?.description).toMatch(/Check the parameter 'binaryPropertyName' \(HTTP 400, code undecodable_image, field 'file'\)/);
 		expect(service.calls).toHaveLength(1);
 	});
 
@@ -161,8 +162,8 @@ describe('a URL or base64: sent as JSON image', () => {
 		const url = media.put('/notes.txt', Buffer.from('plain words, no pixels'), { 'content-type': 'text/plain' });
 		const { error } = await runVerify({ inputType: 'url', url });
 		expect(error?.name).toBe('NodeApiError');
-		expect(error?.message).toBe("'image' is not an image the service can read");
-		expect(error?.description).toMatch(/Check the parameter 'url' \(HTTP 400, code invalid_image, field 'image'\)/);
+		expect(error?.message).toBe("'image' could not be read as an image");
+		expect(error?.description).toMatch(/Check the parameter 'url' \(HTTP 400, code undecodable_image, field 'image'\)/);
 	});
 
 	test.each([
@@ -178,7 +179,7 @@ describe('a URL or base64: sent as JSON image', () => {
 
 	test("base64 of bytes that do not decode: the service's 400 naming image points at Base64", async () => {
 		const { error } = await runVerify({ inputType: 'base64', base64: Buffer.concat([marked.subarray(0, 40), Buffer.alloc(64, 1)]).toString('base64') });
-		expect(error?.description).toMatch(/Check the parameter 'base64' \(HTTP 400, code invalid_image, field 'image'\)/);
+		expect(error?.description).toMatch(/Check the parameter 'base64' \(HTTP 400, code undecodable_image, field 'image'\)/);
 	});
 
 	test.each([
@@ -246,5 +247,52 @@ describe('examples/imagegen-upload-verify.json', () => {
 		expect(result.error()).toBeUndefined();
 		expect(service.calls[0]!.json).toEqual({ image: url });
 		expect(result.output(node!.name)[0]!.json).toEqual(MARKED_JSON);
+	});
+});
+
+describe('against the service itself (POST /v1/provenance/verify in process)', () => {
+	const env = useNodeTestEnvironment();
+
+	test("an image the ImageGen node generated, checked from its binary: both marks, the service's answer field for field in camelCase", async () => {
+		const result = await runWorkflow({
+			credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl },
+			nodes: [
+				{ name: 'Generate', type: IMAGE_GEN, parameters: { model: 'p-image', prompt: 'A red kite over dunes', aspectRatio: '1:1', outputFormat: 'png', responseFormat: 'url' } },
+				verify({ inputType: 'binary', binaryPropertyName: 'data' }),
+			],
+		});
+		expect(result.error()).toBeUndefined();
+		const [item] = result.output('Verify');
+		expect(item!.json).toMatchObject({
+			c2pa: { present: true, valid: true, signer: expect.any(String), digitalSourceType: TRAINED },
+			watermark: { found: true, algorithm: expect.any(String), payload: expect.stringMatching(/^[0-9a-f]+$/) },
+		});
+		const [sent] = env.proxy.requests.filter((request) => request.path === '/v1/provenance/verify');
+		expect(sent!.contentType).toMatch(/^multipart\/form-data; boundary=/);
+		// The same bytes asked directly: the item carries exactly what the service answered, generation included.
+		const image = await binaryBytes(result.output('Generate')[0]!);
+		const form = new FormData();
+		form.append('file', new Blob([image], { type: 'image/png' }), 'kite.png');
+		const direct = await fetch(`${env.server.origin}/v1/provenance/verify`, { method: 'POST', headers: { authorization: `Bearer ${env.server.apiKey}` }, body: form });
+		expect(direct.status).toBe(200);
+		const answer = (await direct.json()) as VerifyAnswer;
+		expect(item!.json).toEqual({
+			c2pa: { present: answer.c2pa.present, valid: answer.c2pa.valid, signer: answer.c2pa.signer, digitalSourceType: answer.c2pa.digital_source_type },
+			watermark: answer.watermark,
+			generation: answer.generation && { id: answer.generation.id, model: answer.generation.model, createdAt: answer.generation.created_at },
+		});
+	});
+
+	test("a damaged PNG: the service's own 400 naming file points at Input Binary Field", async () => {
+		const broken = Buffer.concat([marked.subarray(0, 24), Buffer.alloc(200, 9)]);
+		const result = await runWorkflow({
+			credentials: { apiKey: env.server.apiKey, baseUrl: env.proxy.baseUrl },
+			nodes: [verify({ inputType: 'binary', binaryPropertyName: 'data' })],
+			seed: [binaryItem(broken, 'broken.png', 'image/png')],
+		});
+		const error = result.error('Verify');
+		expect(error?.name).toBe('NodeApiError');
+		expect(error?.httpCode).toBe('400');
+		expect(error?.description).toMatch(/Check the parameter 'binaryPropertyName' \(HTTP 400, .*field 'file'\)/);
 	});
 });

@@ -107,7 +107,7 @@ async function checkDecodes(field: string, bytes: Buffer): Promise<void> {
 	try {
 		await sharp(bytes).raw().toBuffer();
 	} catch {
-		throw new Refusal(400, `'${field}' is not an image the service can read`, field, 'invalid_image');
+		throw new Refusal(400, `'${field}' could not be read as an image`, field, 'undecodable_image');
 	}
 }
 
