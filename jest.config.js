@@ -14,6 +14,7 @@ const INTEGRATION = [
 	'test/e2e/',
 	'test/package/',
 	'test/server/cli/keys-cli.test.ts',
+	'test/server/cli/verify-cli-process.test.ts',
 	'test/server/db/postgres/',
 	'test/server/generation/provider-fallback.test.ts',
 	'test/server/http/connections.test.ts',

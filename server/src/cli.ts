@@ -2,7 +2,8 @@
 /**
  * imagegen-server: parses flags and environment, makes sure there is an API key and (unless
  * `--admin-key none`) an admin key, starts the service and prints where it listens. `imagegen-server keys …` manages keys instead (cli/keys-cli.ts),
- * `imagegen-server backup …` copies the data dir's database (cli/backup-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
+ * `imagegen-server backup …` copies the data dir's database (cli/backup-cli.ts), `imagegen-server verify FILE` checks an image's
+ * marks (cli/verify-cli.ts). Exit codes: 0 clean stop, 1 failed to start, 2 bad options.
  */
 // First: sizes libuv's thread pool before anything uses it.
 import './runtime/thread-pool';
@@ -65,7 +66,7 @@ async function keysMadeIfMissing(config: ServiceConfig): Promise<string[]> {
 	return lines;
 }
 
-/** `keys …` and `backup …` are commands of their own, loaded only when asked for; answers whether one ran. */
+/** `keys …`, `backup …` and `verify …` are commands of their own, loaded only when asked for; answers whether one ran. */
 async function ranCommand(command: string | undefined): Promise<boolean> {
 	const output = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
 	if (command === 'keys') {
@@ -76,6 +77,11 @@ async function ranCommand(command: string | undefined): Promise<boolean> {
 	if (command === 'backup') {
 		const { runBackupCommand } = await import('./cli/backup-cli');
 		process.exitCode = runBackupCommand(process.argv.slice(3), process.env, output);
+		return true;
+	}
+	if (command === 'verify') {
+		const { runVerifyCommand } = await import('./cli/verify-cli');
+		process.exitCode = await runVerifyCommand(process.argv.slice(3), process.env, output);
 		return true;
 	}
 	return false;

@@ -76,6 +76,14 @@ const idInputSchema = (description: string): JsonSchema => ({ type: 'object', pr
 export const FILE_ID_INPUT_SCHEMA = idInputSchema('The file id: the last part of its URL, without the extension (given as `id` by upload_file).');
 export const GENERATION_ID_INPUT_SCHEMA = idInputSchema('The generation id: gen_… for images, video_… for a video (the `id` a generation or generate_video answered).');
 
+/** `verify_image`: the image alone, in any form uploads take. */
+export const VERIFY_IMAGE_INPUT_SCHEMA: JsonSchema = {
+	type: 'object',
+	properties: { image: { type: 'string', minLength: 1, description: 'The image to check: an http(s) URL, a data URI or raw base64 (png, jpeg, webp, gif, avif).' } },
+	required: ['image'],
+	additionalProperties: false,
+};
+
 export const EMPTY_INPUT_SCHEMA: JsonSchema = { type: 'object', properties: {}, additionalProperties: false };
 
 /** Kept in one place so a change of default shows in the tool description too. */

@@ -1,6 +1,6 @@
 /**
  * The MCP tools: each calls the service code the REST routes call (the shared generation runner,
- * uploads, a key's own files, the catalog) as the calling API key, and answers a compact JSON
+ * uploads, a key's own files, the catalog, the provenance check) as the calling API key, and answers a compact JSON
  * object both as `structuredContent` and as text. Images are always hosted and answered by URL,
  * never as base64. A refused call is a tool result with `isError: true` carrying the API's error
  * body, whose `param` names the field, so a model can correct its arguments.
@@ -13,6 +13,7 @@ import { catalogFor, catalogInForce } from '../generation/catalog-in-force';
 import { deleteFileTool, getFileTool, uploadFileTool } from './file-tools';
 import { cancelGenerationTool, generateImageTool, getGenerationTool } from './generation-tools';
 import { generateVideoTool } from './video-tools';
+import { verifyImageTool } from './verify-tools';
 import { isVideoModelId, type CatalogModelId } from '../../../core/video-models';
 import type { ToolCaller, ToolDefinition } from './tool-definition';
 import { EMPTY_INPUT_SCHEMA } from './tool-schemas';
@@ -39,6 +40,7 @@ export function toolsFor(service: FastifyInstance, apiKey: ApiKeyPolicy): ToolDe
 		deleteFileTool(service),
 		getGenerationTool(service),
 		cancelGenerationTool(service),
+		verifyImageTool(service),
 		{
 			name: 'list_models',
 			title: 'List the models',

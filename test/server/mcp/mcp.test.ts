@@ -53,9 +53,9 @@ afterAll(async () => {
 });
 
 describe('MCP endpoint', () => {
-	it('lists the eight tools with input schemas from the catalog', async () => {
+	it('lists the nine tools with input schemas from the catalog', async () => {
 		const { tools } = await client.listTools();
-		expect(tools.map((tool) => tool.name).sort()).toEqual(['cancel_generation', 'delete_file', 'generate_image', 'generate_video', 'get_file', 'get_generation', 'list_models', 'upload_file']);
+		expect(tools.map((tool) => tool.name).sort()).toEqual(['cancel_generation', 'delete_file', 'generate_image', 'generate_video', 'get_file', 'get_generation', 'list_models', 'upload_file', 'verify_image']);
 		const generate = tools.find((tool) => tool.name === 'generate_image')!;
 		const properties = generate.inputSchema.properties as Record<string, any>;
 		expect(properties.model.enum).toEqual(['p-image', 'p-image-edit', 'textimage-v2']);
