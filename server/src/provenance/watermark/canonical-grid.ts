@@ -39,6 +39,12 @@ function fits(grid: Grid, width: number, height: number): boolean {
 	return grid.width <= width && grid.height <= height;
 }
 
+/** Whether an image of this size can carry the mark: gridForEmbedding has a grid for it. */
+export function canCarryWatermark(width: number, height: number): boolean {
+	const grid = oriented(width, height, Math.round(shortSideBlocks(width, height)));
+	return Math.min(grid.columns, grid.rows) >= MIN_SHORT_SIDE_BLOCKS && fits(grid, width, height);
+}
+
 /** The grid an image of this size is marked on; a RangeError when it is too small or too narrow to carry the mark. */
 export function gridForEmbedding(width: number, height: number, field = 'pixels'): Grid {
 	const grid = oriented(width, height, Math.round(shortSideBlocks(width, height)));

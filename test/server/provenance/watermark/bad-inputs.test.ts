@@ -5,6 +5,7 @@
  * anyone may ask about any image; bytes that are no image are a RangeError naming `image`.
  */
 import { randomBytes } from 'node:crypto';
+import { canCarryWatermark } from '../../../../server/src/provenance/watermark/canonical-grid';
 import { detectWatermark } from '../../../../server/src/provenance/watermark/detect';
 import { detectWatermarkInImage } from '../../../../server/src/provenance/watermark/encoded-image';
 import { embedWatermark } from '../../../../server/src/provenance/watermark/embed';
@@ -35,8 +36,9 @@ it.each([
 	['255 px on its long side', blank(255, 200), /a 255 × 200 image is too small to carry a watermark \(at least 256 × 200 px/],
 	['a long side of 256 px but a short side under its grid', blank(190, 256), /a 190 × 256 image is too small to carry a watermark \(at least 192 × 256 px/],
 	['beyond 8:1', blank(2000, 200), /a 2000 × 200 image is too narrow to carry a watermark \(at most 8:1\)/],
-])('an image %s cannot be marked: a RangeError naming pixels', (_, pixels, message) => {
+])('an image %s cannot be marked: a RangeError naming pixels, and canCarryWatermark says so first', (_, pixels, message) => {
 	expect(() => embedWatermark(pixels, randomBytes(8))).toThrow(message);
+	expect(canCarryWatermark(pixels.info.width, pixels.info.height)).toBe(false);
 });
 
 it.each([
@@ -50,6 +52,7 @@ it.each([
 it('the smallest image that can be marked (256 × 256) is marked and read', () => {
 	const payload = randomBytes(8);
 	const pixels = blank(256, 256);
+	expect(canCarryWatermark(256, 256)).toBe(true);
 	for (let i = 0; i < pixels.data.length; i++) pixels.data[i] = (i * 31) % 200;
 	expect(detectWatermark(embedWatermark(pixels, payload))).toMatchObject({ found: true, payload: new Uint8Array(payload) });
 });
