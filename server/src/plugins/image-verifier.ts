@@ -15,16 +15,15 @@ declare module 'fastify' {
 
 export default fp(
 	async (fastify) => {
-		fastify.decorate(
-			'imageVerifier',
-			new ImageVerifier({
-				records: fastify.provenanceRecords,
-				imageWork: fastify.hostedFiles.imageWork,
-				openRemote: fastify.openRemote,
-				readOwnFile: ownFileReader(fastify.hostedFiles),
-				maxUploadBytes: fastify.config.maxUploadBytes,
-			}),
-		);
+		const verifier = new ImageVerifier({
+			records: fastify.provenanceRecords,
+			imageWork: fastify.hostedFiles.imageWork,
+			openRemote: fastify.openRemote,
+			readOwnFile: ownFileReader(fastify.hostedFiles),
+			maxUploadBytes: fastify.config.maxUploadBytes,
+		});
+		fastify.decorate('imageVerifier', verifier);
+		fastify.addHook('onClose', () => verifier.close());
 	},
 	{ name: 'image-verifier', dependencies: ['config', 'engines', 'remote-fetch', 'hosted-files'] },
 );

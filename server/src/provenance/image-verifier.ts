@@ -2,8 +2,8 @@
  * Checking an image sent to the service (POST /v1/provenance/verify, the MCP tool `verify_image`):
  * the image taken as uploads take it (a URL fetched under the address check, or read from storage
  * when it is one of this service's own files; a data URI; base64), held in memory only while it
- * is checked, its pixels decoded in the image queue (media/image-work.ts) within
- * --max-image-pixels.
+ * is checked, its pixels decoded in a turn of the image queue within --max-image-pixels and its
+ * watermark read off the event loop (watermark-reader.ts).
  *
  * A check holds its whole file, up to VERIFY_MAX_BYTES, from the first byte read to the answer: a
  * few run at once and a few more wait their turn before a byte of theirs is read (a multipart body
@@ -15,9 +15,8 @@ import { parseMediaInput } from '../../../core/media';
 import { ImageWork } from '../media/image-work';
 import type { RemoteOpener } from '../net/safe-fetch';
 import type { ProvenanceRecordStore } from './provenance-records';
-import { checkedImage, imageTooLarge, verifyImage, VERIFY_MAX_BYTES, type CheckedImage, type VerifyAnswer, type VerifyCaller } from './verify-image';
-import { detectWatermark } from './watermark/detect';
-import { decodePixels } from './watermark/encoded-image';
+import { checkedImage, imageTooLarge, verifyImage, VERIFY_MAX_BYTES, type VerifyAnswer, type VerifyCaller } from './verify-image';
+import { WatermarkReader } from './watermark-reader';
 
 export interface ImageVerifierServices {
 	records: Pick<ProvenanceRecordStore, 'find'>;
@@ -27,6 +26,8 @@ export interface ImageVerifierServices {
 	/** Reads a URL of this service's own hosted files from storage; undefined when it is not one of them. */
 	readOwnFile?: (url: URL, field: string, maxBytes: number) => Promise<Buffer | undefined>;
 	maxUploadBytes: number;
+	/** The compiled detection worker; found beside watermark-reader.ts unless given. */
+	detectWorkerScript?: string;
 }
 
 /** Checks reading or checking their image at once; each holds at most one file in memory. */
@@ -41,10 +42,12 @@ export class ImageVerifier {
 	readonly maxBytes: number;
 	/** Admission, not decoding: a queue of the image queue's kind, so a full one answers 503 as it does. */
 	private readonly turns: ImageWork;
+	private readonly watermarks: WatermarkReader;
 
 	constructor(private readonly services: ImageVerifierServices) {
 		this.maxBytes = Math.min(services.maxUploadBytes, VERIFY_MAX_BYTES);
 		this.turns = new ImageWork({ maxPixels: services.imageWork.maxPixels, concurrency: CHECKS_AT_ONCE, maxQueued: CHECKS_WAITING, budgetMs: CHECK_BUDGET_MS });
+		this.watermarks = new WatermarkReader(services.imageWork, services.detectWorkerScript);
 	}
 
 	/** Runs `work` (reading an image, then `verifyBytes`) in its turn; `signal`: the caller left. */
@@ -68,7 +71,7 @@ export class ImageVerifier {
 	verifyBytes(bytes: Buffer, field: string, caller: VerifyCaller, signal?: AbortSignal): Promise<VerifyAnswer> {
 		const { records, imageWork } = this.services;
 		const image = checkedImage(bytes, field, { maxBytes: this.maxBytes, maxPixels: imageWork.maxPixels });
-		return verifyImage(image, { records, caller, readWatermark: (checked) => this.readWatermark(checked, signal) });
+		return verifyImage(image, { records, caller, readWatermark: (checked) => this.watermarks.read(checked.bytes, signal) });
 	}
 
 	/** A file larger than `maxBytes`, refused as it is read. */
@@ -83,15 +86,8 @@ export class ImageVerifier {
 		return buffer(await openRemote(url, { field, maxBytes: this.maxBytes, oversizeStatus: 413, signal }));
 	}
 
-	/** The decode in sharp's threads and the reading of its grid, in one turn of the image queue. */
-	private readWatermark(image: CheckedImage, signal?: AbortSignal) {
-		return this.services.imageWork.run(
-			async (task) => {
-				const pixels = await decodePixels(image.bytes, { limitInputPixels: task.limitInputPixels, timeoutSeconds: task.timeoutSeconds() });
-				task.throwIfStopped();
-				return detectWatermark(pixels);
-			},
-			{ signal },
-		);
+	/** Waits for the images being read, then ends the reading threads. */
+	close(): Promise<void> {
+		return this.watermarks.close();
 	}
 }
