@@ -137,38 +137,55 @@ async function* answerChunks(body: string, sources: readonly ImageSource[]): Asy
 	}
 }
 
-/** An image in memory goes out 64 KiB (in whole groups of 3 bytes) at a time: ≈ 87 KB of base64, as a file read gives. */
-const MEMORY_PIECE_BYTES = 3 * 21_845;
+/**
+ * An image's base64 goes out in pieces of this many bytes (a whole number of 3-byte groups), whose
+ * text is 1 MiB: longer than the text Node makes outside V8's heap (an external string; the heap
+ * holds only its handle), so an answer's megabytes of text never pass through the young
+ * generation, which V8 would otherwise grow with their allocation rate and keep grown. Each piece is
+ * a bounded copy, given back once written; never the whole image's text.
+ */
+const PIECE_BYTES = 3 * 262_144;
 
 function* memoryBase64Chunks(bytes: Buffer): Generator<string> {
-	for (let from = 0; from < bytes.length; from += MEMORY_PIECE_BYTES) yield bytes.toString('base64', from, Math.min(from + MEMORY_PIECE_BYTES, bytes.length));
+	for (let from = 0; from < bytes.length; from += PIECE_BYTES) yield bytes.toString('base64', from, Math.min(from + PIECE_BYTES, bytes.length));
 }
 
 /**
- * Each chunk as it is read, all but the last encoded in whole groups of 3 bytes, the 0–2 left
- * over carried to the next chunk: the text is the one `toString('base64')` of the whole file gives.
+ * A file's bytes, gathered from its reads into pieces of PIECE_BYTES (its last piece shorter), each
+ * encoded whole: the text is the one `toString('base64')` of the whole file gives. Every read chunk
+ * and every gathered piece is given back once encoded (media/release-bytes.ts).
  */
 async function* base64Chunks({ file, bytes }: { file: FileRecord; bytes: Readable }): AsyncGenerator<string> {
-	let carried = Buffer.alloc(0);
+	let gathered: Buffer[] = [];
+	let gatheredBytes = 0;
 	let read = 0;
 	for await (const chunk of bytes as AsyncIterable<Buffer>) {
 		read += chunk.length;
-		// The carried bytes are completed from the chunk's head, so the chunk itself is never copied.
-		const completing = carried.length > 0 ? Math.min(3 - carried.length, chunk.length) : 0;
-		let headText = '';
-		if (carried.length > 0) {
-			carried = Buffer.concat([carried, chunk.subarray(0, completing)]);
-			if (carried.length === 3) [headText, carried] = [carried.toString('base64'), Buffer.alloc(0)];
-		}
-		const whole = completing + Math.floor((chunk.length - completing) / 3) * 3;
-		// Still short of a group only when the chunk was all used to complete it: nothing is left over.
-		if (carried.length === 0) carried = Buffer.from(chunk.subarray(whole));
-		const text = headText + chunk.toString('base64', completing, whole);
-		// Read, encoded and carried over: the chunk is done with (media/release-bytes.ts).
-		releaseBytes(chunk);
-		if (text.length > 0) yield text;
+		gathered.push(chunk);
+		gatheredBytes += chunk.length;
+		if (gatheredBytes < PIECE_BYTES) continue;
+		const piece = joined(gathered, gatheredBytes);
+		const whole = gatheredBytes - (gatheredBytes % 3);
+		// The 0–2 bytes past the last whole group start the next piece.
+		gathered = whole < gatheredBytes ? [Buffer.from(piece.subarray(whole))] : [];
+		gatheredBytes -= whole;
+		const text = piece.toString('base64', 0, whole);
+		releaseBytes(piece);
+		yield text;
 	}
 	// The length sent ahead was counted from the recorded size: other bytes would break the answer.
 	if (read !== file.size) throw new Error(`hosted file ${file.id} has ${read} bytes where ${file.size} were recorded`);
-	if (carried.length > 0) yield carried.toString('base64');
+	if (gatheredBytes === 0) return;
+	const last = joined(gathered, gatheredBytes);
+	const text = last.toString('base64');
+	releaseBytes(last);
+	yield text;
+}
+
+/** The chunks as one buffer of their own, each chunk given back once copied (or the one chunk itself). */
+function joined(chunks: readonly Buffer[], length: number): Buffer {
+	if (chunks.length === 1) return chunks[0]!;
+	const whole = Buffer.concat(chunks, length);
+	for (const chunk of chunks) releaseBytes(chunk);
+	return whole;
 }

@@ -1,9 +1,10 @@
 /**
  * Inline answers sent from storage (server/src/storage/inline-answer.ts) on the embedded engines:
  * the text is exactly the JSON of the answer with each file's base64, for every size around the
- * 3-byte groups and the read chunks; it comes in bounded pieces, never the whole image at once;
+ * 3-byte groups and the read chunks; it comes in bounded pieces, never the whole image at once, each long enough for Node to make its text outside the V8 heap;
  * and a file that is gone, another key's, or not the size recorded is never sent as if whole.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,7 +60,7 @@ async function sent(images: FileRecord[], owner = OWNER) {
 	return openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineFiles }, owner);
 }
 
-test.each([1, 2, 3, 4, 5, STREAM_HIGH_WATER_MARK - 1, STREAM_HIGH_WATER_MARK, STREAM_HIGH_WATER_MARK + 1, 3 * 65_536 + 2, 1_000_001])(
+test.each([1, 2, 3, 4, 5, STREAM_HIGH_WATER_MARK - 1, STREAM_HIGH_WATER_MARK, STREAM_HIGH_WATER_MARK + 1, 3 * 65_536 + 2, 786_431, 786_432, 786_433, 1_000_001, 3 * 786_432 + 2])(
 	'a file of %i bytes: exactly the JSON with its base64, of the length announced',
 	async (size) => {
 		const bytes = randomBytes(size);
@@ -79,27 +80,57 @@ test('the envelope is kept without the images, and says where each one goes', as
 	for (const part of inlineFiles) expect(body.slice(part.at - 13, part.at + 1)).toBe('{"b64_json":""');
 });
 
-test('a 6 MB image goes out in pieces no larger than a read chunk’s base64, never whole', async () => {
-	const bytes = randomBytes(6 * 1024 * 1024);
-	const opened = await sent([await stored(bytes)]);
-	if ('gone' in opened) throw new Error('unexpectedly gone');
-	const { text, pieces } = await readAll(opened.stream);
-	expect(text.length).toBeGreaterThan(8 * 1024 * 1024);
-	expect(pieces.length).toBeGreaterThan(40);
-	expect(Math.max(...pieces)).toBeLessThanOrEqual(Math.ceil((STREAM_HIGH_WATER_MARK + 2) / 3) * 4);
-});
-
-test.each([1, 2, 3, 65_535, 65_536, 1_000_001])('an image of %i bytes in memory: the same JSON, in pieces no larger than a read chunk’s base64', async (size) => {
+test.each([1, 2, 3, 65_535, 65_536, 786_431, 786_432, 786_433, 1_000_001, 3 * 786_432 + 2])('an image of %i bytes in memory: the same JSON, of the length announced', async (size) => {
 	const bytes = randomBytes(size);
 	const small = randomBytes(7);
 	const { body, inlineFiles, inlineBytes } = inlineAnswerBody(answerWith([new InlineBytes(ImageBytes.lent(bytes)), new InlineBytes(ImageBytes.lent(small))]));
 	expect(inlineFiles).toEqual([]);
 	const opened = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', body, inlineBytes }, OWNER);
 	if ('gone' in opened) throw new Error('unexpectedly gone');
-	const { text, pieces } = await readAll(opened.stream);
+	const { text } = await readAll(opened.stream);
 	expect(text).toBe(JSON.stringify(answerWith([bytes.toString('base64'), small.toString('base64')])));
 	expect(Buffer.byteLength(text)).toBe(opened.length);
-	expect(Math.max(...pieces)).toBeLessThanOrEqual(Math.ceil((STREAM_HIGH_WATER_MARK + 2) / 3) * 4);
+});
+
+/**
+ * Node makes a string of base64 this long outside V8's heap (an external string: the heap holds a
+ * small handle), so sending an image's text does not make the young generation grow with it.
+ */
+const EXTERNAL_TEXT_CHARS = 1_031_913;
+
+/** In a fresh Node (no other test's garbage around): V8 heap used, in bytes, by 8 base64 texts of `chars` characters each. */
+function heapUsedByTexts(chars: number): number {
+	const script = `const bytes = require('node:crypto').randomBytes(${(chars / 4) * 3});
+const before = process.memoryUsage().heapUsed;
+const kept = Array.from({ length: 8 }, () => bytes.toString('base64'));
+process.stdout.write(String(process.memoryUsage().heapUsed - before) + ' ' + kept.length);`;
+	const [grown] = execFileSync(process.execPath, ['--max-semi-space-size=64', '-e', script], { encoding: 'utf8' }).split(' ');
+	return Number(grown);
+}
+
+test('Node keeps base64 text of that length outside the V8 heap, and shorter text inside it', () => {
+	// Made on the heap, the 8 texts would take it 8 MiB; outside it, only their handles stay.
+	expect(heapUsedByTexts(1_048_576)).toBeLessThan(1024 * 1024);
+	expect(heapUsedByTexts(87_380)).toBeGreaterThan(8 * 87_380);
+});
+
+test.each([
+	['in memory', (bytes: Buffer): Promise<InlineBytes | InlineFile> => Promise.resolve(new InlineBytes(ImageBytes.lent(bytes)))],
+	['stored', async (bytes: Buffer): Promise<InlineBytes | InlineFile> => new InlineFile((await stored(bytes)).id)],
+])('an image %s goes out as base64 pieces long enough to be made outside the V8 heap, each bounded', async (_where, place) => {
+	const bytes = randomBytes(6 * 1024 * 1024 + 1);
+	const answer = inlineAnswerBody(answerWith([await place(bytes)]));
+	const opened = await openInlineAnswer(files, { status: 200, contentType: 'application/json; charset=utf-8', ...answer }, OWNER);
+	if ('gone' in opened) throw new Error('unexpectedly gone');
+	const { text, pieces } = await readAll(opened.stream);
+	expect(text).toBe(JSON.stringify(answerWith([bytes.toString('base64')])));
+	const imagePieces = pieces.filter((length) => length > 1000);
+	// Every piece of the image's text but its last: never the whole 8 MB, never short enough for the heap.
+	for (const length of imagePieces.slice(0, -1)) {
+		expect(length).toBeGreaterThanOrEqual(EXTERNAL_TEXT_CHARS);
+		expect(length).toBeLessThanOrEqual(2 * 1024 * 1024);
+	}
+	expect(imagePieces.length).toBeGreaterThanOrEqual(4);
 });
 
 test('a deleted file, or another key’s, is gone: nothing is sent', async () => {
@@ -185,8 +216,8 @@ function piecewise(pieces: number[], handedOut: Buffer[]): HostedFiles {
 	return new HostedFiles({ storage: cut, metadata: new SqlFileMetadata(new SqliteAdapter(database)), retentionSeconds: 3600, publicBaseUrl: () => 'http://127.0.0.1:1' });
 }
 
-test.each([[[1]], [[2, 1, 1]], [[1, 4, 2, 7]], [[65_537, 5]]])('a file read in pieces of %j bytes: the same base64, and each piece given back once encoded', async (pieces) => {
-	const bytes = randomBytes(Math.max(...pieces) > 1_000 ? 200_003 : 1_001);
+test.each([[[1]], [[2, 1, 1]], [[1, 4, 2, 7]], [[65_537, 5]], [[786_431]], [[786_433, 2]]])('a file read in pieces of %j bytes: the same base64, and each piece given back once encoded', async (pieces) => {
+	const bytes = randomBytes(Math.max(...pieces) > 1_000 ? 2 * 786_432 + 200_003 : 1_001);
 	const file = await stored(bytes);
 	const handedOut: Buffer[] = [];
 	const { body, inlineFiles } = inlineAnswerBody(answerWith([new InlineFile(file.id)]));
