@@ -39,7 +39,7 @@ async function appliedVersions(database: Database) {
 }
 
 const ALL_VERSIONS = MIGRATIONS.map((migration) => migration.version);
-const ALL_TABLES = ['api_keys', 'budget_alerts', 'files', 'generation_jobs', 'idempotency_files', 'idempotency_keys', 'key_spend_days', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox'];
+const ALL_TABLES = ['api_keys', 'budget_alerts', 'files', 'generation_jobs', 'idempotency_files', 'idempotency_keys', 'key_spend_days', 'provenance_records', 'rate_limit_buckets', 'schema_migrations', 'service_secrets', 'usage_days', 'usage_lines', 'webhook_outbox'];
 
 async function tableNames(database: Database): Promise<string[]> {
 	const { rows } = await database.pool.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");

@@ -12,13 +12,14 @@ export type MarkedFormat = 'png' | 'jpeg';
 
 /** A picture with texture and a gradient, as generated images have; the same one for the same size. */
 async function picture(width: number, height: number): Promise<RawImage> {
-	const noise = await sharp({ create: { width, height, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer();
+	const noise = await sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer();
 	const { data, info } = await sharp(noise).blur(1.5).raw().toBuffer({ resolveWithObject: true });
 	return { data, info: { width: info.width, height: info.height, channels: info.channels } };
 }
 
 async function encode(pixels: RawImage, format: MarkedFormat): Promise<Buffer> {
-	const image = sharp(Buffer.from(pixels.data), { raw: pixels.info });
+	const { width, height, channels } = pixels.info;
+	const image = sharp(Buffer.from(pixels.data), { raw: { width, height, channels: channels as 1 | 2 | 3 | 4 } });
 	return format === 'png' ? image.png().toBuffer() : image.jpeg({ quality: 90 }).toBuffer();
 }
 
