@@ -23,6 +23,7 @@ export function helpText(): string {
 		'Usage: imagegen-server [options]',
 		'       imagegen-server keys create|list|revoke|rotate …  (manage API keys; see keys --help)',
 		'       imagegen-server backup --to <file> [--data-dir <dir>]  (copy the database; see backup --help)',
+		"       imagegen-server verify <file> [--data-dir <dir>]  (an image's C2PA manifest, watermark and generation; see verify --help)",
 		'',
 		'Image generation and 24-hour file hosting over HTTP (base path /v1).',
 		'',
