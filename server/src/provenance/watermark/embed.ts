@@ -15,6 +15,11 @@ import { COEFFICIENT_LIMIT, readCodeBits, spreadingFor, type Spreading } from '.
 
 /** How far past zero each code bit's reading is pushed, in luma levels (the limiter's 5 at most). */
 const MARGIN = 3;
+/**
+ * How far a coefficient is pushed at most: past the limit it adds nothing to its reading, only to
+ * the change, but a little past it stays at the limit after a lossy encoding weakens it.
+ */
+const PUSH_CEILING = 1.5 * COEFFICIENT_LIMIT;
 /** Pushes made: each after the last one's coefficients that reached the limit stopped counting. */
 const PUSHES = 3;
 /**
@@ -69,9 +74,9 @@ function pushes(coefficients: Float32Array, spreading: Spreading, code: Int8Arra
 		}
 		for (let i = 0; i < marked.length; i++) {
 			if (!within(marked[i]!)) continue;
-			const step = spreading.sign[i]! * steps[spreading.bitOf[i]!]!;
-			changes[i]! += step;
-			marked[i]! += step;
+			const pushed = Math.max(-PUSH_CEILING, Math.min(PUSH_CEILING, marked[i]! + spreading.sign[i]! * steps[spreading.bitOf[i]!]!));
+			changes[i]! += pushed - marked[i]!;
+			marked[i] = pushed;
 		}
 	}
 	return changes;

@@ -142,18 +142,44 @@ export function addFromGrid(image: RawImage, grid: Grid, change: Float32Array): 
 	const samples = new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length);
 	const across = interpolation(width, grid.width);
 	const down = interpolation(height, grid.height);
-	const gridRow = new Float32Array(grid.width);
+	// The grid rows above and below the current pixel row, each already interpolated across to
+	// every pixel: each grid row is spread across once, not once for every pixel row it touches.
+	const spread = { above: new Float32Array(width), below: new Float32Array(width), aboveRow: -1, belowRow: -1 };
 	const pixelRow = new Int16Array(width);
 	for (let y = 0; y < height; y++) {
-		const above = down.before[y]! * grid.width;
-		const below = down.after[y]! * grid.width;
+		spreadRows(spread, down.before[y]!, down.after[y]!, grid, change, across);
 		const lower = down.weight[y]!;
-		for (let x = 0; x < grid.width; x++) gridRow[x] = change[above + x]! + lower * (change[below + x]! - change[above + x]!);
-		for (let x = 0; x < width; x++) {
-			const left = gridRow[across.before[x]!]!;
-			pixelRow[x] = Math.round(left + across.weight[x]! * (gridRow[across.after[x]!]! - left));
-		}
+		const { above, below } = spread;
+		for (let x = 0; x < width; x++) pixelRow[x] = Math.round(above[x]! + lower * (below[x]! - above[x]!));
 		addRowChange(samples, y * width * channels, channels, pixelRow);
+	}
+}
+
+interface SpreadRows {
+	above: Float32Array;
+	below: Float32Array;
+	aboveRow: number;
+	belowRow: number;
+}
+
+/** Makes `spread` hold grid rows `aboveRow` and `belowRow` interpolated across, reusing what it already holds. */
+function spreadRows(spread: SpreadRows, aboveRow: number, belowRow: number, grid: Grid, change: Float32Array, across: Interpolation): void {
+	if (spread.aboveRow === aboveRow && spread.belowRow === belowRow) return;
+	if (spread.belowRow === aboveRow) {
+		[spread.above, spread.below] = [spread.below, spread.above];
+		spread.aboveRow = aboveRow;
+	}
+	if (spread.aboveRow !== aboveRow) spreadRow(change, aboveRow * grid.width, across, spread.above);
+	spread.aboveRow = aboveRow;
+	if (belowRow === aboveRow) spread.below.set(spread.above);
+	else spreadRow(change, belowRow * grid.width, across, spread.below);
+	spread.belowRow = belowRow;
+}
+
+function spreadRow(change: Float32Array, start: number, across: Interpolation, out: Float32Array): void {
+	for (let x = 0; x < out.length; x++) {
+		const left = change[start + across.before[x]!]!;
+		out[x] = left + across.weight[x]! * (change[start + across.after[x]!]! - left);
 	}
 }
 

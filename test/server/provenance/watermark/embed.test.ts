@@ -64,3 +64,23 @@ it('a larger image (2048 px) is marked on the same grid and read at its own size
 	const smaller = await rawOf(await encoded(marked).resize(1024).png().toBuffer());
 	expect(detectWatermark(smaller)).toMatchObject({ found: true, payload: new Uint8Array(payload) });
 });
+
+it('a picture where few coefficients can carry the mark: no sample moves by more than 43 levels, PSNR ≥ 40 dB', async () => {
+	// Black and white cells of one grid sample each, but for a flat band: nearly every coefficient
+	// is beyond the limit, so each bit has few to push. A coefficient is pushed at most to 1.5 × the
+	// limit (12.5 levels from where it was, × 1.15); a block's twelve add up to 43 at most.
+	const { width, height } = { width: 1024, height: 1024 };
+	const cells = { data: Buffer.alloc(width * height * 3, 128), info: { width, height, channels: 3 } };
+	for (let y = 100; y < height; y++) {
+		for (let x = 0; x < width; x++) cells.data.fill(((((y >> 2) * 256 + (x >> 2)) * 2654435761) >>> 31) === 1 ? 230 : 25, 3 * (y * width + x), 3 * (y * width + x) + 3);
+	}
+	for (const image of [cells, await sandboxRender('16:9', 13, 'Minimalist poster: SUMMER SALE 50% OFF', 'DESIGN')]) {
+		const payload = randomBytes(8);
+		const marked = embedWatermark(image, payload);
+		let largest = 0;
+		for (let i = 0; i < image.data.length; i++) largest = Math.max(largest, Math.abs(marked.data[i]! - image.data[i]!));
+		expect(largest).toBeLessThanOrEqual(43);
+		expect(psnr(image.data, marked.data)).toBeGreaterThanOrEqual(40);
+		expect(detectWatermark(marked)).toMatchObject({ found: true, payload: new Uint8Array(payload) });
+	}
+});
