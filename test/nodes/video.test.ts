@@ -377,7 +377,8 @@ describe('the video examples, their ImageGen nodes as saved', () => {
 		const workflow = example('imagegen-video-first-frame.json');
 		const result = await run([saved(workflow, 'Make the first frame'), saved(workflow, 'Animate it')]);
 		expect(result.error()).toBeUndefined();
-		expect(createdBody().image).toEqual(expect.stringMatching(/^data:image\/png;base64,/));
+		// The proxy keeps the first 64 KB of a JSON body, and the still is larger: its start says what was sent.
+		expect(creates()[0]!.json).toMatch(/"image":"data:image\/png;base64,/);
 		const [item] = result.output('Animate it');
 		expect(item!.json).toMatchObject({ model: 'p-video', status: 'completed', size: '720x1280' });
 		expect(Object.keys(item!.binary!)).toEqual(['video']);

@@ -5,13 +5,15 @@
  * as the next one is made from it, and the last once it is stored or sent (media/image-bytes.ts);
  * the provider's own bytes only when it made them for this answer.
  */
+import { createHash } from 'node:crypto';
 import type { GeneratedImage, Provenance } from '../../../core/api';
 import { ImageGenError } from '../../../core/errors';
 import { sniffMedia, type SniffedMedia } from '../../../core/media';
 import { SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageBytes } from '../media/image-bytes';
-import type { ProvenanceMarker } from '../provenance/provenance-marker';
+import type { MarkedImage as ProvenanceMarked, ProvenanceMarker } from '../provenance/provenance-marker';
+import { newProvenancePayload, type ProvenanceRecordStore } from '../provenance/provenance-records';
 import type { HostedFiles } from '../storage/hosted-files';
 import { InlineBytes, InlineFile } from '../storage/inline-answer';
 import type { InputImageSource } from './input-images';
@@ -37,6 +39,11 @@ export interface ImageProduction {
 	hostedFiles: HostedFiles;
 	provenance: ProvenanceMarker;
 	apiKeyId: string;
+	/**
+	 * Where a watermark's payload is recorded, with the job its record names: without them (no
+	 * job, or nowhere to record) an image carries no watermark, since its payload would name nothing.
+	 */
+	records?: { store: ProvenanceRecordStore; jobId: string };
 	/** The answer will be replayed: inline images are stored too (GenerationCaller.keepsInlineImages). */
 	keepsInlineImages: boolean;
 	/** Files of the images made so far: removed again if a later one fails (all or nothing). */
@@ -93,13 +100,32 @@ async function providerImage(output: ProviderImage, provider: string, { inputs, 
 async function markedImage(source: ImageBytes, provider: string, production: ImageProduction): Promise<MarkedImage> {
 	const { generation, settled, run } = production;
 	const fitted = await normalizeOutput(source.bytes, settled, provider, run.imageWork, run.signal);
-	const marked = await production.provenance.markGenerated({
+	const facts = {
 		...fitted,
 		model: generation.model,
 		prompt: generation.prompt,
 		source: fitted.bytes === source.bytes ? undefined : { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fitted.changes },
-	});
+	};
+	let marked = await production.provenance.markGenerated({ ...facts, ...(production.records && { watermark: newProvenancePayload() }) });
+	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked again.
+	for (let draws = 1; marked.watermark && !(await recorded(marked, production)); draws++) {
+		if (draws === 3) throw new Error('three provenance payloads drawn in a row were taken');
+		marked = await production.provenance.markGenerated({ ...facts, watermark: newProvenancePayload() });
+	}
 	return { image: keptImage(source, fitted.bytes, marked.bytes), media: fitted.media, provenance: marked.provenance };
+}
+
+/** The record the watermark's payload names, written before the image goes anywhere; false when the payload was taken. */
+async function recorded(marked: ProvenanceMarked, { records, generation, apiKeyId }: ImageProduction): Promise<boolean> {
+	return records!.store.create({
+		payload: marked.watermark!,
+		generationId: records!.jobId,
+		model: generation.model,
+		apiKeyId,
+		contentHash: createHash('sha256').update(marked.bytes).digest('hex'),
+		prompt: generation.prompt,
+		createdAt: new Date(),
+	});
 }
 
 /**

@@ -19,10 +19,11 @@ import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { PriceOverrides } from '../config';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageEntry, UsageLedger } from '../usage/usage-ledger';
-import type { SqlStatement } from '../db/sql-adapter';
+import { jobUsageLine, type JobUsageLine } from '../usage/job-usage-line';
 import { inputImageLoader, type InputImageSource } from './input-images';
 import { checkModelAllowed, type BudgetGate, type BudgetReservation } from './key-policy';
 import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
+import type { ProvenanceRecordStore } from '../provenance/provenance-records';
 import type { ServiceMetrics } from '../metrics/service-metrics';
 import { NO_METRICS } from '../metrics/service-metrics';
 import { takenOver, type GenerationProvider, type HostJobRef } from './provider';
@@ -51,6 +52,8 @@ export interface GenerationServices {
 	metrics?: ServiceMetrics;
 	/** Marks every image before it is stored or inlined; unmarked when absent. */
 	provenance?: ProvenanceMarker;
+	/** Where each image's watermark payload is recorded; images of a job carry a watermark only with it. */
+	provenanceRecords?: ProvenanceRecordStore;
 }
 
 export interface GenerationCaller {
@@ -59,6 +62,8 @@ export interface GenerationCaller {
 	apiKey: ApiKeyPolicy;
 	/** Aborted when the client goes away, so providers stop working for nobody. */
 	clientGone: AbortSignal;
+	/** The job the generation runs as: the provenance record of each image's watermark names it. */
+	jobId?: string;
 	/**
 	 * The answer will be replayed (an `Idempotency-Key`): inline images are stored, and sent from
 	 * storage now and on every replay. Otherwise they go out from memory and are never stored.
@@ -79,12 +84,12 @@ export interface GenerationCaller {
 	 */
 	stillWanted?(): Promise<boolean>;
 	/**
-	 * Told the answer with its usage line as statements: the caller (a job) writes them in the
-	 * transaction of its end, and the ledger is not told. Awaited before the answer is returned and
+	 * Told the answer with its usage line (usage/job-usage-line.ts): the caller (a job) writes it in
+	 * the transaction of its end. Awaited before the answer is returned and
 	 * before the reservation is settled; its failure fails the generation (a job canceled meanwhile:
 	 * nothing written, the reservation released, the images removed).
 	 */
-	succeeded?(answer: GenerationAnswer, usageLine: readonly SqlStatement[]): Promise<void>;
+	succeeded?(answer: GenerationAnswer, usageLine: JobUsageLine): Promise<void>;
 	/**
 	 * Follows a host's job accepted before a restart instead of creating one (provider `resume`);
 	 * `reservation` stands for what the budget reserved then (nothing is reserved again).
@@ -99,9 +104,6 @@ export interface GenerationAnswer extends Omit<GenerationResponse, 'data'> {
 
 export type GenerationRunner = (generation: GenerationRequest, caller: GenerationCaller) => Promise<GenerationAnswer>;
 
-
-/** How long an answer waits for its usage line to be durable when the ledger is failing. */
-const USAGE_WAIT_MS = 2_000;
 
 /** The services as the runner uses them, the optional ones given their defaults. */
 type RunnerServices = GenerationServices & Required<Pick<GenerationServices, 'imageWork' | 'metrics' | 'provenance'>>;
@@ -226,6 +228,7 @@ async function produceImages(
 			hostedFiles: services.hostedFiles,
 			provenance: services.provenance,
 			apiKeyId: caller.apiKeyId,
+			...(services.provenanceRecords && caller.jobId !== undefined && { records: { store: services.provenanceRecords, jobId: caller.jobId } }),
 			keepsInlineImages: caller.keepsInlineImages === true,
 			storedIds,
 		};
@@ -263,18 +266,14 @@ function answerOf({ request, price }: Generation, images: AnsweredImage[]): Gene
 
 /**
  * The usage line, durable before the answer, so a crash right after it loses nothing and
- * /v1/usage on any replica already counts it. A job writes it in its end's transaction
- * (`succeeded`). Otherwise it goes to the ledger: while the ledger's engine fails, the line stays
- * queued (retried, reported by /healthz) and the answer does not wait longer than USAGE_WAIT_MS.
+ * /v1/usage on any replica already counts it: a job writes it in its end's transaction
+ * (`succeeded`), anyone else hands it to the ledger.
  */
 async function record(services: RunnerServices, { request, caller }: Generation, answer: GenerationAnswer, servedBy: string): Promise<void> {
 	const { usage } = answer;
-	const line: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: usage.images, costUsd: usage.cost_usd, requestId: randomUUID(), provider: servedBy };
-	if (caller.succeeded) return caller.succeeded(answer, services.usageLedger.statementsFor(line));
-	const recorded = services.usageLedger.record(line).catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
-	let gaveUp: NodeJS.Timeout | undefined;
-	await Promise.race([recorded, new Promise((resolve) => (gaveUp = setTimeout(resolve, USAGE_WAIT_MS)))]);
-	clearTimeout(gaveUp);
+	const entry: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: usage.images, costUsd: usage.cost_usd, requestId: randomUUID(), provider: servedBy };
+	const line = jobUsageLine(services.usageLedger, entry, services.log);
+	await (caller.succeeded ? caller.succeeded(answer, line) : line.recordApart());
 }
 
 /** A generation that failed at image k hands out none: the k − 1 made before are not left behind. */

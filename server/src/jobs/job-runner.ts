@@ -29,7 +29,7 @@ import { inlineAnswerBody } from '../storage/inline-answer';
 import { generationObject } from './generation-object';
 import { storedRequest } from './stored-request';
 import { EndsAwaitingSpace } from './ends-awaiting-space';
-import type { SqlStatement } from '../db/sql-adapter';
+import type { JobUsageLine } from '../usage/job-usage-line';
 import type { GenerationObject, Job, JobEnd, JobEndDeliveries, JobEndListener, JobError, JobStore } from './job-store';
 
 /** How long a job stays this process's without a renewal; renewed every third of it. */
@@ -113,7 +113,7 @@ export function newJobId(model: string = 'p-image'): string {
 type RunCaller = GenerationCaller & {
 	jobId: string;
 	reserved?(reservation: { generation: JobRequest; reservedUsd: number }): Promise<void>;
-	succeeded?(answer: JobAnswer, usageLine: readonly SqlStatement[]): Promise<void>;
+	succeeded?(answer: JobAnswer, usageLine: JobUsageLine): Promise<void>;
 };
 
 /**
@@ -254,12 +254,12 @@ export class JobRunner {
 
 	private async run(id: string, generation: JobRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<JobAnswer> {
 		let stopLease = () => undefined as void;
-		let finished: Promise<unknown> | undefined;
-		// The end and its usage line are one transaction (run-generation.ts `succeeded`).
-		const succeeded = async (answer: JobAnswer, usageLine: readonly SqlStatement[]) => {
-			const ending = this.finish(id, { ...this.successOf(answer, generation, caller), alongside: () => usageLine });
-			finished = ending;
-			if (await ending) return;
+		let ended = false;
+		const succeeded = async (answer: JobAnswer, usageLine: JobUsageLine) => {
+			if (await this.finishSuccess(id, this.successOf(answer, generation, caller), usageLine)) {
+				ended = true;
+				return;
+			}
 			// Canceled or taken over as the success was written: none of it was; the run stops as the cancel or the take-over says.
 			await this.stopAsNoLongerOurs(id, caller.apiKeyId, controller);
 			throw controller.signal.reason;
@@ -287,8 +287,7 @@ export class JobRunner {
 					},
 				}),
 			});
-			if (!finished) throw new Error('the generation ended without writing its end');
-			await finished;
+			if (!ended) throw new Error('the generation ended without writing its end');
 			return answer;
 		} catch (error) {
 			const status = controller.signal.aborted && !(error instanceof ImageGenError && error.code === 'generation_timeout') ? 'canceled' : 'failed';
@@ -345,6 +344,24 @@ export class JobRunner {
 		await this.delivering(job);
 		await this.tellEnded(job);
 		return job;
+	}
+
+	/**
+	 * A success's end and its usage line in one transaction (run-generation.ts `succeeded`). One the
+	 * transaction cannot take — the ledger's table failing while the rest of the database works —
+	 * is written alone, and its line recorded apart by the ledger, which keeps it until it lands. A
+	 * full database is left to the failure's end (the job ends insufficient_storage).
+	 */
+	private async finishSuccess(id: string, success: JobEnd, usageLine: JobUsageLine): Promise<Job | null> {
+		try {
+			return await this.finish(id, { ...success, alongside: () => usageLine.statements });
+		} catch (error) {
+			if (isStorageFull(error)) throw error;
+			this.options.log.error({ err: error, job: id }, 'the end of a job could not be written with its usage line: written alone, the line recorded apart');
+			const job = await this.finish(id, success);
+			if (job) await usageLine.recordApart();
+			return job;
+		}
 	}
 
 	/** The end committed with its delivery: the outbox may send it now. */

@@ -47,6 +47,7 @@ export default fp(
 			log: fastify.log,
 			metrics: fastify.metrics,
 			provenance: fastify.provenance.marker,
+			provenanceRecords: fastify.provenanceRecords,
 		});
 		// A webhook target the address guard refuses is the request's 400, before anything is charged.
 		// A job taken over after a restart was checked when it was asked for: a check failing now (a

@@ -14,10 +14,12 @@ import { keptCredits } from './kept-credits';
 import { mayCarryC2pa } from './provenance-scan';
 import { signVideo } from './sign-video';
 import { verifiedProvenance } from './verified-provenance';
+import { WATERMARK_ALGORITHM } from './watermark/detect';
+import { watermarkedImage } from './watermark-image';
 import { xmpPacket } from './xmp-packet';
 
 /** What was done to an image between its source and what we store. */
-export type ImageChange = 'converted' | 'resized' | 'transcoded';
+export type ImageChange = 'converted' | 'resized' | 'transcoded' | 'watermarked';
 
 export interface GeneratedImageFacts {
 	bytes: Buffer;
@@ -26,6 +28,8 @@ export interface GeneratedImageFacts {
 	prompt: string;
 	/** The provider's own bytes and what we changed, when they were re-encoded into `bytes`. */
 	source?: { bytes: Buffer; media: SniffedMedia; changes: ImageChange[] };
+	/** The payload the pixels are to carry as an invisible watermark (a provenance record's); none without it. */
+	watermark?: Uint8Array;
 }
 
 /** An upload re-encoded for `output_format`, `max_side` or `max_bytes` (metadata already dropped). */
@@ -57,6 +61,8 @@ export function convertedBytesRead(upload: ConvertedUploadFacts): number {
 export interface MarkedImage {
 	bytes: Buffer;
 	provenance: Provenance;
+	/** The payload the pixels carry as a watermark, when one was embedded. */
+	watermark?: Uint8Array;
 }
 
 /** A generated MP4 on local disk, and where its signed copy is to be written. */
@@ -119,24 +125,32 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			createdAt: new Date(),
 			prompt: includePrompt ? image.prompt : undefined,
 		});
-		const marked = withOwnXmp(image.bytes, image.media, xmp);
+		// The watermark goes into the pixels first: the XMP and the manifest's hash then cover them.
+		const watermarked = image.watermark && (await watermarkedImage(image.bytes, image.media, image.watermark));
+		const drawn = watermarked ? ImageBytes.owned(watermarked) : ImageBytes.lent(image.bytes);
+		const marked = withOwnXmp(drawn.bytes, image.media, xmp);
 		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
 		const agent = { name: image.model };
-		const changes = source.changes.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
+		const done: ImageChange[] = watermarked ? [...source.changes, 'watermarked'] : source.changes;
+		const changes = done.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
 		const signedSource = mayCarryC2pa(source.bytes);
 		const actions = signedSource
 			? [opened(agent), ...changes]
 			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
+		const softBinding = watermarked && image.watermark ? [watermarkBinding(image.watermark)] : [];
 		const bytes = await signWithC2pa(
 			{
-				manifest: this.manifest(image.media, actions),
+				manifest: this.manifest(image.media, actions, softBinding),
 				mimeType: image.media.mimeType,
 				bytes: marked.bytes,
 				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
 			},
 			signer,
-		).finally(() => marked.release());
-		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA } };
+		).finally(() => {
+			marked.release();
+			drawn.release();
+		});
+		return { bytes, provenance: { c2pa: 'signed', digital_source_type: TRAINED_ALGORITHMIC_MEDIA }, ...(softBinding.length > 0 && image.watermark ? { watermark: image.watermark } : {}) };
 	}
 
 	/**
@@ -171,13 +185,13 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		return signVideo(job, { signer: this.options.signer, creatorTool: this.options.creatorTool }, signal);
 	}
 
-	/** A c2pa-rs manifest definition with one actions assertion. */
-	private manifest(media: SniffedMedia, actions: object[]): object {
+	/** A c2pa-rs manifest definition with one actions assertion, and `more` after it. */
+	private manifest(media: SniffedMedia, actions: object[], more: object[] = []): object {
 		return {
 			claim_generator_info: [{ name: 'imagegen-server', version: this.options.creatorTool.split(' ')[1] }],
 			title: `image.${media.extension}`,
 			format: media.mimeType,
-			assertions: [{ label: 'c2pa.actions.v2', data: { actions } }],
+			assertions: [{ label: 'c2pa.actions.v2', data: { actions } }, ...more],
 		};
 	}
 }
@@ -188,6 +202,14 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
  */
 function withOwnXmp(input: Buffer, media: SniffedMedia, xmp: string): ImageBytes {
 	return ImageBytes.madeFrom(embedXmp(input, media, xmp), ImageBytes.lent(input));
+}
+
+/**
+ * C2PA's soft binding: the watermark's algorithm and the payload it carries (base64), over the whole
+ * image (an empty scope), tying the pixels' mark to this manifest.
+ */
+function watermarkBinding(payload: Uint8Array): object {
+	return { label: 'c2pa.soft-binding', data: { alg: WATERMARK_ALGORITHM, blocks: [{ scope: {}, value: Buffer.from(payload).toString('base64') }], pad: [] } };
 }
 
 function opened(softwareAgent: { name: string }): object {

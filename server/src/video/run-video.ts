@@ -27,7 +27,7 @@ import type { RemoteOpener } from '../net/safe-fetch';
 import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import type { HostedFiles } from '../storage/hosted-files';
 import type { UsageEntry, UsageLedger } from '../usage/usage-ledger';
-import type { SqlStatement } from '../db/sql-adapter';
+import { jobUsageLine, type JobUsageLine } from '../usage/job-usage-line';
 import { downloadVideo } from './video-download';
 import { hostVideo, type HostedVideo } from './host-video';
 import { VIDEO_INPUT_FIELDS, settledAsAsked, settleVideo, videoInputLoader, type VideoInputLoader } from './video-inputs';
@@ -63,7 +63,7 @@ export interface VideoCaller {
 	hostJobStarted?(job: HostJobRef): Promise<void>;
 	stillWanted?(): Promise<boolean>;
 	/** As for images (run-generation.ts `succeeded`): the usage line goes with the job's end. */
-	succeeded?(answer: VideoResult, usageLine: readonly SqlStatement[]): Promise<void>;
+	succeeded?(answer: VideoResult, usageLine: JobUsageLine): Promise<void>;
 	resume?: ResumedHostJob;
 }
 
@@ -197,7 +197,7 @@ function resultOf(hosted: HostedVideo, request: SettledVideoRequest, perSecondUs
 
 /** The usage line, in the transaction of the job's end when there is a job (as for images: run-generation.ts `record`). */
 async function record(services: RunnerServices, request: VideoRequest, caller: VideoCaller, result: VideoResult, provider: string): Promise<void> {
-	const line: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: 0, seconds: result.seconds, costUsd: result.usage.cost_usd, requestId: randomUUID(), provider };
-	if (caller.succeeded) return caller.succeeded(result, services.usageLedger.statementsFor(line));
-	await services.usageLedger.record(line).catch((error: unknown) => services.log.error({ err: error }, 'recording usage failed'));
+	const entry: UsageEntry = { apiKeyId: caller.apiKeyId, model: request.model, images: 0, seconds: result.seconds, costUsd: result.usage.cost_usd, requestId: randomUUID(), provider };
+	const line = jobUsageLine(services.usageLedger, entry, services.log);
+	await (caller.succeeded ? caller.succeeded(result, line) : line.recordApart());
 }

@@ -8,6 +8,7 @@
  */
 import { parseGenerationRequest } from '../../../core/schemas';
 import type { SqlStatement } from '../../../server/src/db/sql-adapter';
+import type { JobUsageLine } from '../../../server/src/usage/job-usage-line';
 import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
 import { ImageBytes } from '../../../server/src/media/image-bytes';
@@ -41,9 +42,9 @@ test("a job's caller gets the usage line with the answer; a cancel meanwhile giv
 	const failure = new Error('the job store is gone');
 	let told: readonly SqlStatement[] = [];
 	const caller = { apiKeyId: 'k', apiKey: flatKeyPolicy('k'), clientGone: new AbortController().signal };
-	const storeGone = async (answer: { data: unknown[] }, usageLine: readonly SqlStatement[]) => {
+	const storeGone = async (answer: { data: unknown[] }, usageLine: JobUsageLine) => {
 		happened.push(`told ${answer.data.length} image`);
-		told = usageLine;
+		told = usageLine.statements;
 		throw failure;
 	};
 	await expect(run(request, { ...caller, succeeded: storeGone })).rejects.toBe(failure);

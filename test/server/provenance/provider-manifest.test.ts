@@ -43,19 +43,19 @@ async function generateThroughGateway(request: Record<string, unknown>, mimeType
 	return (await readC2paManifest(Buffer.from(answer.body.data[0].b64_json, 'base64'), mimeType, bothRoots))!;
 }
 
-test('an image that already fits: the provider’s manifest is the parent ingredient, opened, nothing re-encoded', async () => {
+test('an image that already fits: the provider’s manifest is the parent ingredient, opened, re-encoded only to carry the watermark', async () => {
 	const report = await generateThroughGateway({ aspect_ratio: '1:1', output_format: 'png' }, 'image/png');
 	expect(report.validation_state).toBe('Trusted');
-	expect(actionsOf(report).map((action) => action.action)).toEqual(['c2pa.opened']);
+	expect(actionsOf(report).map((action) => action.action)).toEqual(['c2pa.opened', 'c2pa.watermarked']);
 	const [ingredient] = activeManifest(report).ingredients!;
 	expect(ingredient).toMatchObject({ relationship: 'parentOf' });
 	expect(Object.keys(report.manifests)).toHaveLength(2);
 	expect(actionsOf({ ...report, active_manifest: ingredient.active_manifest })[0]).toMatchObject({ action: 'c2pa.created' });
 });
 
-test('an image we convert and resize: both recorded, the provider’s manifest still the parent', async () => {
+test('an image we convert and resize: both recorded with the watermark, the provider’s manifest still the parent', async () => {
 	const report = await generateThroughGateway({ aspect_ratio: '16:9', output_format: 'jpeg' }, 'image/jpeg');
 	expect(report.validation_state).toBe('Trusted');
-	expect(actionsOf(report).map((action) => action.action)).toEqual(['c2pa.opened', 'c2pa.converted', 'c2pa.resized']);
+	expect(actionsOf(report).map((action) => action.action)).toEqual(['c2pa.opened', 'c2pa.converted', 'c2pa.resized', 'c2pa.watermarked']);
 	expect(activeManifest(report).ingredients![0]).toMatchObject({ relationship: 'parentOf' });
 });

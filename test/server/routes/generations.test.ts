@@ -4,7 +4,7 @@ import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
 import { postJson } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
-import { makeImage, makeMp4 } from '../support/media';
+import { makeImage, makeMp4, pictureDistance } from '../support/media';
 
 let server: ServiceUnderTest;
 let host: MediaHost;
@@ -89,12 +89,12 @@ describe('POST /v1/images/generations', () => {
 	describe('seed', () => {
 		const body = { model: 'textimage-v2', prompt: 'same every time', response_format: 'b64_json', style_type: 'DESIGN' };
 		// Pixels, not files: each file's provenance marks (creation time, manifest id, signature) are its own.
-		const pixelsOf = (answer: { body: any }) => sharp(Buffer.from(answer.body.data[0].b64_json, 'base64')).raw().toBuffer();
+		const imageOf = (answer: { body: any }) => Buffer.from(answer.body.data[0].b64_json, 'base64');
 
-		it('the same request with the same seed gives identical images; the answer echoes the seed', async () => {
+		it('the same request with the same seed gives the same picture (each with its own watermark); the answer echoes the seed', async () => {
 			const [first, second] = await Promise.all([generate({ ...body, seed: 1234 }), generate({ ...body, seed: 1234 })]);
 			expect([first.status, second.status]).toEqual([200, 200]);
-			expect((await pixelsOf(first)).equals(await pixelsOf(second))).toBe(true);
+			expect(await pictureDistance(imageOf(first), imageOf(second))).toBeGreaterThan(30);
 			expect(first.body.data[0].seed).toBe(1234);
 		});
 
@@ -104,15 +104,15 @@ describe('POST /v1/images/generations', () => {
 				generate({ ...body, seed: 2 }),
 				generate({ ...body, prompt: 'something else', seed: 1 }),
 			]);
-			expect((await pixelsOf(base)).equals(await pixelsOf(otherSeed))).toBe(false);
-			expect((await pixelsOf(base)).equals(await pixelsOf(otherPrompt))).toBe(false);
+			expect(await pictureDistance(imageOf(base), imageOf(otherSeed))).toBeLessThan(20);
+			expect(await pictureDistance(imageOf(base), imageOf(otherPrompt))).toBeLessThan(20);
 		});
 
 		it('without a seed one is drawn and echoed; sending it back repeats the image', async () => {
 			const drawn = await generate(body);
 			const seed = drawn.body.data[0].seed;
 			expect(Number.isInteger(seed) && seed >= 0 && seed <= 2_147_483_647).toBe(true);
-			expect((await pixelsOf(await generate({ ...body, seed }))).equals(await pixelsOf(drawn))).toBe(true);
+			expect(await pictureDistance(imageOf(await generate({ ...body, seed })), imageOf(drawn))).toBeGreaterThan(30);
 		});
 
 		it.each<[ModelId, Record<string, unknown>]>([

@@ -26,7 +26,8 @@ let hurried: InProcessApp;
 let square: Buffer;
 
 const appFor = async (env: NodeJS.ProcessEnv, timeoutSeconds = 5) =>
-	await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds)], { providers: providersFor(ALL_MODELS, env) });
+	// The host is the subject: marking (which re-encodes what it answers) is the provenance suites'.
+	await buildTestApp(['--allow-private-urls', '--generation-timeout-seconds', String(timeoutSeconds), '--provenance', 'off'], { providers: providersFor(ALL_MODELS, env) });
 
 beforeAll(async () => {
 	[webui, square] = await Promise.all([startA1111Host(), makeImage('png', 1024, 1024)]);

@@ -37,7 +37,8 @@ beforeAll(async () => {
 	output = await makeImage('png', 1344, 768);
 	env = { COMFYUI_BASE_URL: comfy.origin };
 	server = await startInProcessServer({
-		args: ['--generation-timeout-seconds', '3', '--providers', 'p-image=comfyui,p-image-edit=comfyui', '--comfyui-workflow', `p-image=${SDXL},p-image-edit=${EDIT}`],
+		// The host is the subject: marking (which re-encodes what it answers) is the provenance suites'.
+		args: ['--generation-timeout-seconds', '3', '--provenance', 'off', '--providers', 'p-image=comfyui,p-image-edit=comfyui', '--comfyui-workflow', `p-image=${SDXL},p-image-edit=${EDIT}`],
 		env,
 		parts: { providerTiming: FAST_HOSTS },
 	});
