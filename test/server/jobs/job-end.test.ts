@@ -67,7 +67,8 @@ it('a cancel that lands while the success is written wins whole: nothing charged
 		body: JSON.stringify({ model: 'p-image', prompt: 'a heron at dusk', webhook_url: receiver.url }),
 	});
 	expect(accepted.status).toBe(202);
-	await server!.app.jobs.close(5_000);
+	// A close waits for the jobs running here: the run has ended once it returns.
+	await server!.app.jobs.close(30_000);
 	const job = await callAs(server!, 'GET', `/v1/generations/${accepted.body.id}`, key);
 	expect(job.body).toMatchObject({ status: 'canceled', result: null });
 	expect(await spentOf(keyId)).toBe(0);
@@ -88,8 +89,8 @@ it('an end whose webhook row cannot be written is not written: the job stays run
 	});
 	expect(accepted.status).toBe(202);
 	const { id } = accepted.body;
-	// The sandbox answers at once: the run has tried to write its end well within this.
-	await server!.app.jobs.close(5_000);
+	// A close waits for the jobs running here: the run has tried to write its end once it returns.
+	await server!.app.jobs.close(30_000);
 	const ended = () => onDataDir((database) => database.prepare('SELECT status FROM generation_jobs WHERE id = ?').get(id) as { status: string });
 	const deliveries = () => onDataDir((database) => (database.prepare('SELECT count(*) AS rows FROM webhook_outbox').get() as { rows: number }).rows);
 	expect({ job: ended().status, deliveries: deliveries() }).toEqual({ job: 'running', deliveries: 0 });

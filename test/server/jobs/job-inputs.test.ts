@@ -56,7 +56,7 @@ it('an edit with three inline images of a megabyte each keeps none of them in it
 		images: [`data:image/png;base64,${inline}`, inline, inline],
 		response_format: 'url',
 	});
-	expect(await eventually(async () => (await call<{ status: string }>(server!, `/v1/generations/${id}`)).body.status === 'succeeded')).toBe(true);
+	expect(await eventually(async () => (await call<{ status: string }>(server!, `/v1/generations/${id}`)).body.status === 'succeeded', 30_000)).toBe(true);
 	const { request, characters } = storedRequest(id);
 	expect(characters).toBeLessThan(1_000);
 	expect(request.images).toEqual([expect.stringMatching(/^omitted:/), expect.stringMatching(/^omitted:/), expect.stringMatching(/^omitted:/)]);
