@@ -11,6 +11,7 @@ import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedM
 import { readBinaryInput, readHead } from '../shared/binary-input';
 import { idempotencyKey } from '../shared/idempotency';
 import { toNodeError, validated } from '../shared/items';
+import { urlParameter } from './url-parameter';
 import { readRequestSettings } from '../shared/request-options';
 import {
 	IMAGE_ONLY_SETTINGS,
@@ -117,17 +118,7 @@ async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, s
 
 async function uploadFromUrl(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
 	const { context, itemIndex } = call;
-	const url = (context.getNodeParameter('url', itemIndex) as string).trim();
-	validated(
-		context,
-		itemIndex,
-		() => {
-			if (parseMediaInput(url, 'url').kind !== 'url') {
-				throw invalidField('url', "'url' must be an http(s) URL; for base64 content choose the input type Base64");
-			}
-		},
-		'url',
-	);
+	const url = urlParameter(context, itemIndex);
 	if (mediaType !== 'auto') return await uploadReference(call, mediaType, url, settingsFor(mediaType, settings), keyFor(call, 'upload'));
 	// Only the service sees the bytes behind a URL: `file` lets it decide the kind from them, with one fetch.
 	const first = await uploadReference(call, 'file', url, settings, keyFor(call, 'upload')).catch((error: unknown) => toNodeError(context, error, itemIndex));

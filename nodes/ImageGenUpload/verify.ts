@@ -13,6 +13,7 @@ import { invalidField } from '../../core/errors';
 import { IMAGE_TYPES, parseMediaInput, sniffMedia, SNIFF_BYTES, type SniffedMedia } from '../../core/media';
 import { readBinaryInput, readHead } from '../shared/binary-input';
 import { validated } from '../shared/items';
+import { urlParameter } from './url-parameter';
 import { StreamedMultipartBody } from '../shared/multipart';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi, type ApiCall } from '../shared/transport';
@@ -64,17 +65,7 @@ async function binaryRequest(context: IExecuteFunctions, itemIndex: number): Pro
 }
 
 async function urlRequest(context: IExecuteFunctions, itemIndex: number): Promise<VerifyRequest> {
-	const url = (context.getNodeParameter('url', itemIndex) as string).trim();
-	validated(
-		context,
-		itemIndex,
-		() => {
-			if (parseMediaInput(url, 'url').kind !== 'url') {
-				throw invalidField('url', "'url' must be an http(s) URL; for base64 content choose the input type Base64");
-			}
-		},
-		'url',
-	);
+	const url = urlParameter(context, itemIndex);
 	return { body: () => ({ image: url }), parameterNames: { image: 'url' } };
 }
 
