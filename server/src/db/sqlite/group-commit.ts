@@ -33,6 +33,8 @@ let numbered = 0;
 export class SqliteGroupCommit {
 	private queue: Queued[] = [];
 	private committing: Promise<void> | null = null;
+	/** Set by `close`: the writes handed in before it are committed, later ones refused. */
+	private closing = false;
 	private readonly id = ++numbered;
 	/**
 	 * Read at the first group. The thread's connection waits for another process's lock itself; the
@@ -49,6 +51,8 @@ export class SqliteGroupCommit {
 	 * a power cut the start-up clean-up repairs, such as a reservation.
 	 */
 	write<T>(write: readonly WriteStatement[], options: { durable?: boolean } = {}): Promise<T> {
+		// Past the drain of a close, a write would race the close of its connection in the commit thread.
+		if (this.closing) return Promise.reject(new Error('the database connection is closing: the write was not made'));
 		return new Promise<T>((resolve, reject) => {
 			this.queue.push({ write, durable: options.durable ?? true, resolve: resolve as (value: unknown) => void, reject });
 			this.committing ??= this.commitQueued();
@@ -67,6 +71,7 @@ export class SqliteGroupCommit {
 
 	/** Drains, then closes this connection's own in the commit thread; the database itself is closed by its owner. */
 	async close(): Promise<void> {
+		this.closing = true;
 		await this.drain();
 		await commitThread.close(this.id);
 	}

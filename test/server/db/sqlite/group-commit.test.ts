@@ -129,3 +129,16 @@ it('a write handed in after the database closed fails its caller instead of the 
 	database.close();
 	await expect(store.release('gone-000000000000000000000')).rejects.toThrow(/closed|not open/i);
 });
+
+it('a write handed in while the connection closes is refused, and the close still ends', async () => {
+	const database = dataDir.openDatabase();
+	const commits = groupCommitOf(database);
+	await commits.write([{ sql: 'CREATE TABLE late (x INTEGER)', values: [] }]);
+	const closed = commits.close();
+	// After the drain, while the commit thread closes its connection: a timer's write, late.
+	await new Promise((resolve) => setImmediate(resolve));
+	const late = commits.write([{ sql: 'INSERT INTO late (x) VALUES (1)', values: [] }]);
+	await expect(late).rejects.toThrow(/closing/);
+	await expect(Promise.race([closed.then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing'), 5_000))])).resolves.toBe('closed');
+	expect(database.prepare('SELECT count(*) AS rows FROM late').get()).toEqual({ rows: 0 });
+});
