@@ -20,7 +20,10 @@ export interface JobUsageLine {
 
 export function jobUsageLine(ledger: UsageLedger, entry: UsageEntry, log: { error(details: object, message: string): void }): JobUsageLine {
 	return {
-		statements: ledger.statementsFor(entry),
+		// Made when the job's end asks for them: a caller that is no job only ever records apart.
+		get statements() {
+			return ledger.statementsFor(entry);
+		},
 		async recordApart() {
 			const recorded = ledger.record(entry).catch((error: unknown) => log.error({ err: error }, 'recording usage failed'));
 			let gaveUp: NodeJS.Timeout | undefined;
