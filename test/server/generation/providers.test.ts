@@ -56,7 +56,8 @@ beforeAll(async () => {
 		}),
 		startInProcessServer({ args: [...ARGS, '--providers', 'textimage-v2=ideogram'], env: { IDEOGRAM_API_KEY: 'ideogram-key', IDEOGRAM_BASE_URL: fake.origin }, parts: FAST }),
 		startInProcessServer({
-			args: [...ARGS, '--providers', 'p-image=upstream,p-image-edit=upstream,textimage-v2=upstream'],
+			// Its host is a whole service that renders, marks and signs: more than the stand-ins' 3 s on a busy machine.
+			args: [...ARGS, '--generation-timeout-seconds', '30', '--providers', 'p-image=upstream,p-image-edit=upstream,textimage-v2=upstream'],
 			env: { UPSTREAM_BASE_URL: sandboxProxy.baseUrl, UPSTREAM_API_KEY: sandbox.apiKey },
 			parts: FAST,
 		}),
