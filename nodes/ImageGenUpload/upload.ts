@@ -6,12 +6,11 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { invalidField } from '../../core/errors';
-import { parseMediaInput, sniffMedia, SNIFF_BYTES, type MediaKind, type SniffedMedia } from '../../core/media';
+import { sniffMedia, type MediaKind, type SniffedMedia } from '../../core/media';
 import { readBinaryInput, readHead } from '../shared/binary-input';
 import { idempotencyKey } from '../shared/idempotency';
-import { toNodeError, validated } from '../shared/items';
-import { urlParameter } from './url-parameter';
+import { toNodeError } from '../shared/items';
+import { base64Parameter, urlParameter } from './source-parameters';
 import { readRequestSettings } from '../shared/request-options';
 import {
 	IMAGE_ONLY_SETTINGS,
@@ -101,17 +100,7 @@ async function uploadFromBinary(call: ItemCall, mediaType: MediaTypeParameter, s
 
 async function uploadFromBase64(call: ItemCall, mediaType: MediaTypeParameter, settings: UploadSettings): Promise<HostedMedia> {
 	const { context, itemIndex } = call;
-	const value = (context.getNodeParameter('base64', itemIndex) as string).trim();
-	const media = validated(
-		context,
-		itemIndex,
-		() => {
-			const parsed = parseMediaInput(value, 'base64');
-			if (parsed.kind === 'url') throw invalidField('base64', "'base64' holds a URL: choose the input type URL for it");
-			return sniffMedia(parsed.bytes.subarray(0, SNIFF_BYTES));
-		},
-		'base64',
-	);
+	const { value, media } = base64Parameter(context, itemIndex);
 	const kind = checkKind(context, itemIndex, media, mediaType, "the parameter 'base64'");
 	return await uploadReference(call, kind, value, settingsFor(kind, settings), keyFor(call, 'upload'));
 }

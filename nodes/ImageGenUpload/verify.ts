@@ -9,11 +9,9 @@
 import type { IExecuteFunctions, INodeExecutionData, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { invalidField } from '../../core/errors';
-import { IMAGE_TYPES, parseMediaInput, sniffMedia, SNIFF_BYTES, type SniffedMedia } from '../../core/media';
+import { IMAGE_TYPES, sniffMedia, type SniffedMedia } from '../../core/media';
 import { readBinaryInput, readHead } from '../shared/binary-input';
-import { validated } from '../shared/items';
-import { urlParameter } from './url-parameter';
+import { base64Parameter, urlParameter } from './source-parameters';
 import { StreamedMultipartBody } from '../shared/multipart';
 import { readRequestSettings } from '../shared/request-options';
 import { callApi, type ApiCall } from '../shared/transport';
@@ -70,17 +68,7 @@ async function urlRequest(context: IExecuteFunctions, itemIndex: number): Promis
 }
 
 async function base64Request(context: IExecuteFunctions, itemIndex: number): Promise<VerifyRequest> {
-	const value = (context.getNodeParameter('base64', itemIndex) as string).trim();
-	const media = validated(
-		context,
-		itemIndex,
-		() => {
-			const parsed = parseMediaInput(value, 'base64');
-			if (parsed.kind === 'url') throw invalidField('base64', "'base64' holds a URL: choose the input type URL for it");
-			return sniffMedia(parsed.bytes.subarray(0, SNIFF_BYTES));
-		},
-		'base64',
-	);
+	const { value, media } = base64Parameter(context, itemIndex);
 	checkImage(context, itemIndex, media, 'base64', 'the base64 content');
 	return { body: () => ({ image: value }), parameterNames: { image: 'base64' } };
 }
