@@ -1,26 +1,31 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
+#!/usr/bin/env node
 // The committed entry point of `imagegen-server`. npm links a bin when the package is installed;
 // in a fresh checkout that happens before the build, so the link must point at a file that is
-// already there. This file checks the Node version and hands over to the compiled CLI.
+// already there. This file checks the Node version, gives the process the start settings below,
+// and hands over to the compiled CLI.
 //
-// The first line is the service's launcher: `env -S` (GNU coreutils 8.30+, macOS 10.15+, FreeBSD;
-// npm's Windows shims read it too) starts Node with two settings read once at process start,
-// never changed while it runs. `MALLOC_ARENA_MAX=2`: glibc keeps freed image memory in one arena
-// per thread that ran image work (sharp's, libuv's pool), ≈ 80 MB under inline generations.
-// `--max-semi-space-size=4` (MiB): V8 grows its young generation with the allocation rate, to
-// 64 MB on Node 24 (32 MB on Node 22) under inline answers' base64 text; 1 MiB promotes too early,
-// 16 MiB is too much on Node 24. Figures, and where `env -S` is missing: docs/operations.md, "Memory".
-// `node bin/imagegen-server.js` (or `node dist/server/src/cli.js`) bypasses this line.
+// Two settings are read only when a process starts, so they are given before anything runs: where
+// one is missing, the process replaces itself with the same Node, the same pid, its setting added
+// (`process.execve`, POSIX), before the CLI is loaded; nothing is changed while it runs.
+// `MALLOC_ARENA_MAX=2` (glibc only): glibc keeps freed image memory in one arena per thread that
+// ran image work (sharp's, libuv's pool). `--max-semi-space-size=4` (MiB): V8 grows its young
+// generation with the allocation rate of inline answers' base64 text. An operator's own value of
+// either (in the environment, on Node's command line or in NODE_OPTIONS) is kept. Where there is
+// no execve (Windows) the CLI runs as started. Figures: docs/operations.md, "Memory".
 'use strict';
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 /**
  * The Node.js versions the service runs on, as both package.json files' `engines` say: the 22 line
- * from 22.15 (the release `npm test` runs every suite on) and 24 or later. 23 never became a
- * maintained line.
+ * from 22.15 (the release `npm test` runs every suite on, and the first with `process.execve`) and
+ * 24 or later. 23 never became a maintained line.
  */
 const SUPPORTED_NODE = '^22.15 || >=24';
+
+/** The start settings the service's memory figures are measured with. */
+const ARENAS = { name: 'MALLOC_ARENA_MAX', value: '2' };
+const SEMI_SPACE = { name: '--max-semi-space-size', value: '4' };
 
 /** For a version string such as `v20.19.0`: undefined when supported, else the one line to print. */
 function unsupportedNodeMessage(version) {
@@ -29,7 +34,27 @@ function unsupportedNodeMessage(version) {
 	return `imagegen-server: Node.js ${version} is not supported; it needs Node.js 22.15 or later on the 22 line, or 24 or later (${SUPPORTED_NODE})`;
 }
 
-module.exports = { SUPPORTED_NODE, unsupportedNodeMessage };
+/**
+ * What a process started this way lacks of the start settings: the environment variables and Node
+ * flags to start it again with (both empty when nothing is missing). `glibc()` is asked only on
+ * Linux when the arena cap is not set.
+ */
+function missingStartSettings({ platform, env, execArgv, glibc }) {
+	const variables = {};
+	const flags = [];
+	if (platform === 'linux' && env[ARENAS.name] === undefined && glibc()) variables[ARENAS.name] = ARENAS.value;
+	const given = [...execArgv, ...String(env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => flag === SEMI_SPACE.name || flag.startsWith(`${SEMI_SPACE.name}=`));
+	if (!given) flags.push(`${SEMI_SPACE.name}=${SEMI_SPACE.value}`);
+	return { variables, flags };
+}
+
+/** Whether this process's C library is glibc (its report names glibc's version only then). */
+function runsOnGlibc() {
+	process.report.excludeNetwork = true;
+	return process.report.getReport().header.glibcVersionRuntime !== undefined;
+}
+
+module.exports = { SUPPORTED_NODE, unsupportedNodeMessage, missingStartSettings };
 
 if (require.main === module) {
 	const unsupported = unsupportedNodeMessage(process.version);
@@ -41,6 +66,11 @@ if (require.main === module) {
 	if (!existsSync(cli)) {
 		process.stderr.write(`imagegen-server: the service is not built yet (${cli} is missing); run npm run build first\n`);
 		process.exit(1);
+	}
+	const missing = missingStartSettings({ platform: process.platform, env: process.env, execArgv: process.execArgv, glibc: runsOnGlibc });
+	const complete = missing.flags.length === 0 && Object.keys(missing.variables).length === 0;
+	if (!complete && typeof process.execve === 'function') {
+		process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing.flags, __filename, ...process.argv.slice(2)], { ...process.env, ...missing.variables });
 	}
 	require(cli);
 }

@@ -50,10 +50,10 @@ test('a service that cannot start: the reason is in the error and in the log fil
 	expect(await eventually(() => /--port/.test(readFileSync(logFile, 'utf8')), 5_000)).toBe(true);
 });
 
-test('the service runs under this Node, started with the launcher settings of the bin\'s first line', async () => {
+test('the service runs under this Node, with the start settings the bin gives it', async () => {
 	const service = await startService({ bin: SERVER_BIN, args: args(join(folder, 'data')), logFile: join(folder, 'imagegen-server.log') });
 	try {
-		// `env` replaced itself with Node: the child's pid is the service's own process.
+		// The bin replaced itself with the same Node and its settings: the child's pid is the service's own process.
 		const pid = service.process.pid!;
 		const commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 		const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');

@@ -9,9 +9,13 @@ import { join } from 'node:path';
 export const SERVER_BIN = join(__dirname, '..', '..', 'server', 'bin', 'imagegen-server.js');
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-export const { SUPPORTED_NODE, unsupportedNodeMessage } = require(SERVER_BIN) as {
+export const { SUPPORTED_NODE, unsupportedNodeMessage, missingStartSettings } = require(SERVER_BIN) as {
 	SUPPORTED_NODE: string;
 	unsupportedNodeMessage(version: string): string | undefined;
+	missingStartSettings(started: { platform: string; env: Record<string, string | undefined>; execArgv: string[]; glibc(): boolean }): {
+		variables: Record<string, string>;
+		flags: string[];
+	};
 };
 
 /**

@@ -1,23 +1,24 @@
 /**
  * `npx imagegen-server` on a fresh clone: npm links a workspace's bin when it installs, before
  * anything is built, so the bin must be a committed file. It hands over to the built CLI, and
- * says what to do when the build has not run yet. Its first line is the service's launcher: Node
- * starts with the memory settings it carries (docs/operations.md, "Memory").
+ * says what to do when the build has not run yet. Before that it gives the process the memory
+ * settings read only at start (docs/operations.md, "Memory"), replacing itself with the same Node
+ * where one is missing.
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { SUPPORTED_NODE, unsupportedNodeMessage, unsupportedNodeOnMachine } from '../helpers/node-versions';
+import { missingStartSettings, SUPPORTED_NODE, unsupportedNodeMessage, unsupportedNodeOnMachine } from '../helpers/node-versions';
 import { npm, userEnvironment } from './support/npm';
 
 const run = promisify(execFile);
 const ROOT = join(__dirname, '..', '..');
 const BIN = join(ROOT, 'server', 'bin', 'imagegen-server.js');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'server', 'package.json'), 'utf8'));
-/** glibc's arena cap and V8's young-generation cap (MiB), read once at process start. */
-const LAUNCHER = '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4';
+/** A plain `env node`: BusyBox's env (Alpine) and npm's Windows shims run it as coreutils' does. */
+const LAUNCHER = '#!/usr/bin/env node';
 /** A shell's environment with this suite's Node first on PATH: the `node` the bin's first line finds. */
 const withThisNode = () => ({ ...userEnvironment(), PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` });
 
@@ -39,30 +40,76 @@ test('the bin is a committed, executable node script and the package links it', 
 	expect(() => accessSync(BIN, constants.X_OK)).not.toThrow();
 });
 
-describe('the launcher line', () => {
-	test(`run by its first line, it starts the CLI under this Node (${process.version}), which accepts its settings (--version)`, async () => {
-		const result = await exitOf(BIN, ['--version'], ROOT, withThisNode());
-		expect(result).toEqual({ code: 0, stdout: `imagegen-server ${manifest.version}\n`, stderr: '' });
-	});
-
-	test('the process it starts has glibc\'s arena cap in its environment and the semi-space cap among its Node options', async () => {
+describe('the start settings', () => {
+	/** The bin beside a CLI that reports the process it runs in; `run` starts it with this Node on PATH. */
+	async function reported(env: Record<string, string | undefined>, nodeArgs: string[] = []) {
 		const folder = mkdtempSync(join(tmpdir(), 'imagegen-launcher-'));
 		try {
-			// The bin beside a CLI that reports the settings of the process it runs in.
 			mkdirSync(join(folder, 'bin'));
 			mkdirSync(join(folder, 'dist', 'server', 'src'), { recursive: true });
 			const copy = join(folder, 'bin', 'imagegen-server.js');
 			copyFileSync(BIN, copy);
 			writeFileSync(
 				join(folder, 'dist', 'server', 'src', 'cli.js'),
-				'process.stdout.write(JSON.stringify({ node: process.version, execArgv: process.execArgv, arenas: process.env.MALLOC_ARENA_MAX ?? null, args: process.argv.slice(2) }));',
+				'process.stdout.write(JSON.stringify({ pid: process.pid, node: process.version, execArgv: process.execArgv, arenas: process.env.MALLOC_ARENA_MAX ?? null, args: process.argv.slice(2) }));',
 			);
-			const result = await exitOf(copy, ['--port', '0'], folder, withThisNode());
-			expect(result.stderr).toBe('');
-			expect(JSON.parse(result.stdout)).toEqual({ node: process.version, execArgv: ['--max-semi-space-size=4'], arenas: '2', args: ['--port', '0'] });
+			const child = execFile(process.execPath, [...nodeArgs, copy, '--port', '0'], { cwd: folder, env: { ...withThisNode(), ...env }, timeout: 60_000 });
+			let stdout = '';
+			let stderr = '';
+			child.stdout!.on('data', (chunk: string) => (stdout += chunk));
+			child.stderr!.on('data', (chunk: string) => (stderr += chunk));
+			const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+			return { pid: child.pid, code, stderr, report: JSON.parse(stdout) as Record<string, unknown> };
 		} finally {
 			rmSync(folder, { recursive: true, force: true });
 		}
+	}
+
+	test(`run by its first line, it starts the CLI under this Node (${process.version}), which accepts its settings (--version)`, async () => {
+		const result = await exitOf(BIN, ['--version'], ROOT, withThisNode());
+		expect(result).toEqual({ code: 0, stdout: `imagegen-server ${manifest.version}\n`, stderr: '' });
+	});
+
+	test("started without them, the same process (its pid) goes on with glibc's arena cap and the semi-space cap", async () => {
+		const result = await reported({ MALLOC_ARENA_MAX: undefined, NODE_OPTIONS: undefined });
+		expect(result.code).toBe(0);
+		expect(result.stderr).toBe('');
+		expect(result.report).toEqual({ pid: result.pid, node: process.version, execArgv: ['--max-semi-space-size=4'], arenas: '2', args: ['--port', '0'] });
+	});
+
+	test("an operator's own values are kept: the arena cap from the environment, the semi-space from NODE_OPTIONS or Node's command line", async () => {
+		const fromEnvironment = await reported({ MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' });
+		expect(fromEnvironment.report).toEqual({ pid: fromEnvironment.pid, node: process.version, execArgv: [], arenas: '4', args: ['--port', '0'] });
+		const fromCommandLine = await reported({ MALLOC_ARENA_MAX: undefined, NODE_OPTIONS: undefined }, ['--max-semi-space-size=16', '--no-warnings']);
+		expect(fromCommandLine.report).toEqual({ pid: fromCommandLine.pid, node: process.version, execArgv: ['--max-semi-space-size=16', '--no-warnings'], arenas: '2', args: ['--port', '0'] });
+	});
+
+	describe('what a start lacks, by platform and C library', () => {
+		const glibc = () => true;
+		const musl = () => false;
+		test('glibc Linux without either: both', () => {
+			expect(missingStartSettings({ platform: 'linux', env: {}, execArgv: [], glibc })).toEqual({ variables: { MALLOC_ARENA_MAX: '2' }, flags: ['--max-semi-space-size=4'] });
+		});
+		test('musl Linux (Alpine), macOS and Windows have no per-thread arenas to cap: the flag only', () => {
+			expect(missingStartSettings({ platform: 'linux', env: {}, execArgv: [], glibc: musl })).toEqual({ variables: {}, flags: ['--max-semi-space-size=4'] });
+			const neverAsked = () => {
+				throw new Error('the C library is asked only on Linux');
+			};
+			expect(missingStartSettings({ platform: 'darwin', env: {}, execArgv: [], glibc: neverAsked })).toEqual({ variables: {}, flags: ['--max-semi-space-size=4'] });
+			expect(missingStartSettings({ platform: 'win32', env: {}, execArgv: [], glibc: neverAsked })).toEqual({ variables: {}, flags: ['--max-semi-space-size=4'] });
+		});
+		test('nothing once both are given, however they were written', () => {
+			for (const started of [
+				{ env: { MALLOC_ARENA_MAX: '2' }, execArgv: ['--max-semi-space-size=4'] },
+				{ env: { MALLOC_ARENA_MAX: '8', NODE_OPTIONS: '--enable-source-maps  --max-semi-space-size=2' }, execArgv: [] },
+				{ env: { MALLOC_ARENA_MAX: '1' }, execArgv: ['--max-semi-space-size', '16'] },
+			]) {
+				expect(missingStartSettings({ platform: 'linux', glibc, ...started })).toEqual({ variables: {}, flags: [] });
+			}
+		});
+		test('a flag that only begins like it is not it', () => {
+			expect(missingStartSettings({ platform: 'linux', env: { MALLOC_ARENA_MAX: '2' }, execArgv: ['--max-semi-space-size-x=4'], glibc }).flags).toEqual(['--max-semi-space-size=4']);
+		});
 	});
 });
 

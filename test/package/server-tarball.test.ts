@@ -136,7 +136,7 @@ describe('installed into an empty folder and started with npx', () => {
 		const launcher = (file: string) => readFileSync(file, 'utf8').split('\n')[0];
 		const link = join(installed, 'node_modules', '.bin', 'imagegen-server');
 		expect(launcher(link)).toBe(launcher(join(ROOT, 'server', 'bin', 'imagegen-server.js')));
-		expect(launcher(link)).toMatch(/^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=\d+ node --max-semi-space-size=\d+$/);
+		expect(launcher(link)).toBe('#!/usr/bin/env node');
 		const { stdout } = await run(link, ['--version'], { cwd: installed, env: userEnvironment() });
 		expect(stdout).toMatch(/^imagegen-server \d+\.\d+\.\d+\n$/);
 	});
