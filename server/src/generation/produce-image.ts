@@ -20,6 +20,7 @@ import type { InputImageSource } from './input-images';
 import { normalizeOutput } from './normalize-output';
 import type { GenerationProvider, ProviderImage, SettledRequest } from './provider';
 import { runProvider, type ProviderRun } from './run-provider';
+import type { SignedInputs } from './signed-inputs';
 
 /** An inline image as the runner answers it: its stored file or its bytes, sent as `b64_json` (storage/inline-answer.ts). */
 type InlineGeneratedImage = Omit<Extract<GeneratedImage, { b64_json: string }>, 'b64_json'> & { b64_json: InlineFile | InlineBytes };
@@ -44,6 +45,8 @@ export interface ImageProduction {
 	 * job, or nowhere to record) an image carries no watermark, since its payload would name nothing.
 	 */
 	records?: { store: ProvenanceRecordStore; jobId: string };
+	/** The inputs given to the host that carry their own manifest, for each image's; none when nothing is marked. */
+	signedInputs?: SignedInputs;
 	/** The answer will be replayed: inline images are stored too (GenerationCaller.keepsInlineImages). */
 	keepsInlineImages: boolean;
 	/** Files of the images made so far: removed again if a later one fails (all or nothing). */
@@ -105,6 +108,7 @@ async function markedImage(source: ImageBytes, provider: string, production: Ima
 		model: generation.model,
 		prompt: generation.prompt,
 		source: fitted.bytes === source.bytes ? undefined : { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fitted.changes },
+		inputs: production.signedInputs?.list(),
 	};
 	let marked = await production.provenance.markGenerated({ ...facts, ...(production.records && { watermark: newProvenancePayload() }) });
 	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked again.

@@ -33,6 +33,7 @@ import { settleAspectRatio } from './input-shape';
 import type { ProviderTable } from './providers';
 import { produceImage, type AnsweredImage, type ImageProduction } from './produce-image';
 import { cancelled, errorCode, stoppedError, type Observed, type ResumedHostJob } from './run-provider';
+import { SignedInputs } from './signed-inputs';
 
 /** What a generation needs from the service, each behind its interface. */
 export interface GenerationServices {
@@ -215,6 +216,7 @@ async function produceImages(
 	try {
 		seen.provider = chainMembers(provider)[0]!;
 		const { settled, loadInputImage } = generation.shaped;
+		const signedInputs = services.provenance === UNMARKED ? undefined : new SignedInputs(loadInputImage);
 		const count = request.n ?? 1;
 		// A job of several images is not followed again after a restart (it ends with its
 		// reservation released): the host's job named is only one of its images.
@@ -223,7 +225,7 @@ async function produceImages(
 			generation: request,
 			settled,
 			provider,
-			run: { loadInputImage, imageWork: services.imageWork, signal, deadline, stopped, metrics: services.metrics, seen, caller: hostCaller },
+			run: { loadInputImage: signedInputs?.loadInputImage ?? loadInputImage, imageWork: services.imageWork, signal, deadline, stopped, metrics: services.metrics, seen, caller: hostCaller },
 			inputs: services.inputs,
 			hostedFiles: services.hostedFiles,
 			provenance: services.provenance,
@@ -231,6 +233,7 @@ async function produceImages(
 			...(services.provenanceRecords && caller.jobId !== undefined && { records: { store: services.provenanceRecords, jobId: caller.jobId } }),
 			keepsInlineImages: caller.keepsInlineImages === true,
 			storedIds,
+			...(signedInputs && { signedInputs }),
 		};
 		for (let index = 0; index < count; index++) {
 			const { answered, servedBy: host } = await produceImage(production, index);

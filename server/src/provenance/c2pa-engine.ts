@@ -23,13 +23,20 @@ function loadC2pa(): Promise<void> {
 	return loading;
 }
 
+/** An asset whose own manifest becomes an ingredient of ours: `ingredient` names it, its relationship and its label. */
+export interface SigningIngredient {
+	bytes: Buffer;
+	mimeType: string;
+	ingredient: object;
+}
+
 /** The manifest definition (c2pa-rs `ManifestDefinition`, JSON) and what goes into it. */
 export interface SigningJob {
 	manifest: object;
 	mimeType: string;
 	bytes: Buffer;
-	/** An image whose own manifest becomes an ingredient of ours (`ingredient` says which relationship). */
-	parent?: { bytes: Buffer; mimeType: string; ingredient: object };
+	/** In the order the manifest's actions name them. */
+	ingredients?: readonly SigningIngredient[];
 }
 
 /** Our own manifests are checked by our tests, not after every signature. */
@@ -66,7 +73,7 @@ async function signBlob(job: Omit<SigningJob, 'bytes'>, signer: CoseSigner, sour
 	await loadC2pa();
 	const builder = WasmBuilder.fromJson(JSON.stringify(job.manifest), SIGNING_SETTINGS);
 	try {
-		if (job.parent) await addParent(builder, job.parent);
+		for (const ingredient of job.ingredients ?? []) await addIngredient(builder, ingredient);
 		const definition = { alg: signer.algorithm.c2pa, reserveSize: signer.reserveSize, sign: async (claim: Uint8Array) => signer.signClaim(claim) };
 		return await builder.sign(definition as never, [], job.mimeType, source);
 	} finally {
@@ -123,14 +130,14 @@ export async function readManifestStore(bytes: Buffer, mimeType: string): Promis
 }
 
 /**
- * The parent read from its bytes (its own manifest store comes along, valid or not); bytes whose
- * manifest cannot even be parsed are still named as the parent, without their store.
+ * An ingredient read from its bytes (its own manifest store comes along, valid or not); bytes whose
+ * manifest cannot even be parsed are still named as the ingredient, without their store.
  */
-async function addParent(builder: WasmBuilder, parent: NonNullable<SigningJob['parent']>): Promise<void> {
+async function addIngredient(builder: WasmBuilder, { bytes, mimeType, ingredient }: SigningIngredient): Promise<void> {
 	try {
-		await builder.addIngredientFromBlob(JSON.stringify(parent.ingredient), parent.mimeType, asBlob(parent.bytes));
+		await builder.addIngredientFromBlob(JSON.stringify(ingredient), mimeType, asBlob(bytes));
 	} catch {
-		builder.addIngredient(JSON.stringify({ ...parent.ingredient, format: parent.mimeType }));
+		builder.addIngredient(JSON.stringify({ ...ingredient, format: mimeType }));
 	}
 }
 

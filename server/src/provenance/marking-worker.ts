@@ -64,7 +64,7 @@ async function markVideo(job: VideoMarkingJob): Promise<VideoMarkingAnswer> {
  * released: it goes back to the service.
  */
 function releaseTask(task: Exclude<MarkingTask, { kind: 'video' }>): void {
-	const images = task.kind === 'generated' ? [task.facts.bytes, task.facts.source?.bytes] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
+	const images = task.kind === 'generated' ? [task.facts.bytes, task.facts.source?.bytes, ...(task.facts.inputs ?? []).map((input) => input.bytes)] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
 	for (const bytes of images) if (bytes) ImageBytes.owned(bytes).release();
 }
 
@@ -83,7 +83,12 @@ function asBuffer(bytes: Uint8Array): Buffer {
 }
 
 function revivedGenerated(facts: GeneratedImageFacts): GeneratedImageFacts {
-	return { ...facts, bytes: asBuffer(facts.bytes), ...(facts.source ? { source: { ...facts.source, bytes: asBuffer(facts.source.bytes) } } : {}) };
+	return {
+		...facts,
+		bytes: asBuffer(facts.bytes),
+		...(facts.source ? { source: { ...facts.source, bytes: asBuffer(facts.source.bytes) } } : {}),
+		...(facts.inputs ? { inputs: facts.inputs.map((input) => ({ ...input, bytes: asBuffer(input.bytes) })) } : {}),
+	};
 }
 
 function revivedConverted(facts: ConvertedUploadFacts): ConvertedUploadFacts {

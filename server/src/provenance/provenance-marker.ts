@@ -2,11 +2,11 @@
  * Marks images right before they are stored or inlined (docs/provenance.md): an XMP packet
  * with the IPTC digital source type, then a C2PA manifest signed with the operator's certificate
  * whose hash binding covers those XMP bytes too. An image that came with its own manifest keeps
- * it as the parent ingredient of ours.
+ * it as the parent ingredient of ours; input images that came with theirs are ingredients too.
  */
 import type { SniffedMedia } from '../../../core/media';
 import { ImageBytes } from '../media/image-bytes';
-import { signWithC2pa, type SigningJob } from './c2pa-engine';
+import { signWithC2pa, type SigningIngredient } from './c2pa-engine';
 import type { CoseSigner } from './cose-signer';
 import { NO_PROVENANCE, TRAINED_ALGORITHMIC_MEDIA, type Provenance } from '../../../core/api';
 import { embedXmp } from './embed-xmp';
@@ -30,6 +30,15 @@ export interface GeneratedImageFacts {
 	source?: { bytes: Buffer; media: SniffedMedia; changes: ImageChange[] };
 	/** The payload the pixels are to carry as an invisible watermark (a provenance record's); none without it. */
 	watermark?: Uint8Array;
+	/** The input images the model was given that came with their own C2PA manifest: each an ingredient of ours. */
+	inputs?: readonly SignedInput[];
+}
+
+/** `images[index]` of a request, as the host was given it, carrying a manifest of its own. */
+export interface SignedInput {
+	index: number;
+	bytes: Buffer;
+	media: SniffedMedia;
 }
 
 /** An upload re-encoded for `output_format`, `max_side` or `max_bytes` (metadata already dropped). */
@@ -48,9 +57,10 @@ export interface ConvertedUploadFacts {
 	};
 }
 
-/** What marking a generated image reads: the image, and its source when that becomes the parent ingredient. */
+/** What marking a generated image reads: the image, its source when that becomes the parent ingredient, and its signed inputs. */
 export function generatedBytesRead(image: GeneratedImageFacts): number {
-	return image.bytes.byteLength + (image.source?.bytes.byteLength ?? 0);
+	const inputs = (image.inputs ?? []).reduce((sum, input) => sum + input.bytes.byteLength, 0);
+	return image.bytes.byteLength + (image.source?.bytes.byteLength ?? 0) + inputs;
 }
 
 /** What marking a converted upload reads: the upload, and its original (always the parent ingredient). */
@@ -134,16 +144,15 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 		const done: ImageChange[] = watermarked ? [...source.changes, 'watermarked'] : source.changes;
 		const changes = done.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));
 		const signedSource = mayCarryC2pa(source.bytes);
-		const actions = signedSource
-			? [opened(agent), ...changes]
-			: [{ action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent: agent }, ...changes];
+		const inputs = (image.inputs ?? []).map(inputIngredient);
+		const actions = signedSource ? [opened(agent), ...changes] : [created(agent, inputs), ...changes];
 		const softBinding = watermarked && image.watermark ? [watermarkBinding(image.watermark)] : [];
 		const bytes = await signWithC2pa(
 			{
 				manifest: this.manifest(image.media, actions, softBinding),
 				mimeType: image.media.mimeType,
 				bytes: marked.bytes,
-				parent: signedSource ? parent(source.bytes, source.media, image.model) : undefined,
+				ingredients: signedSource ? [parent(source.bytes, source.media, image.model), ...inputs] : inputs,
 			},
 			signer,
 		).finally(() => {
@@ -173,7 +182,7 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 				manifest: this.manifest(upload.media, actions),
 				mimeType: upload.media.mimeType,
 				bytes: withXmp.bytes,
-				parent: parent(original.bytes, original.media, 'original'),
+				ingredients: [parent(original.bytes, original.media, 'original')],
 			},
 			this.options.signer,
 		).finally(() => withXmp.release());
@@ -216,6 +225,20 @@ function opened(softwareAgent: { name: string }): object {
 	return { action: 'c2pa.opened', softwareAgent, parameters: { ingredientIds: [PARENT_ID] } };
 }
 
-function parent(bytes: Buffer, media: SniffedMedia, name: string): NonNullable<SigningJob['parent']> {
+/** Made by the model, from the inputs it was given that carry a manifest (none named when none does). */
+function created(softwareAgent: { name: string }, inputs: readonly SigningIngredient[]): object {
+	const ingredientIds = inputs.map(({ ingredient }) => (ingredient as { label: string }).label);
+	return { action: 'c2pa.created', digitalSourceType: TRAINED_ALGORITHMIC_MEDIA, softwareAgent, ...(ingredientIds.length > 0 ? { parameters: { ingredientIds } } : {}) };
+}
+
+function parent(bytes: Buffer, media: SniffedMedia, name: string): SigningIngredient {
 	return { bytes, mimeType: media.mimeType, ingredient: { title: `${name}.${media.extension}`, relationship: 'parentOf', label: PARENT_ID } };
+}
+
+/**
+ * An input image: C2PA's relationship for what a generative model was given (`inputTo`), not an
+ * edit of it (`parentOf`) nor a part of it (`componentOf`); as the first frame of a video is.
+ */
+function inputIngredient({ index, bytes, media }: SignedInput): SigningIngredient {
+	return { bytes, mimeType: media.mimeType, ingredient: { title: `images[${index}].${media.extension}`, relationship: 'inputTo', label: `input-image-${index}` } };
 }

@@ -31,9 +31,9 @@ export async function signVideo(job: VideoMarkingJob, options: VideoSigningOptio
 	signal?.throwIfAborted();
 	const tooLarge = await tooLargeToSign(job.input, options.maxBytes);
 	if (tooLarge) return tooLarge;
-	const { manifest, parent } = videoManifest({ ...job, creatorTool: options.creatorTool });
+	const { manifest, ingredients } = videoManifest({ ...job, creatorTool: options.creatorTool });
 	try {
-		await signFileWithC2pa({ manifest, parent, mimeType: VIDEO_MIME_TYPE, input: job.input, output: job.output }, options.signer);
+		await signFileWithC2pa({ manifest, ingredients, mimeType: VIDEO_MIME_TYPE, input: job.input, output: job.output }, options.signer);
 		signal?.throwIfAborted();
 	} catch (error) {
 		// Half a file, or a signed one nobody will host, is not left behind.

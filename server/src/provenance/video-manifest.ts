@@ -23,7 +23,7 @@ export const VIDEO_MIME_TYPE = 'video/mp4';
 const FIRST_FRAME_ID = 'first-frame';
 
 /** The manifest definition and, for a first frame with its own manifest, that frame as an ingredient. */
-export function videoManifest(facts: VideoManifestFacts): Pick<SigningJob, 'manifest' | 'parent'> {
+export function videoManifest(facts: VideoManifestFacts): Pick<SigningJob, 'manifest' | 'ingredients'> {
 	const firstFrame = facts.firstFrame && mayCarryC2pa(facts.firstFrame.bytes) ? facts.firstFrame : undefined;
 	const created = {
 		action: 'c2pa.created',
@@ -40,5 +40,5 @@ export function videoManifest(facts: VideoManifestFacts): Pick<SigningJob, 'mani
 	if (!firstFrame) return { manifest };
 	const extension = firstFrame.mimeType.split('/')[1] ?? 'image';
 	const ingredient = { title: `first-frame.${extension}`, relationship: 'inputTo', label: FIRST_FRAME_ID };
-	return { manifest, parent: { bytes: firstFrame.bytes, mimeType: firstFrame.mimeType, ingredient } };
+	return { manifest, ingredients: [{ bytes: firstFrame.bytes, mimeType: firstFrame.mimeType, ingredient }] };
 }
