@@ -5,6 +5,7 @@
  * its XMP and C2PA manifest are added.
  */
 import type { SniffedMedia } from '../../../core/media';
+import { ImageBytes } from '../media/image-bytes';
 import sharp from '../media/sharp';
 import { canCarryWatermark } from './watermark/canonical-grid';
 import { embedWatermarkInPlace } from './watermark/embed';
@@ -15,10 +16,16 @@ import { embedWatermarkInPlace } from './watermark/embed';
  */
 export async function watermarkedImage(bytes: Buffer, media: SniffedMedia, payload: Uint8Array): Promise<Buffer | undefined> {
 	const { data, info } = await sharp(bytes, { animated: false }).raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
-	if (!canCarryWatermark(info.width, info.height)) return undefined;
-	embedWatermarkInPlace({ data, info: { width: info.width, height: info.height, channels: info.channels } }, payload);
-	const image = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
-	if (media.type === 'jpeg') return image.jpeg({ quality: 90 }).toBuffer();
-	if (media.type === 'webp') return image.webp({ quality: 90 }).toBuffer();
-	return image.png().toBuffer();
+	// The pixels are ours alone: given back once encoded, not when the marking thread next collects.
+	const pixels = ImageBytes.owned(data);
+	try {
+		if (!canCarryWatermark(info.width, info.height)) return undefined;
+		embedWatermarkInPlace({ data, info: { width: info.width, height: info.height, channels: info.channels } }, payload);
+		const image = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
+		if (media.type === 'jpeg') return await image.jpeg({ quality: 90 }).toBuffer();
+		if (media.type === 'webp') return await image.webp({ quality: 90 }).toBuffer();
+		return await image.png().toBuffer();
+	} finally {
+		pixels.release();
+	}
 }
