@@ -52,29 +52,39 @@ export function embedWatermarkInPlace(pixels: RawImage, payload: Uint8Array): vo
 	const grid = gridForEmbedding(pixels.info.width, pixels.info.height);
 	const spreading = spreadingFor(grid, CODE_BITS);
 	const coefficients = readCoefficients(lumaOnGrid(pixels, grid), grid);
-	const changes = pushes(coefficients, spreading, codeBitsFor(payload));
-	for (let i = 0; i < changes.length; i++) changes[i]! *= ROUND_TRIP_GAIN;
+	const changes = strengthened(pushes(coefficients, spreading, codeBitsFor(payload)));
 	addFromGrid(pixels, grid, samplesOfCoefficients(changes, grid));
+}
+
+/**
+ * `changes` made ROUND_TRIP_GAIN times larger, in place. A loop of its own rather than one in
+ * embedWatermarkInPlace: a long loop has its function compiled while still in it, before the
+ * calls after the loop have run, and that compiled code gives up at those calls on every call.
+ */
+function strengthened(changes: Float32Array): Float32Array {
+	for (let i = 0; i < changes.length; i++) changes[i]! *= ROUND_TRIP_GAIN;
+	return changes;
 }
 
 /** The change to each coefficient that brings every code bit's reading to MARGIN on the side of `code`. */
 function pushes(coefficients: Float32Array, spreading: Spreading, code: Int8Array): Float32Array {
-	const marked = Float32Array.from(coefficients);
+	const { bitOf, sign, carriers } = spreading;
+	const marked = coefficients.slice();
 	const changes = new Float32Array(coefficients.length);
 	const within = (value: number) => value > -COEFFICIENT_LIMIT && value < COEFFICIENT_LIMIT;
 	for (let push = 0; push < PUSHES; push++) {
 		const readings = readCodeBits(marked, spreading);
 		const movable = new Uint32Array(CODE_BITS);
-		for (let i = 0; i < marked.length; i++) if (within(marked[i]!)) movable[spreading.bitOf[i]!]!++;
+		for (let i = 0; i < marked.length; i++) if (within(marked[i]!)) movable[bitOf[i]!]!++;
 		// The step each of a bit's movable coefficients takes to raise the bit's mean reading to MARGIN.
 		const steps = new Float32Array(CODE_BITS);
 		for (let bit = 0; bit < CODE_BITS; bit++) {
 			const missing = Math.max(0, MARGIN - code[bit]! * readings[bit]!);
-			steps[bit] = movable[bit]! === 0 ? 0 : (code[bit]! * missing * spreading.carriers[bit]!) / movable[bit]!;
+			steps[bit] = movable[bit]! === 0 ? 0 : (code[bit]! * missing * carriers[bit]!) / movable[bit]!;
 		}
 		for (let i = 0; i < marked.length; i++) {
 			if (!within(marked[i]!)) continue;
-			const pushed = Math.max(-PUSH_CEILING, Math.min(PUSH_CEILING, marked[i]! + spreading.sign[i]! * steps[spreading.bitOf[i]!]!));
+			const pushed = Math.max(-PUSH_CEILING, Math.min(PUSH_CEILING, marked[i]! + sign[i]! * steps[bitOf[i]!]!));
 			changes[i]! += pushed - marked[i]!;
 			marked[i] = pushed;
 		}

@@ -5,16 +5,10 @@
  * down to nearly the same grid, and the smooth change they add has no seams at the pixel level.
  */
 import type { Grid } from './canonical-grid';
+import { LUMA_BLUE, LUMA_GREEN, LUMA_RED, LUMA_SCALE, scaledLuma } from './luma-weights';
+import { addToColours, addToGrey } from './pixel-change';
 import { colourChannels, type RawImage } from './raw-image';
-
-/**
- * Luma as ITU-R BT.601 weighs the channels, in 256ths: (77 R + 150 G + 29 B) / 256. The weights
- * add up to 256, so adding the same amount to R, G and B changes luma by exactly that amount.
- */
-const LUMA_RED = 77;
-const LUMA_GREEN = 150;
-const LUMA_BLUE = 29;
-const LUMA_SCALE = 256;
+import { coversWholePixels, lumaOnWholeCells } from './whole-cell-luma';
 
 /** How each of `source` samples shares out over `target` ≥ 1 cells: its first cell and the part that falls in it. */
 interface AreaShares {
@@ -64,11 +58,29 @@ function cellSpans(source: number, target: number): CellSpans {
 
 /**
  * The image's luma, each grid sample the mean of the pixels it covers (fractions of a pixel
- * included). Row by row: the sum of each cell's pixels along the row, then the row's share of one
- * or two grid rows.
+ * included). A grid whose samples each cover whole pixels is summed in whole-cell-luma.ts, with no
+ * fractions to weigh.
  */
 export function lumaOnGrid(image: RawImage, grid: Grid): Float32Array {
-	const { width, height, channels } = image.info;
+	const pixels = plainView(image.data);
+	if (coversWholePixels(image.info, grid)) return lumaOnWholeCells(pixels, image.info, grid);
+	return lumaOnFractionalCells(pixels, image.info, grid);
+}
+
+/**
+ * The image's samples as a plain Uint8Array: the compiler keeps a loop fast for the one kind of
+ * array it has met, and Buffer (what sharp answers) and Uint8Array are two kinds to it.
+ */
+function plainView(data: Uint8Array): Uint8Array {
+	return new Uint8Array(data.buffer, data.byteOffset, data.length);
+}
+
+/**
+ * lumaOnGrid at any scale. Row by row: the sum of each cell's pixels along the row, then the
+ * row's share of one or two grid rows.
+ */
+function lumaOnFractionalCells(pixels: Uint8Array, info: RawImage['info'], grid: Grid): Float32Array {
+	const { width, height, channels } = info;
 	const spans = cellSpans(width, grid.width);
 	const down = areaShares(height, grid.height);
 	// Each cell's sum of LUMA_SCALE-fold luma over whole pixels; the mean is that over the cell's width.
@@ -76,17 +88,12 @@ export function lumaOnGrid(image: RawImage, grid: Grid): Float32Array {
 	const samples = new Float32Array(grid.width * grid.height);
 	const row = new Float64Array(grid.width);
 	for (let y = 0; y < height; y++) {
-		rowSums(image.data, y * width * channels, channels, spans, row);
+		rowSums(pixels, y * width * channels, channels, spans, row);
 		const cellRow = down.first[y]!;
 		addRow(samples, grid.width, cellRow, down.part[y]! * perCell, row);
 		if (cellRow + 1 < grid.height) addRow(samples, grid.width, cellRow + 1, (down.whole - down.part[y]!) * perCell, row);
 	}
 	return samples;
-}
-
-/** LUMA_SCALE-fold luma of the pixel at `p`, colour or grey. */
-function scaledLuma(data: Uint8Array, p: number, coloured: boolean): number {
-	return coloured ? LUMA_RED * data[p]! + LUMA_GREEN * data[p + 1]! + LUMA_BLUE * data[p + 2]! : LUMA_SCALE * data[p]!;
 }
 
 function rowSums(data: Uint8Array, start: number, channels: number, spans: CellSpans, row: Float64Array): void {
@@ -138,20 +145,16 @@ function interpolation(target: number, source: number): Interpolation {
  */
 export function addFromGrid(image: RawImage, grid: Grid, change: Float32Array): void {
 	const { width, height, channels } = image.info;
-	// Storing through a clamped view holds each sample within 0–255.
-	const samples = new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length);
+	const pixels = plainView(image.data);
 	const across = interpolation(width, grid.width);
 	const down = interpolation(height, grid.height);
 	// The grid rows above and below the current pixel row, each already interpolated across to
 	// every pixel: each grid row is spread across once, not once for every pixel row it touches.
 	const spread = { above: new Float32Array(width), below: new Float32Array(width), aboveRow: -1, belowRow: -1 };
-	const pixelRow = new Int16Array(width);
+	const addToRow = colourChannels(channels) === 3 ? addToColours : addToGrey;
 	for (let y = 0; y < height; y++) {
 		spreadRows(spread, down.before[y]!, down.after[y]!, grid, change, across);
-		const lower = down.weight[y]!;
-		const { above, below } = spread;
-		for (let x = 0; x < width; x++) pixelRow[x] = Math.round(above[x]! + lower * (below[x]! - above[x]!));
-		addRowChange(samples, y * width * channels, channels, pixelRow);
+		addToRow(pixels, y * width * channels, channels, spread.above, spread.below, down.weight[y]!);
 	}
 }
 
@@ -177,26 +180,9 @@ function spreadRows(spread: SpreadRows, aboveRow: number, belowRow: number, grid
 }
 
 function spreadRow(change: Float32Array, start: number, across: Interpolation, out: Float32Array): void {
+	const { before, after, weight } = across;
 	for (let x = 0; x < out.length; x++) {
-		const left = change[start + across.before[x]!]!;
-		out[x] = left + across.weight[x]! * (change[start + across.after[x]!]! - left);
-	}
-}
-
-function addRowChange(samples: Uint8ClampedArray, start: number, channels: number, pixelRow: Int16Array): void {
-	const width = pixelRow.length;
-	if (channels === 3) {
-		for (let x = 0, p = start; x < width; x++, p += 3) {
-			const amount = pixelRow[x]!;
-			samples[p]! += amount;
-			samples[p + 1]! += amount;
-			samples[p + 2]! += amount;
-		}
-		return;
-	}
-	const colours = colourChannels(channels);
-	for (let x = 0, p = start; x < width; x++, p += channels) {
-		const amount = pixelRow[x]!;
-		for (let c = p; c < p + colours; c++) samples[c]! += amount;
+		const left = change[start + before[x]!]!;
+		out[x] = left + weight[x]! * (change[start + after[x]!]! - left);
 	}
 }
