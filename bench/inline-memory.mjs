@@ -3,9 +3,8 @@
 // stand-in's 480 px noise picture fitted to 1024 px), in one service. Its resident memory is read
 // after 150, 300, 600 and 1,200: the answers kept for replay (and the images they are sent from)
 // must not add up in the process, so it stops growing once the traffic's working set is reached.
-// Runs under this Node, or the one given with `--node <path>`, started as users start it: the bin
-// through its first line and the launcher settings it carries; `--plain-node` starts `node cli.js`
-// without them.
+// Runs under this Node, or the one given with `--node <path>`, started as users start it: the bin,
+// with the start settings it gives the process; `--plain-node` starts `node cli.js` without them.
 //
 //   node bench/inline-memory.mjs [--node <path>] [--generations 1200] [--samples 50,100,200]
 //                                [--heap] [--plain-node] [--server-args '--marking-threads 0']

@@ -58,10 +58,10 @@ export function startPostgres() {
 }
 
 /**
- * imagegen-server as users start it: its bin run through its first line, which carries the
- * launcher settings (server/bin/imagegen-server.js), with `node` (default this one) the `node` on
- * PATH it finds. `plainNode: true` starts `node cli.js` instead, without them. The pid is Node's
- * own either way (`env` replaces itself with Node).
+ * imagegen-server as users start it: its bin, run by the `node` on PATH it finds (`node`, default
+ * this one), which gives the process its start settings (server/bin/imagegen-server.js).
+ * `plainNode: true` starts `node cli.js` instead, without them. The pid is the service's own
+ * either way (`env` and the bin replace themselves, never start a child).
  */
 export function startImagegenServer(dataDir, args = [], env = {}, node = process.execPath, { plainNode = false } = {}) {
 	const serverArgs = ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--api-keys', API_KEY, '--rate-limit-per-minute', '0', '--log-level', 'warn', ...args];

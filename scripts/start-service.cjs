@@ -1,8 +1,8 @@
 // Starts imagegen-server for `npm start` and keeps its log: everything the service writes, from
 // the first line on (the start-up banner, then its JSON log lines, stack traces on stderr), goes
 // to `logFile`; stderr is also shown in the terminal. Resolves when the service is listening.
-// The service is started as its users start it: its bin run through its own first line, which
-// carries the launcher settings (server/bin/imagegen-server.js), with `nodeBin` the `node` it finds.
+// The service is started as its users start it: its bin, run by `nodeBin` (the `node` it finds on
+// PATH), which gives the process its start settings (server/bin/imagegen-server.js).
 'use strict';
 const { spawn } = require('node:child_process');
 const { createWriteStream } = require('node:fs');

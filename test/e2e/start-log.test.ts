@@ -1,7 +1,7 @@
 /**
  * The service log `npm start` promises (scripts/start-service.cjs, used by scripts/start.mjs):
  * everything the service writes lands in the file, from its start-up banner to its shutdown.
- * The service is started as users start it, by its bin's launcher line, with its memory settings.
+ * The service is started as users start it, by its bin, with the memory settings the bin gives it.
  * The built CLI on loopback, no n8n.
  */
 import type { ChildProcess } from 'node:child_process';
