@@ -5,7 +5,7 @@
  * down to nearly the same grid, and the smooth change they add has no seams at the pixel level.
  */
 import type { Grid } from './canonical-grid';
-import { LUMA_BLUE, LUMA_GREEN, LUMA_RED, LUMA_SCALE, scaledLuma } from './luma-weights';
+import { LUMA_SCALE, scaledLuma, scaledLumaSum } from './luma-weights';
 import { addToColours, addToGrey } from './pixel-change';
 import { colourChannels, type RawImage } from './raw-image';
 import { coversWholePixels, lumaOnWholeCells } from './whole-cell-luma';
@@ -101,12 +101,7 @@ function rowSums(data: Uint8Array, start: number, channels: number, spans: CellS
 	for (let cell = 0; cell < row.length; cell++) {
 		const from = spans.from[cell]!;
 		const to = spans.to[cell]!;
-		let sum = 0;
-		if (coloured) {
-			for (let p = start + from * channels, end = start + to * channels; p < end; p += channels) sum += LUMA_RED * data[p]! + LUMA_GREEN * data[p + 1]! + LUMA_BLUE * data[p + 2]!;
-		} else {
-			for (let p = start + from * channels, end = start + to * channels; p < end; p += channels) sum += LUMA_SCALE * data[p]!;
-		}
+		let sum = scaledLumaSum(data, start + from * channels, start + to * channels, channels);
 		if (spans.before[cell]! > 0) sum += spans.before[cell]! * scaledLuma(data, start + (from - 1) * channels, coloured);
 		if (spans.after[cell]! > 0) sum += spans.after[cell]! * scaledLuma(data, start + to * channels, coloured);
 		row[cell] = sum;

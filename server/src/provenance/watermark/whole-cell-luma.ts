@@ -5,7 +5,7 @@
  * of a pixel to weigh, and each sample is divided once, by its pixel count.
  */
 import type { Grid } from './canonical-grid';
-import { LUMA_BLUE, LUMA_GREEN, LUMA_RED, LUMA_SCALE } from './luma-weights';
+import { addWholeCellLumas, LUMA_SCALE } from './luma-weights';
 import type { RawImage } from './raw-image';
 
 /** Whether every sample of `grid` covers a whole number of the image's pixels across and down. */
@@ -18,30 +18,13 @@ export function lumaOnWholeCells(pixels: Uint8Array, info: RawImage['info'], gri
 	const { width, channels } = info;
 	const across = width / grid.width;
 	const down = info.height / grid.height;
+	const scaledPixelsPerCell = LUMA_SCALE * across * down;
 	const samples = new Float32Array(grid.width * grid.height);
 	const sums = new Float64Array(grid.width);
 	for (let cellRow = 0; cellRow < grid.height; cellRow++) {
 		sums.fill(0);
-		for (let y = cellRow * down; y < (cellRow + 1) * down; y++) addWholeCellSums(pixels, y * width * channels, channels, across, sums);
-		for (let x = 0, q = cellRow * grid.width; x < grid.width; x++, q++) samples[q] = sums[x]! / (LUMA_SCALE * across * down);
+		for (let y = cellRow * down; y < (cellRow + 1) * down; y++) addWholeCellLumas(pixels, y * width * channels, channels, across, sums);
+		for (let x = 0, q = cellRow * grid.width; x < grid.width; x++, q++) samples[q] = sums[x]! / scaledPixelsPerCell;
 	}
 	return samples;
-}
-
-/** Adds to each cell's sum the LUMA_SCALE-fold luma of its `across` pixels in the row that starts at `start`. */
-function addWholeCellSums(pixels: Uint8Array, start: number, channels: number, across: number, sums: Float64Array): void {
-	let p = start;
-	if (channels >= 3) {
-		for (let cell = 0; cell < sums.length; cell++) {
-			let sum = 0;
-			for (let i = 0; i < across; i++, p += channels) sum += LUMA_RED * pixels[p]! + LUMA_GREEN * pixels[p + 1]! + LUMA_BLUE * pixels[p + 2]!;
-			sums[cell]! += sum;
-		}
-		return;
-	}
-	for (let cell = 0; cell < sums.length; cell++) {
-		let sum = 0;
-		for (let i = 0; i < across; i++, p += channels) sum += pixels[p]!;
-		sums[cell]! += LUMA_SCALE * sum;
-	}
 }
