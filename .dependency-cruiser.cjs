@@ -1,7 +1,7 @@
 // The layers of server/src (server/src/README.md), checked by test/server/layers.test.ts and by
 // `npx depcruise server/src core`. A folder belongs to exactly one layer; a new folder must be
 // placed in one here before it may import anything.
-const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db'];
+const FOUNDATIONS = ['config', 'runtime', 'http', 'net', 'media', 'db', 'telemetry'];
 const DOMAIN = ['keys', 'usage', 'idempotency', 'limits', 'provenance', 'metrics', 'storage', 'uploads', 'generation', 'video', 'jobs', 'schema-docs', 'webhooks'];
 // mcp/ reaches the services through the instance's decorators, as routes do: it is wiring.
 const WIRING = ['plugins', 'routes', 'cli', 'mcp'];

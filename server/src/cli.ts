@@ -13,6 +13,7 @@ import { createService } from './app';
 import { ConfigError, helpText, parseConfig, type InfoRequest, type ServiceConfig } from './config';
 import { serviceVersion } from './runtime/service-version';
 import { buildProviderTable, type ProviderTable } from './generation/providers';
+import { startTracing, type Tracing } from './telemetry/start-tracing';
 
 type Service = Awaited<ReturnType<typeof createService>>;
 
@@ -32,10 +33,12 @@ async function main(): Promise<void> {
 
 	const lines = await keysMadeIfMissing(config);
 
+	// Before the app is made: the Fastify instrumentation joins each instance as it is created.
+	const tracing = await startTracing(process.env);
 	const service = await createService(config, { providers });
 	const { address, publicUrl } = await service.listen();
 	// Before the ready line: whoever waits for it may stop the service at once.
-	stopOnSignals(service, config);
+	stopOnSignals(service, config, tracing);
 	lines.push(`imagegen-server listening on ${address}`, `  API base URL: ${publicUrl}/v1`);
 	if (config.adminKey !== undefined) lines.push(`  operator page: ${publicUrl}/admin`);
 	lines.push(`  data dir: ${config.dataDir}`, `  ${service.app.provenance.startLine}`);
@@ -110,8 +113,11 @@ function parseOrExit(args: string[]): ServiceConfig | undefined {
 	return parsed;
 }
 
-/** SIGTERM and SIGINT drain the requests in flight, then exit; past the drain time they are cut off. */
-function stopOnSignals(service: Service, config: ServiceConfig): void {
+/**
+ * SIGTERM and SIGINT drain the requests in flight, then send the spans not yet exported, then
+ * exit; past the drain time requests are cut off.
+ */
+function stopOnSignals(service: Service, config: ServiceConfig, tracing: Tracing | undefined): void {
 	let stopping = false;
 	const stop = (signal: NodeJS.Signals) => {
 		if (stopping) return;
@@ -129,7 +135,9 @@ function stopOnSignals(service: Service, config: ServiceConfig): void {
 		forced.unref();
 		const drainStarted = performance.now();
 		service.close().then(
-			() => {
+			async () => {
+				// The requests' last spans ended with them: sent before the process goes.
+				await tracing?.shutdown().catch((error: unknown) => service.app.log.error({ err: error }, 'sending the last spans failed'));
 				// The last line of a clean stop: whoever reads the log sees it ended on purpose, not by a crash or a kill.
 				const drainedSeconds = ((performance.now() - drainStarted) / 1000).toFixed(1);
 				service.app.log.info(`stopped: requests in flight drained in ${drainedSeconds} s`);

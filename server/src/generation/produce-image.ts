@@ -12,10 +12,12 @@ import { sniffMedia, type SniffedMedia } from '../../../core/media';
 import { SEED_MAX } from '../../../core/models';
 import type { GenerationRequest } from '../../../core/schemas';
 import { ImageBytes } from '../media/image-bytes';
-import type { MarkedImage as ProvenanceMarked, ProvenanceMarker } from '../provenance/provenance-marker';
+import { UNMARKED, type GeneratedImageFacts, type MarkedImage as ProvenanceMarked, type ProvenanceMarker } from '../provenance/provenance-marker';
 import { newProvenancePayload, type ProvenanceRecordStore } from '../provenance/provenance-records';
 import type { HostedFiles } from '../storage/hosted-files';
 import { InlineBytes, InlineFile } from '../storage/inline-answer';
+import { inSpan } from '../telemetry/spans';
+import type { GenerationTimings } from './generation-timings';
 import type { InputImageSource } from './input-images';
 import { normalizeOutput } from './normalize-output';
 import type { GenerationProvider, ProviderImage, SettledRequest } from './provider';
@@ -51,6 +53,8 @@ export interface ImageProduction {
 	keepsInlineImages: boolean;
 	/** Files of the images made so far: removed again if a later one fails (all or nothing). */
 	storedIds: string[];
+	/** Where the host's share and the marking's time are counted, when the caller keeps them. */
+	timings?: GenerationTimings;
 }
 
 /** A marked image, what it is, and what its marks say. */
@@ -65,12 +69,30 @@ export async function produceImage(production: ImageProduction, index: number): 
 	const seed = seedOf(production.generation.seed, index);
 	const one: SettledRequest = { ...production.settled, seed };
 	delete one.n;
-	const ran = await runProvider(production.provider, one, production.run);
-	// A host may hand out more than it was asked for; the client asked for (and the budget
-	// reserved) one image per call: the rest are neither fetched, hosted nor paid for.
-	const source = await providerImage(ran.outputs[0]!, ran.servedBy, production);
+	const { ran, source } = await timedHost(production, async () => {
+		const ran = await runProvider(production.provider, one, production.run);
+		// A host may hand out more than it was asked for; the client asked for (and the budget
+		// reserved) one image per call: the rest are neither fetched, hosted nor paid for.
+		return { ran, source: await providerImage(ran.outputs[0]!, ran.servedBy, production) };
+	});
 	const marked = await markedImage(source, ran.servedBy, production);
 	return { answered: await deliver(marked, ran.seedUsed ? seed : undefined, production), servedBy: ran.servedBy };
+}
+
+/** The host's share of an image, counted in the generation's timings when it keeps them. */
+function timedHost<T>({ timings }: ImageProduction, work: () => Promise<T>): Promise<T> {
+	return timings ? timings.timeHost(work) : work();
+}
+
+/**
+ * One marking of an image, in its own span and counted in the generation's timings; with
+ * `--provenance off` nothing is marked, so there is nothing to trace or count.
+ */
+function mark(production: ImageProduction, facts: GeneratedImageFacts): Promise<ProvenanceMarked> {
+	const { provenance, timings } = production;
+	if (provenance === UNMARKED) return provenance.markGenerated(facts);
+	const marking = () => inSpan('mark image', { attributes: { 'gen_ai.request.model': facts.model, 'imagegen.mark.watermark': facts.watermark !== undefined } }, () => provenance.markGenerated(facts));
+	return timings ? timings.timeMark(marking) : marking();
 }
 
 /**
@@ -110,11 +132,11 @@ async function markedImage(source: ImageBytes, provider: string, production: Ima
 		source: fitted.bytes === source.bytes ? undefined : { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fitted.changes },
 		inputs: production.signedInputs?.list(),
 	};
-	let marked = await production.provenance.markGenerated({ ...facts, ...(production.records && { watermark: newProvenancePayload() }) });
+	let marked = await mark(production, { ...facts, ...(production.records && { watermark: newProvenancePayload() }) });
 	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked again.
 	for (let draws = 1; marked.watermark && !(await recorded(marked, production)); draws++) {
 		if (draws === 3) throw new Error('three provenance payloads drawn in a row were taken');
-		marked = await production.provenance.markGenerated({ ...facts, watermark: newProvenancePayload() });
+		marked = await mark(production, { ...facts, watermark: newProvenancePayload() });
 	}
 	return { image: keptImage(source, fitted.bytes, marked.bytes), media: fitted.media, provenance: marked.provenance };
 }

@@ -53,6 +53,11 @@ export interface GenerationContext {
 	 */
 	hostJobStarted?(job: HostJobRef): Promise<void>;
 	/**
+	 * Told the host's id for its job as soon as the host answers with one, whether or not the job
+	 * is followed again (its trace names it: generation/traced-provider.ts).
+	 */
+	hostJobNamed?(job: HostJobRef): void;
+	/**
 	 * Told by a provider whose host drew the image without the request's seed (a ComfyUI workflow
 	 * without `{{seed}}`): the answer then names no seed rather than one that made nothing of it.
 	 */

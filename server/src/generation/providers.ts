@@ -19,6 +19,7 @@ import { prunaProvider } from './providers/pruna';
 import { replicateProvider } from './providers/replicate';
 import { upstreamProvider } from './providers/upstream';
 import { sandboxProvider } from './providers/sandbox';
+import { tracedProvider } from './traced-provider';
 
 /** What the providers are built from: the parsed configuration's provider options. */
 export type ProviderConfig = Pick<ServiceConfig, 'providerSelection' | 'providerSettings' | 'sandboxDelayMs' | 'comfyuiWorkflows' | 'allowPrivateUrls'>;
@@ -49,10 +50,16 @@ export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;
 export function buildProviderTable(config: ProviderConfig, timing: ProviderTiming = {}): ProviderTable {
 	const sandbox = sandboxProvider(config.sandboxDelayMs);
 	const hosts: ProviderTiming = { allowPrivateRedirects: config.allowPrivateUrls, ...timing };
-	const table = Object.fromEntries(MODEL_IDS.map((id) => [id, sandbox])) as Record<ModelId, GenerationProvider>;
+	const table = Object.fromEntries(MODEL_IDS.map((model) => [model, tracedProvider(sandbox, { model })])) as Record<ModelId, GenerationProvider>;
 	for (const model of MODEL_IDS) {
 		const name = config.providerSelection[model];
-		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => PROVIDER_FACTORIES[member as ProviderName](model, config, hosts)));
+		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => hostOf(member as ProviderName, model, config, hosts)));
 	}
 	return table;
+}
+
+/** A member of a model's chain, each of its calls traced (traced-provider.ts). */
+function hostOf(name: ProviderName, model: ModelId, config: ProviderConfig, timing: ProviderTiming): GenerationProvider {
+	const settings: { baseUrl?: string } | undefined = name === 'sandbox' ? undefined : config.providerSettings[name];
+	return tracedProvider(PROVIDER_FACTORIES[name](model, config, timing), { model, ...(settings?.baseUrl !== undefined && { baseUrl: settings.baseUrl }) });
 }

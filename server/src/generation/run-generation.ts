@@ -31,6 +31,7 @@ import { chainMembers } from './provider-chain';
 import { checkProviderLimits, specInForce } from './provider-limits';
 import { settleAspectRatio } from './input-shape';
 import type { ProviderTable } from './providers';
+import type { GenerationTimings } from './generation-timings';
 import { produceImage, type AnsweredImage, type ImageProduction } from './produce-image';
 import { cancelled, errorCode, stoppedError, type Observed, type ResumedHostJob } from './run-provider';
 import { SignedInputs } from './signed-inputs';
@@ -91,6 +92,8 @@ export interface GenerationCaller {
 	 * nothing written, the reservation released, the images removed).
 	 */
 	succeeded?(answer: GenerationAnswer, usageLine: JobUsageLine): Promise<void>;
+	/** Counts the host's share and the marking's time (the answer's Server-Timing); nothing is counted without it. */
+	timings?: GenerationTimings;
 	/**
 	 * Follows a host's job accepted before a restart instead of creating one (provider `resume`);
 	 * `reservation` stands for what the budget reserved then (nothing is reserved again).
@@ -234,6 +237,7 @@ async function produceImages(
 			keepsInlineImages: caller.keepsInlineImages === true,
 			storedIds,
 			...(signedInputs && { signedInputs }),
+			...(caller.timings && { timings: caller.timings }),
 		};
 		for (let index = 0; index < count; index++) {
 			const { answered, servedBy: host } = await produceImage(production, index);

@@ -23,6 +23,7 @@ import type { ApiKeyPolicy } from '../keys/authenticate';
 import type { BudgetReservation } from '../generation/key-policy';
 import { JobTakenOver, type HostJobRef } from '../generation/provider';
 import { holderGone, holderStopped, processHolder } from './process-identity';
+import { inSpan } from '../telemetry/spans';
 import type { GenerationAnswer, GenerationCaller, GenerationRunner } from '../generation/run-generation';
 import type { VideoRunner } from '../video/run-video';
 import { inlineAnswerBody } from '../storage/inline-answer';
@@ -68,7 +69,7 @@ export interface JobRunnerOptions {
 }
 
 /** The caller of a job: as of a generation, without what the runner supplies itself. */
-export type JobCaller = Pick<GenerationCaller, 'apiKeyId' | 'apiKey'> & {
+export type JobCaller = Pick<GenerationCaller, 'apiKeyId' | 'apiKey' | 'timings'> & {
 	/** Absent: the job runs on whatever its caller does (an asynchronous job). */
 	clientGone?: AbortSignal;
 	/**
@@ -245,7 +246,9 @@ export class JobRunner {
 	 * `created` is told when the job is written (a resumed one was written before).
 	 */
 	private drive(id: string, generation: JobRequest, caller: GenerationCaller, controller: AbortController, created?: (job: Job) => void): Promise<JobAnswer> {
-		const run = this.run(id, generation, caller, controller, created);
+		// A span of the request's trace, or of its own for a job taken over after a restart.
+		const attributes = { 'imagegen.job.id': id, 'gen_ai.request.model': generation.model, 'imagegen.job.resumed': caller.resume !== undefined };
+		const run = inSpan('generation job', { attributes }, () => this.run(id, generation, caller, controller, created));
 		const tracked = { controller, ended: run.catch(() => undefined) };
 		this.running.set(id, tracked);
 		void tracked.ended.then(() => this.running.delete(id));

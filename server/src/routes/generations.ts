@@ -4,7 +4,8 @@
  * the run itself (key policy, provider, re-hosting, usage) is the shared `fastify.runGeneration`
  * (plugins/generation.ts), as a durable job (plugins/jobs.ts). With an `Idempotency-Key` it runs at
  * most once per key (plugins/idempotency.ts). With `Prefer: respond-async` (RFC 7240) it answers
- * 202 and the job as soon as the job is written, and the job runs on without its client.
+ * 202 and the job as soon as the job is written, and the job runs on without its client. A
+ * generated answer says where its time went in `Server-Timing` (host, mark, total).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { generationObjectSchema, generationResponseSchema } from '../../../core/api';
@@ -15,6 +16,8 @@ import { fingerprintJson } from '../idempotency/idempotency';
 import { clientGoneSignal } from '../http/client-gone';
 import { generationAnswer } from '../jobs/generation-object';
 import { resolveModelAlias } from '../generation/model-aliases';
+import { GenerationTimings } from '../generation/generation-timings';
+import { serverTimingHeader } from '../http/server-timing';
 
 const ROUTE = '/v1/images/generations';
 
@@ -69,6 +72,15 @@ function prefersAsync(request: FastifyRequest): boolean {
 	return preferences.some((preference) => preference.split(';')[0]!.split('=')[0]!.trim().toLowerCase() === 'respond-async');
 }
 
+/**
+ * The host's share, the marking (absent with `--provenance off`: nothing is marked) and the total,
+ * from the request's arrival to its answer being ready to send.
+ */
+function generationServerTiming(timings: GenerationTimings, totalMs: number): string {
+	const marked = timings.markMs === undefined ? [] : [{ name: 'mark', durationMs: timings.markMs }];
+	return serverTimingHeader([{ name: 'host', durationMs: timings.hostMs }, ...marked, { name: 'total', durationMs: totalMs }]);
+}
+
 export default async function generationRoutes(scope: FastifyInstance): Promise<void> {
 	const v1 = scope.withTypeProvider<ZodTypeProvider>();
 	v1.post('/images/generations', { schema }, async (request, reply) => {
@@ -97,11 +109,17 @@ export default async function generationRoutes(scope: FastifyInstance): Promise<
 		const stopWhen = key === undefined ? clientGone : undefined;
 		// Inline images are kept for whoever can ask for them again: a replay, or a webhook's receiver.
 		const keepsInlineImages = key !== undefined || generation.webhook_url !== undefined;
+		const timings = new GenerationTimings();
 		// Usage and budget are charged inside the run: a replayed answer is never charged again.
 		return v1.idempotency.send(request, reply, {
 			key,
 			fingerprint: () => fingerprintJson(request.method, ROUTE, request.body),
-			run: async () => (await v1.jobs.start(generation, { ...caller, keepsInlineImages, ...(stopWhen ? { clientGone: stopWhen } : {}) })).answer,
+			run: async () => {
+				const answer = await (await v1.jobs.start(generation, { ...caller, keepsInlineImages, timings, ...(stopWhen ? { clientGone: stopWhen } : {}) })).answer;
+				// Only an answer generated now has timings: a replay made nothing.
+				reply.header('server-timing', generationServerTiming(timings, reply.elapsedTime));
+				return answer;
+			},
 			signal: clientGone,
 		});
 	});

@@ -18,8 +18,9 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlStatement } from '../db/sql-adapter';
 import type { HostResolver } from '../net/safe-fetch';
+import { inSpan, markFailed } from '../telemetry/spans';
 import { sendDelivery } from './send-delivery';
-import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders } from './signing';
+import { SERVICE_SECRET_NAME, formatSecret, keySigningSecret, newServiceSecret, signedHeaders, type SignedHeaders } from './signing';
 import { originOf, shortError, type AttemptTarget, type BudgetAlertMark, type ClaimedDelivery, type NewDelivery, type OutboxStore } from './outbox-store';
 
 /**
@@ -271,12 +272,7 @@ export class WebhookOutbox {
 		try {
 			const secret = delivery.signingKeyId === null ? null : await this.signingSecret(delivery.signingKeyId);
 			const headers = signedHeaders(delivery.id, Math.floor(this.now() / 1000), delivery.body, secret);
-			const sent = await sendDelivery(delivery.url, delivery.body, headers, {
-				allowPrivate: this.options.allowPrivate,
-				timeoutMs: this.options.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
-				resolve: this.options.resolve,
-				signal: this.stopping.signal,
-			});
+			const sent = await this.send(delivery, headers);
 			// Cut off by the shutdown: the lease hands it to the next start or another replica.
 			if (this.stopping.signal.aborted) return;
 			if (sent.received) {
@@ -288,6 +284,26 @@ export class WebhookOutbox {
 		} catch (error) {
 			this.options.log.error({ err: error, webhookId: delivery.id }, 'recording a webhook delivery attempt failed');
 		}
+	}
+
+	/** One attempt's POST, in its own span: a receiver that did not take it ends the span with status ERROR. */
+	private send(delivery: ClaimedDelivery, headers: SignedHeaders): Promise<Awaited<ReturnType<typeof sendDelivery>>> {
+		const attributes = {
+			'imagegen.webhook.id': delivery.id,
+			'imagegen.webhook.event': delivery.eventType,
+			'imagegen.webhook.attempt': delivery.attempts + 1,
+			'server.address': new URL(delivery.origin).hostname,
+		};
+		return inSpan('webhook delivery', { attributes }, async (span) => {
+			const sent = await sendDelivery(delivery.url, delivery.body, headers, {
+				allowPrivate: this.options.allowPrivate,
+				timeoutMs: this.options.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
+				resolve: this.options.resolve,
+				signal: this.stopping.signal,
+			});
+			if (!sent.received) markFailed(span, 'webhook_not_received', sent.error);
+			return sent;
+		});
 	}
 
 	private async failed(delivery: ClaimedDelivery, error: string): Promise<void> {

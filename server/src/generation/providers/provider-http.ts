@@ -25,6 +25,7 @@ import { jsonBody, type JsonBody } from './json-body';
 import { ProviderAnswer } from './provider-answer';
 import { CHECKED_REDIRECTS, checkedRedirect, pinnedDispatcher, type RedirectReach } from './redirect-guard';
 import type { HostResolver } from '../../net/safe-fetch';
+import { withTraceContext } from '../../telemetry/spans';
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 5;
@@ -235,7 +236,8 @@ export async function postOnce(request: Omit<ProviderRequest, 'method' | 'retry'
 type RequestBody = string | JsonBody | FormData | undefined;
 
 async function send(request: ProviderRequest): Promise<ProviderAnswer> {
-	const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+	// The host call's trace context (generation/traced-provider.ts): a host that traces continues it.
+	const headers: Record<string, string> = withTraceContext({ accept: 'application/json', ...request.headers });
 	let body: RequestBody;
 	if (request.json !== undefined) {
 		headers['content-type'] = 'application/json';

@@ -101,6 +101,7 @@ export function prunaProvider(model: ModelId, settings: ProviderSettings['pruna'
 				submit: true,
 				retry,
 			});
+			if (typeof status.id === 'string' && status.id) context.hostJobNamed?.({ provider: 'pruna', id: status.id });
 			if (!finished(status) && typeof status.id === 'string' && status.id) await context.hostJobStarted?.({ provider: 'pruna', id: status.id });
 			return await follow(status, context);
 		},

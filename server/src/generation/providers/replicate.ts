@@ -176,6 +176,7 @@ export function replicateProvider(model: ModelId, settings: ProviderSettings['re
 			const createSignal = context.deadline === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(0, context.deadline - Date.now()));
 			const creating = call({ method: 'POST', ...create, signal: createSignal, deadline: context.deadline, submit: true }, { prefer: `wait=${CREATE_WAIT_SECONDS}`, ...cancelAfter(context.deadline) });
 			const prediction = await untilStopped(creating, context.signal, (made) => (unfinished(made) ? cancelPrediction(made) : undefined));
+			if (typeof prediction.id === 'string' && prediction.id) context.hostJobNamed?.({ provider: 'replicate', id: prediction.id });
 			if (unfinished(prediction) && typeof prediction.id === 'string' && prediction.id && context.hostJobStarted) {
 				try {
 					await context.hostJobStarted({ provider: 'replicate', id: prediction.id });
