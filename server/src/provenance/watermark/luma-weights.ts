@@ -1,6 +1,6 @@
 /**
  * The luma the mark is read from and written to, as integers: 8-bit samples weighed in 256ths, so
- * sums over many pixels stay exact. The loop over every pixel's luma is here, beside the weights:
+ * sums over many pixels stay exact. The loops over every pixel's luma are here, beside the weights:
  * compiled to CommonJS, another module's import is a property read at each use, and in that loop
  * the weights are read once per sample.
  */
@@ -9,9 +9,9 @@
  * Luma as ITU-R BT.601 weighs the channels, in 256ths: (77 R + 150 G + 29 B) / 256. The weights
  * add up to 256, so adding the same amount to R, G and B changes luma by exactly that amount.
  */
-export const LUMA_RED = 77;
-export const LUMA_GREEN = 150;
-export const LUMA_BLUE = 29;
+const LUMA_RED = 77;
+const LUMA_GREEN = 150;
+const LUMA_BLUE = 29;
 export const LUMA_SCALE = 256;
 
 /** LUMA_SCALE-fold luma of the pixel at `p`, colour or grey. */
