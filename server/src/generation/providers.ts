@@ -50,7 +50,7 @@ export type ProviderTable = Readonly<Record<ModelId, GenerationProvider>>;
 export function buildProviderTable(config: ProviderConfig, timing: ProviderTiming = {}): ProviderTable {
 	const sandbox = sandboxProvider(config.sandboxDelayMs);
 	const hosts: ProviderTiming = { allowPrivateRedirects: config.allowPrivateUrls, ...timing };
-	const table = Object.fromEntries(MODEL_IDS.map((model) => [model, tracedProvider(sandbox, { model })])) as Record<ModelId, GenerationProvider>;
+	const table = Object.fromEntries(MODEL_IDS.map((model) => [model, tracedProvider(sandbox, { model, outputType: 'image' })])) as Record<ModelId, GenerationProvider>;
 	for (const model of MODEL_IDS) {
 		const name = config.providerSelection[model];
 		if (name !== undefined) table[model] = providerChain(name.split(CHAIN_SEPARATOR).map((member) => hostOf(member as ProviderName, model, config, hosts)));
@@ -61,5 +61,5 @@ export function buildProviderTable(config: ProviderConfig, timing: ProviderTimin
 /** A member of a model's chain, each of its calls traced (traced-provider.ts). */
 function hostOf(name: ProviderName, model: ModelId, config: ProviderConfig, timing: ProviderTiming): GenerationProvider {
 	const settings: { baseUrl?: string } | undefined = name === 'sandbox' ? undefined : config.providerSettings[name];
-	return tracedProvider(PROVIDER_FACTORIES[name](model, config, timing), { model, ...(settings?.baseUrl !== undefined && { baseUrl: settings.baseUrl }) });
+	return tracedProvider(PROVIDER_FACTORIES[name](model, config, timing), { model, outputType: 'image', ...(settings?.baseUrl !== undefined && { baseUrl: settings.baseUrl }) });
 }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
 import { inspectMp4, Mp4Error } from '../media/mp4';
+import { inSpan } from '../telemetry/spans';
 import type { FileRecord, HostedFiles } from '../storage/hosted-files';
 import type { ProvenanceMarker } from '../provenance/provenance-marker';
 import type { SettledVideoRequest, VideoProvider } from './video-provider';
@@ -56,16 +57,14 @@ async function signed(services: HostingServices, work: HostingWork, input: strin
 	const firstFrame = work.request.image === undefined ? undefined : await work.load('image').catch(() => undefined);
 	const frameType = firstFrame && sniffMedia(firstFrame);
 	const output = join(work.workDir, 'signed.mp4');
-	const marked = await services.provenance.markVideo(
-		{
-			input,
-			output,
-			model: work.request.model,
-			generationId: work.caller.jobId ?? 'video',
-			...(firstFrame && frameType ? { firstFrame: { bytes: firstFrame, mimeType: frameType.mimeType } } : {}),
-		},
-		work.signal,
-	);
+	const job = {
+		input,
+		output,
+		model: work.request.model,
+		generationId: work.caller.jobId ?? 'video',
+		...(firstFrame && frameType ? { firstFrame: { bytes: firstFrame, mimeType: frameType.mimeType } } : {}),
+	};
+	const marked = await inSpan('mark video', { attributes: { 'gen_ai.request.model': job.model } }, () => services.provenance.markVideo(job, work.signal));
 	if (!marked.marked && marked.reason) services.log.error({ reason: marked.reason }, 'a video is hosted without a C2PA manifest');
 	return marked.marked ? { path: output, provenance: marked.provenance } : { path: input, provenance: undefined };
 }

@@ -14,6 +14,7 @@ import { CHAIN_SEPARATOR, type VideoProviderName } from '../config/provider-sele
 import type { ProviderConfig } from '../generation/providers';
 import { NothingMadeError, type ProviderTiming } from '../generation/providers/provider-http';
 import type { HostJobRef } from '../generation/provider';
+import { tracedProvider } from '../generation/traced-provider';
 import { prunaVideoProvider } from './providers/pruna-video';
 import { replicateVideoProvider } from './providers/replicate-video';
 import { sandboxVideoProvider } from './providers/sandbox-video';
@@ -38,16 +39,22 @@ export type VideoProviderTable = Readonly<Record<VideoModelId, VideoProvider>>;
  */
 export function buildVideoProviderTable(config: ProviderConfig, timing: ProviderTiming = {}): VideoProviderTable {
 	const sandbox = sandboxVideoProvider(config.sandboxDelayMs);
-	const table = Object.fromEntries(VIDEO_MODEL_IDS.map((id) => [id, sandbox])) as Record<VideoModelId, VideoProvider>;
+	const table = Object.fromEntries(VIDEO_MODEL_IDS.map((model) => [model, tracedProvider(sandbox, { model, outputType: 'video' })])) as Record<VideoModelId, VideoProvider>;
 	for (const model of VIDEO_MODEL_IDS) {
 		const chain = config.providerSelection[model];
 		if (chain === undefined) continue;
 		const names = chain.split(CHAIN_SEPARATOR);
 		const unknown = names.find((name) => !Object.hasOwn(VIDEO_PROVIDER_FACTORIES, name));
 		if (unknown !== undefined) throw new Error(`providers: ${unknown} makes no video; ${model} is served by ${Object.keys(VIDEO_PROVIDER_FACTORIES).join(', ')}`);
-		table[model] = videoProviderChain(names.map((name) => VIDEO_PROVIDER_FACTORIES[name as VideoProviderName](model, config, { allowPrivateRedirects: config.allowPrivateUrls, ...timing })));
+		table[model] = videoProviderChain(names.map((name) => videoHostOf(name as VideoProviderName, model, config, { allowPrivateRedirects: config.allowPrivateUrls, ...timing })));
 	}
 	return table;
+}
+
+/** A member of a video model's chain, each of its calls traced (generation/traced-provider.ts). */
+function videoHostOf(name: VideoProviderName, model: VideoModelId, config: ProviderConfig, timing: ProviderTiming): VideoProvider {
+	const settings: { baseUrl?: string } | undefined = name === 'sandbox' ? undefined : config.providerSettings[name];
+	return tracedProvider(VIDEO_PROVIDER_FACTORIES[name](model, config, timing), { model, outputType: 'video', ...(settings?.baseUrl !== undefined && { baseUrl: settings.baseUrl }) });
 }
 
 /** Hosts tried in order for one video model (see the module's comment); one host is itself. */

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, TEST_API_KEY, type RunningServer } from '../../helpers/server';
 import { fakeHostsEnv, startFakeHosts, type FakeHosts } from '../support/fake-hosts';
-import { postJson, type ApiAnswer } from '../support/http';
+import { eventually, postJson, type ApiAnswer } from '../support/http';
+import { startRecordingServer, type RecordingServer } from '../support/recording-server';
 import { makeImage } from '../support/media';
 import { SPAN_KIND, STATUS_ERROR, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver';
 
@@ -21,10 +22,12 @@ const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 const FAILING_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const FAILING_SPAN = 'b7ad6b7169203331';
+const WEBHOOK_TRACE = '5b8aa5a2d2c872e8321cf37308d69df2';
 const SEED = 4242;
 
 let fake: FakeHosts;
 let receiver: OtlpReceiver;
+let webhookReceiver: RecordingServer<any>;
 let scratch: string;
 let succeeded: ApiAnswer;
 let failed: ApiAnswer;
@@ -37,7 +40,7 @@ let untracedModules: string[];
 async function run(name: string, env: Record<string, string>, traffic: (server: RunningServer) => Promise<void>): Promise<string[]> {
 	const modulesFile = join(scratch, `${name}.json`);
 	const server = await startServer({
-		args: ['--allow-private-urls', '--providers', 'p-image=replicate'],
+		args: ['--allow-private-urls', '--webhook-allow-private', '--providers', 'p-image=replicate'],
 		env: {
 			...(fakeHostsEnv(fake.origin) as Record<string, string>),
 			NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${LOADED_AT_EXIT}`,
@@ -53,12 +56,12 @@ async function run(name: string, env: Record<string, string>, traffic: (server: 
 	return JSON.parse(readFileSync(modulesFile, 'utf8')) as string[];
 }
 
-const generate = (server: RunningServer, traceparent: string) =>
-	postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'A lighthouse', seed: SEED, response_format: 'b64_json' }, { headers: { traceparent } });
+const generate = (server: RunningServer, traceparent: string, fields: Record<string, unknown> = {}) =>
+	postJson(server, '/v1/images/generations', { model: 'p-image', prompt: 'A lighthouse', seed: SEED, response_format: 'b64_json', ...fields }, { headers: { traceparent } });
 
 beforeAll(async () => {
 	scratch = mkdtempSync(join(tmpdir(), 'imagegen-traces-'));
-	[fake, receiver] = await Promise.all([startFakeHosts(), startOtlpReceiver()]);
+	[fake, receiver, webhookReceiver] = await Promise.all([startFakeHosts(), startOtlpReceiver(), startRecordingServer((_call, response) => response.writeHead(204).end())]);
 	fake.setImage(await makeImage('png', 64, 64));
 	const tracing = {
 		OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin,
@@ -72,6 +75,9 @@ beforeAll(async () => {
 		hostTraceparent = fake.callsTo('POST', '/v1/models/')[0]?.headers.traceparent as string | undefined;
 		fake.script('POST', '/v1/models/', { status: 422, body: { detail: 'refused for this test' } }, 1);
 		failed = await generate(server, `00-${FAILING_TRACE}-${FAILING_SPAN}-01`);
+		const hooked = await generate(server, `00-${WEBHOOK_TRACE}-${CALLER_SPAN}-01`, { webhook_url: `${webhookReceiver.origin}/hook` });
+		expect(hooked.status).toBe(200);
+		expect(await eventually(() => webhookReceiver.calls.length > 0)).toBe(true);
 		expect(receiver.spans).toEqual([]);
 	});
 	untracedModules = await run('untraced', {}, async (server) => {
@@ -80,7 +86,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-	await Promise.all([fake?.close(), receiver?.close()]);
+	await Promise.all([fake?.close(), receiver?.close(), webhookReceiver?.close()]);
 	rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -148,6 +154,13 @@ test('a failing host: its call ends with status ERROR and error.type the code th
 	const [request] = inTrace(FAILING_TRACE).filter((span) => span.kind === SPAN_KIND.SERVER);
 	expect(request!.parentSpanId).toBe(FAILING_SPAN);
 	expect(request!.statusCode).toBe(STATUS_ERROR);
+});
+
+test('a webhook delivery is a span of its own, naming the receiving host', () => {
+	const deliveries = receiver.spans.filter((span) => span.name === 'webhook delivery');
+	expect(deliveries).toHaveLength(1);
+	expect(deliveries[0]!.attributes).toMatchObject({ 'imagegen.webhook.event': 'generation.succeeded', 'imagegen.webhook.attempt': 1, 'server.address': '127.0.0.1' });
+	expect(deliveries[0]!.statusCode).not.toBe(STATUS_ERROR);
 });
 
 test('the exported resource does not carry the command line, where the API key stands', () => {
