@@ -10,7 +10,7 @@ import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/medi
 import { inspectMp4, Mp4Error } from '../media/mp4';
 import { inSpan } from '../telemetry/spans';
 import type { FileRecord, HostedFiles } from '../storage/hosted-files';
-import type { ProvenanceMarker } from '../provenance/provenance-marker';
+import { UNMARKED, type ProvenanceMarker } from '../provenance/provenance-marker';
 import type { SettledVideoRequest, VideoProvider } from './video-provider';
 import { writeVideoStill } from './video-still';
 
@@ -64,7 +64,10 @@ async function signed(services: HostingServices, work: HostingWork, input: strin
 		generationId: work.caller.jobId ?? 'video',
 		...(firstFrame && frameType ? { firstFrame: { bytes: firstFrame, mimeType: frameType.mimeType } } : {}),
 	};
-	const marked = await inSpan('mark video', { attributes: { 'gen_ai.request.model': job.model } }, () => services.provenance.markVideo(job, work.signal));
+	const { provenance } = services;
+	// With --provenance off nothing is marked: no span, as for images.
+	const marked =
+		provenance === UNMARKED ? await provenance.markVideo(job, work.signal) : await inSpan('mark video', { attributes: { 'gen_ai.request.model': job.model } }, () => provenance.markVideo(job, work.signal));
 	if (!marked.marked && marked.reason) services.log.error({ reason: marked.reason }, 'a video is hosted without a C2PA manifest');
 	return marked.marked ? { path: output, provenance: marked.provenance } : { path: input, provenance: undefined };
 }
