@@ -11,6 +11,7 @@ import { MARKED_FREQUENCIES, readCoefficients, samplesOfCoefficients } from '../
 import { BLOCK_SIZE, gridForEmbedding, type Grid } from '../../../../server/src/provenance/watermark/canonical-grid';
 import { addFromGrid, lumaOnGrid } from '../../../../server/src/provenance/watermark/grid-sampling';
 import type { RawImage } from '../../../../server/src/provenance/watermark/raw-image';
+import { xorshift32 } from '../../../../server/src/provenance/watermark/spreading';
 
 /** [width, height, channels, whether each grid sample covers whole pixels]. */
 const CASES = [
@@ -28,17 +29,10 @@ const CASES = [
 // pixels: Math's functions are taken once.
 const { abs, ceil, cos, floor, max, min, round, sin, sqrt, PI } = Math;
 
-/** xorshift32: the same pictures and changes on every run. */
+/** The mark's own xorshift32, scaled to [0, 1): the same pictures and changes on every run. */
 function random(seed: number): () => number {
-	let state = seed >>> 0 || 1;
-	return () => {
-		state ^= state << 13;
-		state >>>= 0;
-		state ^= state >>> 17;
-		state ^= state << 5;
-		state >>>= 0;
-		return state / 2 ** 32;
-	};
+	const next = xorshift32(seed >>> 0 || 1);
+	return () => next() / 2 ** 32;
 }
 
 /** Waves, noise and patches of black and of white (where adding clips), alpha noise; a Buffer or a plain Uint8Array in turn. */
