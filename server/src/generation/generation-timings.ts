@@ -10,21 +10,21 @@ export class GenerationTimings {
 	/** Milliseconds spent marking; undefined when nothing was marked (`--provenance off`). */
 	markMs: number | undefined;
 
-	async timeHost<T>(work: () => Promise<T>): Promise<T> {
-		const started = performance.now();
-		try {
-			return await work();
-		} finally {
-			this.hostMs += performance.now() - started;
-		}
+	timeHost<T>(work: () => Promise<T>): Promise<T> {
+		return timed(work, (ms) => (this.hostMs += ms));
 	}
 
-	async timeMark<T>(work: () => Promise<T>): Promise<T> {
-		const started = performance.now();
-		try {
-			return await work();
-		} finally {
-			this.markMs = (this.markMs ?? 0) + performance.now() - started;
-		}
+	timeMark<T>(work: () => Promise<T>): Promise<T> {
+		return timed(work, (ms) => (this.markMs = (this.markMs ?? 0) + ms));
+	}
+}
+
+/** Runs `work`, then tells `add` how long it took, whether it succeeded or not. */
+async function timed<T>(work: () => Promise<T>, add: (ms: number) => void): Promise<T> {
+	const started = performance.now();
+	try {
+		return await work();
+	} finally {
+		add(performance.now() - started);
 	}
 }
