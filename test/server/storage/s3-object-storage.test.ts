@@ -350,7 +350,8 @@ describe('s3 driver against a recording stand-in S3', () => {
 			try {
 				const size = 12 * PART_SIZE + 3;
 				expect(await fresh.write('many-parts.mp4', chunked(patterned(size)), { contentType: 'video/mp4' })).toBe(size);
-				expect(standIn.callsOf('UploadPart')).toHaveLength(13);
+				// Its own parts: a part of the previous test's refused upload may still arrive late (S3 refuses it, the upload being aborted).
+				expect(standIn.callsOf('UploadPart').filter((call) => call.key === 'p/many-parts.mp4')).toHaveLength(13);
 				const used = buffers.distinct();
 				expect(used.size).toBeGreaterThan(0);
 				expect(used.size).toBeLessThanOrEqual(QUEUE_SIZE + 1);
