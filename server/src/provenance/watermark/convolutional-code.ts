@@ -17,6 +17,12 @@ function parity(value: number): number {
 	return bits & 1;
 }
 
+/**
+ * A score no path can have: a constant of this module, not `Number.NEGATIVE_INFINITY` read in the
+ * loop, since inside a `vm` context (Jest runs every suite in one) each read of a global is a call.
+ */
+const NO_PATH = -Infinity;
+
 /** The two code bits each of the 128 register contents gives, as ±1 (1 → +1). */
 const OUTPUTS = Array.from({ length: 1 << (MEMORY + 1) }, (_, register) => GENERATORS.map((taps) => (parity(register & taps) ? 1 : -1)));
 
@@ -43,7 +49,7 @@ export function encode(message: Uint8Array): Int8Array {
  */
 export function decode(readings: Float32Array, messageBits: number): Uint8Array {
 	const steps = messageBits + MEMORY;
-	let scores = new Float64Array(STATES).fill(Number.NEGATIVE_INFINITY);
+	let scores = new Float64Array(STATES).fill(NO_PATH);
 	let nextScores = new Float64Array(STATES);
 	scores[0] = 0;
 	// For each step and state, which of its two predecessors won (the predecessor's oldest bit).
@@ -53,7 +59,7 @@ export function decode(readings: Float32Array, messageBits: number): Uint8Array 
 		const second = readings[2 * step + 1]!;
 		for (let state = 0; state < STATES; state++) {
 			const bit = state & 1;
-			let best = Number.NEGATIVE_INFINITY;
+			let best = NO_PATH;
 			for (let oldest = 0; oldest < 2; oldest++) {
 				const previous = (state >> 1) | (oldest << (MEMORY - 1));
 				const [a, b] = OUTPUTS[(previous << 1) | bit]!;

@@ -11,7 +11,7 @@ import { gridForEmbedding } from './canonical-grid';
 import { addFromGrid, lumaOnGrid } from './grid-sampling';
 import { CODE_BITS, checkPayload, codeBitsFor } from './payload-code';
 import { checkRawImage, type RawImage } from './raw-image';
-import { COEFFICIENT_LIMIT, readCodeBits, spreadingFor, type Spreading } from './spreading';
+import { COEFFICIENT_LIMIT, limited, readCodeBits, spreadingFor, type Spreading } from './spreading';
 
 /** How far past zero each code bit's reading is pushed, in luma levels (the limiter's 5 at most). */
 const MARGIN = 3;
@@ -84,7 +84,7 @@ function pushes(coefficients: Float32Array, spreading: Spreading, code: Int8Arra
 		}
 		for (let i = 0; i < marked.length; i++) {
 			if (!within(marked[i]!)) continue;
-			const pushed = Math.max(-PUSH_CEILING, Math.min(PUSH_CEILING, marked[i]! + sign[i]! * steps[bitOf[i]!]!));
+			const pushed = limited(marked[i]! + sign[i]! * steps[bitOf[i]!]!, PUSH_CEILING);
 			changes[i]! += pushed - marked[i]!;
 			marked[i] = pushed;
 		}

@@ -22,7 +22,9 @@ it.each([
 	const grid = gridForEmbedding(width, height);
 	const samples = lumaOnGrid(image(width, height, () => [200, 100, 50]), grid);
 	const luma = (77 * 200 + 150 * 100 + 29 * 50) / 256;
-	for (const value of samples) expect(value).toBeCloseTo(luma, 3);
+	// One assertion over every sample: tens of thousands of `expect` calls would be most of the suite's time.
+	const furthest = samples.reduce((worst, value) => Math.max(worst, Math.abs(value - luma)), 0);
+	expect(furthest).toBeLessThan(0.0005);
 });
 
 it('a ramp across the image averages to the ramp at each cell centre (area averaging at a fractional scale)', () => {
