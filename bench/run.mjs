@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark against its baseline, measured in the same run on this machine.
 // Prints a table with the targets and writes the figures to bench/results.json.
-// `--only upload,s3,s3-upload,generation,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks,provider-answers,video-jobs,video-memory` runs a subset.
+// `--only upload,s3,s3-upload,generation,own-time,nodes,load,idempotency,idempotency-memory,inline-memory,history,image-work,keys,provenance,marking-fairness,stores,jobs,webhooks,provider-answers,video-jobs,video-memory` runs a subset.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { keysBench } from './keys.mjs';
 import { ROOT, flatPeakRows, machine, round, table } from './lib.mjs';
 import { loadBench } from './load.mjs';
 import { markingFairnessBench } from './marking-fairness.mjs';
+import { ownTimeBench } from './own-time.mjs';
 import { provenanceBench } from './provenance.mjs';
 import { providerAnswersBench } from './provider-answers.mjs';
 import { s3UploadBench, s3UploadRows } from './s3-upload.mjs';
@@ -25,7 +26,7 @@ import { videoJobsBench } from './video-jobs.mjs';
 import { videoMemoryBench } from './video-memory.mjs';
 import { webhooksBench } from './webhooks.mjs';
 
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks', 'provider-answers', 'video-jobs', 'video-memory'];
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : ['upload', 's3', 's3-upload', 'generation', 'own-time', 'nodes', 'load', 'idempotency', 'idempotency-memory', 'inline-memory', 'history', 'image-work', 'keys', 'provenance', 'marking-fairness', 'stores', 'jobs', 'webhooks', 'provider-answers', 'video-jobs', 'video-memory'];
 const results = { machine: machine(), date: new Date().toISOString() };
 const rows = [['benchmark', 'measured', 'baseline', 'ratio', 'target', 'met']];
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -74,6 +75,19 @@ if (only.includes('generation')) {
 		rows.push([`generation ${label} p50 / p99, marked`, `${r.ours.p50Ms} / ${r.ours.p99Ms} ms`, `${r.bare.p50Ms} / ${r.bare.p99Ms} ms`, '', '', '']);
 		rows.push([`generation ${label} CPU per request: marked, unmarked`, `${r.ours.cpuMsPerRequest} ms, ${r.unmarked.cpuMsPerRequest} ms`, `${r.bare.cpuMsPerRequest} ms`, '', '', '']);
 		rows.push([`generation ${label} errors`, String(r.errors), '', '', '0', r.errors === 0 ? 'yes' : 'NO']);
+	}
+}
+
+// Issue 46's targets: what the service adds to one request at a time, against the host called directly.
+const OWN_TIME_TARGET_MS = { unmarked: 2, marked: 5 };
+
+if (only.includes('own-time')) {
+	log('own-time: one request at a time, the instant host called directly and through the service, hosted and inline, --provenance off and marked');
+	results.ownTime = await ownTimeBench();
+	for (const [row, r] of Object.entries(results.ownTime.results)) {
+		const target = OWN_TIME_TARGET_MS[row.split(' ')[0]];
+		const met = target === undefined ? '' : r.addedP50 <= target ? 'yes' : 'NO';
+		rows.push([`generation added time p50 / p99 at concurrency 1, ${row}`, `${r.addedP50} / ${r.addedP99} ms`, `direct ${r.direct.p50} / ${r.direct.p99} ms`, '', target === undefined ? '' : `p50 ≤ ${target} ms`, met]);
 	}
 }
 
