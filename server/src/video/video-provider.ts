@@ -47,6 +47,11 @@ export interface VideoContext {
 	 * runner makes it durable before it returns. A resumed job is not told again.
 	 */
 	hostJobStarted?(job: HostJobRef): Promise<void>;
+	/**
+	 * Told the host's id for its job as soon as the host answers with one, also when the job ended
+	 * on its create and is never followed (its trace names it: generation/traced-provider.ts).
+	 */
+	hostJobNamed?(job: HostJobRef): void;
 	/** How far the host says it is, 0–100, when it says. */
 	progress?(percent: number): void;
 }

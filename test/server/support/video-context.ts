@@ -17,6 +17,8 @@ export function settledVideo(fields: Record<string, unknown> = {}, seed = 42): S
 
 export interface RecordingContext extends VideoContext {
 	jobs: HostJobRef[];
+	/** The job ids the provider named, kept or not (what the trace is told). */
+	named: HostJobRef[];
 	/** How many calls the host had received when each job id was told. */
 	callsWhenTold: number[];
 	percents: number[];
@@ -32,6 +34,7 @@ export function videoContext(hostCalls: () => number, inputs: Partial<Record<Vid
 		deadline,
 		workDir: '/nonexistent',
 		jobs: [],
+		named: [],
 		callsWhenTold: [],
 		percents: [],
 		loadInput: async (field) => inputs[field] ?? Promise.reject(new Error(`no ${field} in this test`)),
@@ -39,6 +42,7 @@ export function videoContext(hostCalls: () => number, inputs: Partial<Record<Vid
 			context.jobs.push(job);
 			context.callsWhenTold.push(hostCalls());
 		},
+		hostJobNamed: (job) => context.named.push(job),
 		progress: (percent) => context.percents.push(percent),
 	};
 	return context;

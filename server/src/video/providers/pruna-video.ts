@@ -95,6 +95,7 @@ export function prunaVideoProvider(model: VideoModelId, settings: ProviderSettin
 				submit: true,
 				retry,
 			});
+			if (typeof created?.id === 'string' && created.id) context.hostJobNamed?.({ provider: 'pruna', id: created.id });
 			if (finished(created?.status)) return await delivered(created, context);
 			if (typeof created?.id !== 'string' || !created.id) throw invalidAnswer('pruna', 'an unfinished prediction without its id');
 			await context.hostJobStarted?.({ provider: 'pruna', id: created.id });

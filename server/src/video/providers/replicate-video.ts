@@ -122,6 +122,7 @@ export function replicateVideoProvider(model: VideoModelId, settings: ProviderSe
 		hasJobIds: true,
 		async generate(request, context) {
 			const prediction = await create(request, context);
+			if (typeof prediction.id === 'string' && prediction.id) context.hostJobNamed?.({ provider: 'replicate', id: prediction.id });
 			if (unfinished(prediction) && context.hostJobStarted) {
 				try {
 					await context.hostJobStarted({ provider: 'replicate', id: String(prediction.id) });

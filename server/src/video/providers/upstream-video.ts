@@ -81,6 +81,7 @@ export function upstreamVideoProvider(model: VideoModelId, settings: ProviderSet
 		async generate(request, context) {
 			const json = await body(request, context);
 			const created = read(await providerJson<UpstreamVideo>({ provider: 'upstream', method: 'POST', url: `${root}/videos`, credentials, json, signal: context.signal, deadline: context.deadline, submit: true, retry }), context);
+			context.hostJobNamed?.({ provider: 'upstream', id: created.id });
 			try {
 				await context.hostJobStarted?.({ provider: 'upstream', id: created.id });
 			} catch (error) {

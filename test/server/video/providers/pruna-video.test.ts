@@ -52,6 +52,7 @@ test('creates the prediction as Pruna publishes it, tells its id before polling,
 	});
 	const id = host.predictionsMade()[0]!;
 	expect(ctx.jobs).toEqual([{ provider: 'pruna', id }]);
+	expect(ctx.named).toEqual([{ provider: 'pruna', id }]);
 	// Told when only the create had reached the host.
 	expect(ctx.callsWhenTold).toEqual([1]);
 	expect(rest.map((call) => `${call.method} ${call.path}`)).toEqual([

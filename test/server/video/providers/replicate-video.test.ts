@@ -54,11 +54,21 @@ test("creates prunaai/p-video's prediction as Replicate publishes it, tells its 
 		input: { prompt: 'A paper boat on a rainy street', duration: 6, resolution: '720p', fps: 24, aspect_ratio: '1:1', draft: false, seed: 7, prompt_upsampling: true, save_audio: true },
 	});
 	expect(ctx.jobs).toEqual([{ provider: 'replicate', id }]);
+	expect(ctx.named).toEqual([{ provider: 'replicate', id }]);
 	expect(ctx.callsWhenTold).toEqual([1]);
 	expect(polls.map((call) => `${call.method} ${call.path}`)).toEqual(Array.from({ length: 3 }, () => `GET /v1/predictions/${id}`));
 	expect(host.calls.every((call) => call.headers.authorization === `Bearer ${REPLICATE_TOKEN}`)).toBe(true);
 	// The output is fetched by the runner, keyless: the provider never called the delivery host.
 	expect(host.cdn.calls).toEqual([]);
+});
+
+test('a prediction that ended within the create\'s wait is named to the trace, not kept to be followed', async () => {
+	const url = `${host.cdn.origin}/xezq/done-at-once/output.mp4`;
+	host.script('POST', CREATE, { status: 201, body: { id: 'done-at-once', status: 'succeeded', output: url } });
+	const ctx = context();
+	expect(await provider.generate(settledVideo(), ctx)).toEqual({ url });
+	expect(ctx.named).toEqual([{ provider: 'replicate', id: 'done-at-once' }]);
+	expect(ctx.jobs).toEqual([]);
 });
 
 test("every create carries Cancel-After: what is left of the video's time limit plus a margin, in seconds", async () => {

@@ -50,6 +50,7 @@ test('creates the video, tells its id before polling, passes on its progress and
 	expect([create!.method, create!.path]).toEqual(['POST', '/v1/videos']);
 	expect(create!.json).toEqual({ model: 'p-video', prompt: 'A paper boat on a rainy street', seconds: 3, resolution: '1080p', fps: 24, aspect_ratio: '4:3', draft: true, seed: 5, prompt_upsampling: true, save_audio: true });
 	expect(ctx.jobs).toEqual([{ provider: 'upstream', id }]);
+	expect(ctx.named).toEqual([{ provider: 'upstream', id }]);
 	expect(ctx.callsWhenTold).toEqual([1]);
 	expect(rest.map((call) => `${call.method} ${call.path}`)).toEqual([...Array.from({ length: 4 }, () => `GET /v1/videos/${id}`), `GET /v1/videos/${id}/content`]);
 	expect(ctx.percents).toEqual([0, 25, 50, 75, 100]);
