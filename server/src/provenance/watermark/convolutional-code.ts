@@ -17,10 +17,7 @@ function parity(value: number): number {
 	return bits & 1;
 }
 
-/**
- * A score no path can have: a constant of this module, not `Number.NEGATIVE_INFINITY` read in the
- * loop, since inside a `vm` context (Jest runs every suite in one) each read of a global is a call.
- */
+/** A score no path can have; a constant of the module: no global read in the loop (pixel-change.ts says why). */
 const NO_PATH = -Infinity;
 
 /** The two code bits each of the 128 register contents gives, as ±1 (1 → +1). */
