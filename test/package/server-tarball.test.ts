@@ -14,6 +14,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { npm, userEnvironment } from './support/npm';
 import { servePrebuiltSqliteAddon, type PrebuiltAddonHost } from './support/prebuilt-addon-host';
+import { fetchWhole } from '../helpers/fetch-whole';
 
 const run = promisify(execFile);
 const ROOT = realpathSync(join(__dirname, '..', '..'));
@@ -159,7 +160,7 @@ describe('installed into an empty folder and started with npx', () => {
 		expect(page.status).toBe(200);
 		const script = /<script src="([^"]+swagger-ui-bundle\.js)"/.exec(await page.text())?.[1];
 		expect(script).toBeDefined();
-		expect((await fetch(new URL(script!, `${origin}/docs`))).status).toBe(200);
+		expect((await fetchWhole(new URL(script!, `${origin}/docs`))).status).toBe(200);
 	});
 
 	test('/v1 refuses a request without the key', async () => {

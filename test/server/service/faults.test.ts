@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../helpers/server';
 import { eventually, postJson } from '../support/http';
 import { makeImage, makeMp4, patterned } from '../support/media';
+import { fetchWhole } from '../../helpers/fetch-whole';
 
 const filesIn = (server: RunningServer) => {
 	const directory = join(server.dataDir, 'files');
@@ -43,7 +44,7 @@ test('SIGKILL in the middle of a large upload: after a restart no URL serves it 
 		expect(filesIn(second).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
 		const keptName = String(kept.body.imageUrl).split('/').pop()!;
 		expect(filesIn(second)).toEqual([keptName]);
-		expect((await fetch(kept.body.imageUrl.replace(first.origin, second.origin))).status).toBe(200);
+		expect((await fetchWhole(kept.body.imageUrl.replace(first.origin, second.origin))).status).toBe(200);
 	} finally {
 		await second.stop({ removeData: true });
 	}
