@@ -9,9 +9,8 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { startServer, type RunningServer } from '../helpers/server';
-import { call, postJson } from '../server/support/http';
+import { call, download, postJson } from '../server/support/http';
 import { ARTIFACTS, openBrowser, type Browser } from './support/browser';
-import { fetchWhole } from '../helpers/fetch-whole';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef';
 
@@ -53,7 +52,7 @@ test('the page and its assets come from the service, under a strict Content-Secu
 	expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=|\son[a-z]+=/i);
 	expect(html).not.toMatch(/https?:\/\//);
 	for (const asset of ['admin.js', 'api.js', 'chart.js', 'format.js', 'admin.css', 'uPlot.esm.js', 'uPlot.min.css']) {
-		expect((await fetchWhole(`${server.origin}/admin/assets/${asset}`)).status).toBe(200);
+		expect((await download(`${server.origin}/admin/assets/${asset}`)).status).toBe(200);
 	}
 	expect((await fetch(`${server.origin}/admin/assets/..%2Fpackage.json`)).status).toBe(404);
 	expect((await fetch(`${server.origin}/admin/assets/index.html`)).status).toBe(404);

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { INSTALL_TIMEOUT_MS, openSession, outputOf, readExample, type Session } from './support/n8n';
-import { fetchWhole } from '../helpers/fetch-whole';
+import { download } from '../server/support/http';
 
 const WORKFLOW_ID = 'imageGenExample4';
 const OPENAI_CREDENTIAL = { id: 'openAiLocal0001', name: 'OpenAI' };
@@ -98,7 +98,7 @@ test('the agent calls ImageGen once and the URL reaches the model and the answer
 	expect(toolText).toMatch(/expiresAt/);
 	expect(toolText).toMatch(/costUsd/);
 	expect(String(agentOutput.output)).toContain(url!);
-	expect((await fetchWhole(url!)).headers.get('content-type')).toBe('image/png');
+	expect((await download(url!)).headers.get('content-type')).toBe('image/png');
 
 	const usage = await fetch(`${session.server.baseUrl}/usage`, { headers: { authorization: `Bearer ${session.server.apiKey}` } });
 	expect(((await usage.json()) as { total: { images: number } }).total.images).toBe(1);

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { demo, INSTALL_TIMEOUT_MS, openSession, outputOf, type ExecutionRun, type Session } from './support/n8n';
-import { fetchWhole } from '../helpers/fetch-whole';
+import { download } from '../server/support/http';
 
 const WORKFLOW_ID = 'imageGenOpenAiNode1';
 const CREDENTIAL = { id: 'imageGenOpenAi1', name: 'imagegen as OpenAI' };
@@ -89,5 +89,5 @@ test('dall-e-2 with two images: two items with distinct hosted URLs', async () =
 	expect(items).toHaveLength(2);
 	const urls = items.map((item) => item.json.url as string);
 	expect(new Set(urls).size).toBe(2);
-	for (const url of urls) expect((await fetchWhole(url)).status).toBe(200);
+	for (const url of urls) expect((await download(url)).status).toBe(200);
 });

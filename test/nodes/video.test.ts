@@ -14,12 +14,11 @@ import { join } from 'node:path';
 import { VIDEO_MODELS } from '../../core/video-models';
 import { ImageGen } from '../../nodes/ImageGen/ImageGen.node';
 import { probeVideo, type ProbedVideo } from '../helpers/ffprobe';
-import { call, eventually } from '../server/support/http';
+import { call, download, eventually } from '../server/support/http';
 import { makeImage } from '../server/support/media';
 import { startReceiver, type Receiver } from '../server/support/webhook-receiver';
 import { binaryBytes, binaryStorePath, IMAGE_GEN, runWorkflow, type RunOptions, type SeedItem, type WorkflowNode } from './support/engine';
 import { useNodeTestEnvironment } from './support/environment';
-import { fetchWhole } from '../helpers/fetch-whole';
 
 const env = useNodeTestEnvironment(['--webhook-allow-private']);
 // Slow enough that a video is still running when the node polls it, and (as deployed by default)
@@ -339,7 +338,7 @@ test('as an AI Agent\'s tool: the video is waited for and answered as JSON with 
 	expect(item!.binary).toBeUndefined();
 	expect(item!.json).toEqual({ id: expect.stringMatching(/^video_/), model: 'p-video', status: 'completed', prompt: VIDEO.prompt, seconds: '1', size: '1280x720', url: expect.any(String), expiresAt: expect.any(String), usage: { seconds: 1, cost_usd: expect.any(Number) } });
 	expect(contents()).toHaveLength(0);
-	const hosted = await fetchWhole(String(item!.json.url));
+	const hosted = await download(String(item!.json.url));
 	expect(hosted.headers.get('content-type')).toBe('video/mp4');
 	expect(hosted.bytes.length).toBeGreaterThan(0);
 });

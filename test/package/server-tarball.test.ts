@@ -14,7 +14,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { npm, userEnvironment } from './support/npm';
 import { servePrebuiltSqliteAddon, type PrebuiltAddonHost } from './support/prebuilt-addon-host';
-import { fetchWhole } from '../helpers/fetch-whole';
+import { download } from '../server/support/http';
 
 const run = promisify(execFile);
 const ROOT = realpathSync(join(__dirname, '..', '..'));
@@ -160,7 +160,7 @@ describe('installed into an empty folder and started with npx', () => {
 		expect(page.status).toBe(200);
 		const script = /<script src="([^"]+swagger-ui-bundle\.js)"/.exec(await page.text())?.[1];
 		expect(script).toBeDefined();
-		expect((await fetchWhole(new URL(script!, `${origin}/docs`))).status).toBe(200);
+		expect((await download(new URL(script!, `${origin}/docs`))).status).toBe(200);
 	});
 
 	test('/v1 refuses a request without the key', async () => {

@@ -8,9 +8,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
-import { createManagedKey } from '../support/http';
+import { createManagedKey, download } from '../support/http';
 import { makeImage } from '../support/media';
-import { fetchWhole } from '../../helpers/fetch-whole';
 
 const ADMIN_KEY = 'admin-secret-0123456789';
 let server: ServiceUnderTest;
@@ -118,7 +117,7 @@ describe('MCP endpoint', () => {
 		const { id } = listed.data[0];
 		const generation = expectCompact(await call(client, 'get_generation', { id }));
 		expect(generation).toMatchObject({ object: 'generation', id, status: 'succeeded', error: null, result: { model: 'p-image', data: [{ seed: 8, url: expect.stringMatching(/\/files\//) }] } });
-		expect((await fetchWhole(generation.result.data[0].url)).status).toBe(200);
+		expect((await download(generation.result.data[0].url)).status).toBe(200);
 		expect(expectCompact(await call(client, 'cancel_generation', { id }))).toEqual(generation);
 		for (const tool of ['get_generation', 'cancel_generation']) {
 			for (const missing of [`gen_${'0'.repeat(32)}`, 'not-a-generation']) {

@@ -247,7 +247,7 @@ describe('POST /v1/images/generations', () => {
 		expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
 		const urls = answers.map((answer) => answer.body.data[0].url as string);
 		expect(new Set(urls).size).toBe(20);
-		// Read to their ends (helpers/fetch-whole.ts says why).
+		// Read to their ends (support/http.ts's download says why).
 		const downloads = await Promise.all(urls.map(download));
 		expect(downloads.map(({ response }) => response.status)).toEqual(Array(20).fill(200));
 		expect(downloads.every(({ bytes }) => bytes.subarray(1, 4).toString('latin1') === 'PNG')).toBe(true);

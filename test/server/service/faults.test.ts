@@ -7,9 +7,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../helpers/server';
-import { eventually, postJson } from '../support/http';
+import { download, eventually, postJson } from '../support/http';
 import { makeImage, makeMp4, patterned } from '../support/media';
-import { fetchWhole } from '../../helpers/fetch-whole';
 
 const filesIn = (server: RunningServer) => {
 	const directory = join(server.dataDir, 'files');
@@ -44,7 +43,7 @@ test('SIGKILL in the middle of a large upload: after a restart no URL serves it 
 		expect(filesIn(second).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
 		const keptName = String(kept.body.imageUrl).split('/').pop()!;
 		expect(filesIn(second)).toEqual([keptName]);
-		expect((await fetchWhole(kept.body.imageUrl.replace(first.origin, second.origin))).status).toBe(200);
+		expect((await download(kept.body.imageUrl.replace(first.origin, second.origin))).status).toBe(200);
 	} finally {
 		await second.stop({ removeData: true });
 	}

@@ -63,7 +63,11 @@ export function uploadFile<T = any>(
 	return call<T>(server, '/v1/uploads', { method: 'POST', body: form });
 }
 
-export async function download(url: string, init: RequestInit = {}): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+/**
+ * A GET read to its end. A body left unread holds its answer open on the server (the rest of a
+ * large file waits in the socket), and the server's close then waits for it.
+ */
+export async function download(url: string | URL, init: RequestInit = {}): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
 	const response = await fetch(url, init);
 	return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
 }
