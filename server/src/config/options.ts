@@ -168,7 +168,7 @@ export const OPTIONS = [
 	}),
 	option({ flag: 'file-delivery', placeholder: '<mode>', type: oneOf(FILE_DELIVERIES), default: 'proxy', help: 'proxy (bytes through the server) or redirect (302 to a presigned URL; s3 only)', into: to('fileDelivery') }),
 	option({ flag: 'drain-timeout-seconds', type: positiveNumber, default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits', into: (seconds) => ({ drainTimeoutMs: milliseconds(seconds) }) }),
-	option({ flag: 'idle-timeout-seconds', type: positiveNumber, default: 60, help: 'How long a client may send nothing while its request is incomplete; then 408 and the connection is closed', into: (seconds) => ({ idleTimeoutMs: milliseconds(seconds) }) }),
+	option({ flag: 'idle-timeout-seconds', type: positiveNumber, default: 60, help: 'How long a client may send nothing while its request is incomplete (then 408), or read nothing of its answer, before the connection is closed', into: (seconds) => ({ idleTimeoutMs: milliseconds(seconds) }) }),
 	option({ flag: 'database-timeout-seconds', type: positiveNumber, default: 15, help: 'Longest a PostgreSQL statement (or a transaction left idle) may run before the request fails with 503', into: (seconds) => ({ databaseTimeoutMs: milliseconds(seconds) }) }),
 	// 100 MP: a 48 MP phone photo fits twice over, while one decode stays under ~400 MB of RGBA.
 	option({

@@ -42,10 +42,13 @@ export function installConnectionHandling(app: FastifyInstance): void {
 	});
 
 	// The socket's idle timer (connectionTimeout) counts only while we wait for the client: once its
-	// request has fully arrived, silence is the server working (a generation takes minutes).
+	// request has fully arrived, silence is the server working (a generation takes minutes), unless
+	// the answer is waiting in the socket for the client to read it: a client that stopped reading
+	// would hold the connection, and a shutdown, for ever.
 	app.server.on('timeout', (socket: Socket) => {
 		const current = inFlight.get(socket);
-		if (current?.request.complete) return;
+		const waitingForTheReader = current?.response.headersSent === true && socket.writableLength > 0;
+		if (current?.request.complete && !waitingForTheReader) return;
 		if (current && !current.response.headersSent) {
 			writeAndClose(socket, new ImageGenError(408, 'The client sent nothing for too long; the request was dropped', { code: 'request_timeout' }));
 		} else {
