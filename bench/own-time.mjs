@@ -52,28 +52,22 @@ export async function ownTimeBench({ requests = 400, warmup = 100 } = {}) {
 			services[name] = await startImagegenServer(dataDir, ['--providers', 'p-image=upstream', ...extra], env);
 		}
 		const direct = () => timedCall(`${upstream.origin}/v1/images/generations`, { authorization: 'Bearer upstream-key-123' }, { ...BODY, response_format: 'b64_json' });
+		// Warm-up, then `requests` pairs, the direct call first in each.
+		const againstDirect = async (other) => {
+			const times = { direct: [], other: [] };
+			for (let i = 0; i < warmup + requests; i++) {
+				const pair = [await direct(), await other()];
+				if (i < warmup) continue;
+				times.direct.push(pair[0]);
+				times.other.push(pair[1]);
+			}
+			return summary(times.direct, times.other);
+		};
 		const results = {};
-		const forwarded = () => timedCall(`${bare.origin}/v1/images/generations`, { authorization: 'Bearer upstream-key-123' }, { ...BODY, response_format: 'b64_json' });
-		for (let i = 0; i < warmup; i++) await forwarded();
-		const forwarder = { direct: [], service: [] };
-		for (let i = 0; i < requests; i++) {
-			forwarder.direct.push(await direct());
-			forwarder.service.push(await forwarded());
-		}
-		results['bare forwarder'] = summary(forwarder.direct, forwarder.service);
+		results['bare forwarder'] = await againstDirect(() => timedCall(`${bare.origin}/v1/images/generations`, { authorization: 'Bearer upstream-key-123' }, { ...BODY, response_format: 'b64_json' }));
 		for (const [name, service] of Object.entries(services)) {
 			for (const responseFormat of ['url', 'b64_json']) {
-				const through = () => timedCall(`${service.origin}/v1/images/generations`, { authorization: `Bearer ${API_KEY}` }, { ...BODY, response_format: responseFormat });
-				for (let i = 0; i < warmup; i++) {
-					await direct();
-					await through();
-				}
-				const times = { direct: [], service: [] };
-				for (let i = 0; i < requests; i++) {
-					times.direct.push(await direct());
-					times.service.push(await through());
-				}
-				results[`${name} ${responseFormat}`] = summary(times.direct, times.service);
+				results[`${name} ${responseFormat}`] = await againstDirect(() => timedCall(`${service.origin}/v1/images/generations`, { authorization: `Bearer ${API_KEY}` }, { ...BODY, response_format: responseFormat }));
 			}
 		}
 		return { requests, results };

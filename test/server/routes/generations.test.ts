@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { EXTENDED_ASPECT_RATIOS, MODELS, STANDARD_ASPECT_RATIOS, dimensionsFor, type AspectRatio, type ModelId } from '../../../index';
 import type { ServiceUnderTest } from '../../helpers/server';
 import { startInProcessServer } from '../support/app';
-import { postJson } from '../support/http';
+import { download, postJson } from '../support/http';
 import { startMediaHost, type MediaHost } from '../support/media-host';
 import { makeImage, makeMp4, pictureDistance } from '../support/media';
 
@@ -22,11 +22,6 @@ afterAll(async () => {
 
 const generate = (body: unknown) => postJson(server, '/v1/images/generations', body);
 const editBody = (images: unknown, extra: Record<string, unknown> = {}) => ({ model: 'p-image-edit', prompt: 'make it blue', images, ...extra });
-
-async function download(url: string): Promise<{ bytes: Buffer; response: Response }> {
-	const response = await fetch(url);
-	return { bytes: Buffer.from(await response.arrayBuffer()), response };
-}
 
 async function expectDimensions(bytes: Buffer, ratio: AspectRatio) {
 	const { width = 0, height = 0 } = await sharp(bytes).metadata();
@@ -54,9 +49,9 @@ describe('POST /v1/images/generations', () => {
 		const expiresIn = Date.parse(image.expires_at) - Date.now();
 		expect(expiresIn).toBeGreaterThan(86_000_000);
 		expect(expiresIn).toBeLessThanOrEqual(86_400_000);
-		const { bytes, response } = await download(image.url);
-		expect(response.headers.get('content-type')).toBe('image/png');
-		expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+		const { bytes, headers } = await download(image.url);
+		expect(headers.get('content-type')).toBe('image/png');
+		expect(Number(headers.get('content-length'))).toBe(bytes.length);
 		// p-image-edit's default keeps its input's shape: 40 × 30 is 4:3.
 		await expectDimensions(bytes, model === 'p-image-edit' ? '4:3' : '1:1');
 	});
@@ -77,8 +72,8 @@ describe('POST /v1/images/generations', () => {
 			const hosted = await generate({ model, prompt: 'formats', output_format: format, ...images });
 			expect(hosted.status).toBe(200);
 			expect(hosted.body.output_format).toBe(format);
-			const { bytes, response } = await download(hosted.body.data[0].url);
-			expect(response.headers.get('content-type')).toBe(`image/${format}`);
+			const { bytes, headers } = await download(hosted.body.data[0].url);
+			expect(headers.get('content-type')).toBe(`image/${format}`);
 			expect((await sharp(bytes).metadata()).format).toBe(format);
 			const inline = await generate({ model, prompt: 'formats', output_format: format, response_format: 'b64_json', ...images });
 			expect(inline.body.data[0]).not.toHaveProperty('url');
@@ -248,8 +243,8 @@ describe('POST /v1/images/generations', () => {
 		const urls = answers.map((answer) => answer.body.data[0].url as string);
 		expect(new Set(urls).size).toBe(20);
 		// Read to their ends (support/http.ts's download says why).
-		const downloads = await Promise.all(urls.map(download));
-		expect(downloads.map(({ response }) => response.status)).toEqual(Array(20).fill(200));
+		const downloads = await Promise.all(urls.map((url) => download(url)));
+		expect(downloads.map(({ status }) => status)).toEqual(Array(20).fill(200));
 		expect(downloads.every(({ bytes }) => bytes.subarray(1, 4).toString('latin1') === 'PNG')).toBe(true);
 	});
 
