@@ -2,9 +2,13 @@
  * Whatever a provider hands back, the caller gets what they asked for: the requested format at
  * the aspect ratio's dimensions. Bytes that already match pass through untouched. A provider's
  * image is decoded only within the pixel limit (a broken or hostile host is a 502, never our
- * memory) and in a slot of the image queue.
+ * memory) and in a slot of the image queue. An image about to be watermarked is answered as its
+ * fitted pixels instead of encoded: the marking encodes it once, with the mark in it, where
+ * encoding it here would have it decoded and encoded again there (a noisy 1 MP PNG's encode is the
+ * longest step of a fitted generation).
  */
 import type { SharpOptions } from 'sharp';
+import { encodedAs } from '../media/convert-image';
 import sharp from '../media/sharp';
 import { ImageGenError } from '../../../core/errors';
 import { MEDIA_DETAILS, sniffMedia, type SniffedMedia } from '../../../core/media';
@@ -12,21 +16,23 @@ import { dimensionsFor } from '../../../core/models';
 import { checkPixels, declaredSize, imageTooLarge, isPixelLimitError, type ImageSource } from '../media/image-header';
 import type { ImageTask, ImageWork } from '../media/image-work';
 import type { ImageChange } from '../provenance/provenance-marker';
+import type { RawImage } from '../provenance/watermark/raw-image';
 import type { SettledRequest } from './provider';
 
-interface FinishedImage {
-	bytes: Buffer;
+/** The image as the caller asked for it: encoded, or (`asPixels`, when it had to change) its decoded pixels. */
+export type FinishedImage = ({ bytes: Buffer } | { pixels: RawImage }) & {
+	/** What the image is, or is to be encoded as. */
 	media: SniffedMedia;
 	/** What the re-encode did, for the C2PA manifest; empty when the provider's bytes pass through. */
 	changes: ImageChange[];
-}
+};
 
 export async function normalizeOutput(
 	bytes: Buffer,
 	request: Pick<SettledRequest, 'aspect_ratio' | 'output_format'>,
 	provider: string,
 	imageWork: ImageWork,
-	signal?: AbortSignal,
+	{ signal, asPixels = false }: { signal?: AbortSignal; asPixels?: boolean } = {},
 ): Promise<FinishedImage> {
 	const media = sniffMedia(bytes);
 	if (!media || media.kind !== 'image') {
@@ -54,10 +60,13 @@ export async function normalizeOutput(
 				.timeout({ seconds: task.timeoutSeconds() })
 				.rotate();
 			if (!sizeOk) pipeline = pipeline.resize(target.width, target.height, { fit: 'cover' });
-			if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90 });
-			else if (request.output_format === 'webp') pipeline = pipeline.webp({ quality: 90 });
-			else pipeline = pipeline.png();
-			return { bytes: await decoding(pipeline.toBuffer(), source, task), media: wanted, changes };
+			if (asPixels) {
+				// As the encode would leave them: a JPEG's transparency on white.
+				if (request.output_format === 'jpeg') pipeline = pipeline.flatten({ background: '#ffffff' });
+				const { data, info } = await decoding(pipeline.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true }), source, task);
+				return { pixels: { data, info: { width: info.width, height: info.height, channels: info.channels } }, media: wanted, changes };
+			}
+			return { bytes: await decoding(encodedAs(pipeline, request.output_format).toBuffer(), source, task), media: wanted, changes };
 		},
 		{ signal },
 	);

@@ -19,7 +19,7 @@ import { InlineBytes, InlineFile } from '../storage/inline-answer';
 import { inSpan } from '../telemetry/spans';
 import type { GenerationTimings } from './generation-timings';
 import type { InputImageSource } from './input-images';
-import { normalizeOutput } from './normalize-output';
+import { normalizeOutput, type FinishedImage } from './normalize-output';
 import type { GenerationProvider, ProviderImage, SettledRequest } from './provider';
 import { runProvider, type ProviderRun } from './run-provider';
 import type { SignedInputs } from './signed-inputs';
@@ -121,24 +121,32 @@ async function providerImage(output: ProviderImage, provider: string, { inputs, 
 	}
 }
 
-/** The provider's image brought to the request and marked; the copies before the marked one given back. */
+/**
+ * The provider's image brought to the request and marked; the copies before the marked one given
+ * back. An image to be watermarked leaves the fit as pixels, which the marking encodes once.
+ */
 async function markedImage(source: ImageBytes, provider: string, production: ImageProduction): Promise<MarkedImage> {
-	const { generation, settled, run } = production;
-	const fitted = await normalizeOutput(source.bytes, settled, provider, run.imageWork, run.signal);
-	const facts = {
-		...fitted,
-		model: generation.model,
-		prompt: generation.prompt,
-		source: fitted.bytes === source.bytes ? undefined : { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fitted.changes },
-		inputs: production.signedInputs?.list(),
-	};
-	let marked = await mark(production, { ...facts, ...(production.records && { watermark: newProvenancePayload() }) });
-	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked again.
+	const { settled, run, records, provenance } = production;
+	const asPixels = records !== undefined && provenance !== UNMARKED;
+	const fitted = () => normalizeOutput(source.bytes, settled, provider, run.imageWork, { signal: run.signal, asPixels });
+	let fit = await fitted();
+	let marked = await mark(production, factsOf(fit, source, production, records && newProvenancePayload()));
+	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked
+	// again: fitted again first when the marking had its pixels.
 	for (let draws = 1; marked.watermark && !(await recorded(marked, production)); draws++) {
 		if (draws === 3) throw new Error('three provenance payloads drawn in a row were taken');
-		marked = await mark(production, { ...facts, watermark: newProvenancePayload() });
+		if ('pixels' in fit) fit = await fitted();
+		marked = await mark(production, factsOf(fit, source, production, newProvenancePayload()));
 	}
-	return { image: keptImage(source, fitted.bytes, marked.bytes), media: fitted.media, provenance: marked.provenance };
+	return { image: keptImage(source, 'bytes' in fit ? fit.bytes : undefined, marked.bytes), media: fit.media, provenance: marked.provenance };
+}
+
+/** What the marking is told of one image: the fit's bytes or pixels, the provider's own when they changed, the signed inputs. */
+function factsOf(fit: FinishedImage, source: ImageBytes, { generation, signedInputs }: ImageProduction, watermark: Uint8Array | undefined): GeneratedImageFacts {
+	const traits = { media: fit.media, model: generation.model, prompt: generation.prompt, inputs: signedInputs?.list(), ...(watermark && { watermark }) };
+	const provided = { bytes: source.bytes, media: sniffMedia(source.bytes)!, changes: fit.changes };
+	if ('pixels' in fit) return { ...traits, pixels: fit.pixels, source: provided };
+	return { ...traits, bytes: fit.bytes, source: fit.bytes === source.bytes ? undefined : provided };
 }
 
 /** The record the watermark's payload names, written before the image goes anywhere; false when the payload was taken. */
@@ -156,13 +164,14 @@ async function recorded(marked: ProvenanceMarked, { records, generation, apiKeyI
 
 /**
  * The marked image, with its owner: the provider's bytes when neither the fit nor the marking
- * changed them, else a copy of ours. The fit's copy and the provider's bytes, once read by the
- * marking, are given back when they are not the one kept (the provider's only if ours).
+ * changed them, else a copy of ours. The fit's copy (none when the marking had its pixels) and the
+ * provider's bytes, once read by the marking, are given back when they are not the one kept (the
+ * provider's only if ours).
  */
-function keptImage(source: ImageBytes, fitted: Buffer, marked: Buffer): ImageBytes {
-	const fit = ImageBytes.madeFrom(fitted, source);
-	const kept = ImageBytes.madeFrom(marked, fit, source);
-	for (const read of new Set([fit, source])) if (read !== kept) read.release();
+function keptImage(source: ImageBytes, fitted: Buffer | undefined, marked: Buffer): ImageBytes {
+	const read = fitted === undefined ? [source] : [ImageBytes.madeFrom(fitted, source), source];
+	const kept = ImageBytes.madeFrom(marked, ...read);
+	for (const bytes of new Set(read)) if (bytes !== kept) bytes.release();
 	return kept;
 }
 

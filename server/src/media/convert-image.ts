@@ -7,6 +7,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { Sharp } from 'sharp';
 import sharp from './sharp';
 import { invalidField } from '../../../core/errors';
+import type { ImageOutputFormat } from '../../../core/models';
 import type { UploadOutputFormat } from '../../../core/schemas';
 import { imageTooLarge, isPixelLimitError } from './image-header';
 import type { ImageTask } from './image-work';
@@ -50,7 +51,15 @@ function converterFor(input: string, format: UploadOutputFormat, task: ImageTask
 	const animated = format === 'webp';
 	let converter = sharp(input, { animated, failOn: 'error', limitInputPixels: task.limitInputPixels }).timeout({ seconds: task.timeoutSeconds() });
 	if (!animated) converter = converter.rotate();
-	if (format === 'jpeg') return converter.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
-	if (format === 'png') return converter.png();
-	return converter.webp({ quality: 90 });
+	return encodedAs(converter, format);
+}
+
+/**
+ * The service's one encoding of an image it writes: JPEG and WebP at quality 90 (transparency on
+ * white for JPEG, which has none), PNG at libvips' defaults.
+ */
+export function encodedAs(pipeline: Sharp, format: ImageOutputFormat): Sharp {
+	if (format === 'jpeg') return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90, mozjpeg: false });
+	if (format === 'webp') return pipeline.webp({ quality: 90 });
+	return pipeline.png();
 }

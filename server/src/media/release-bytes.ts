@@ -27,6 +27,18 @@ export function resizedBytes(bytes: Buffer, length: number): Buffer {
 	return Buffer.from(transfer(bytes.buffer as ArrayBuffer, length));
 }
 
+/**
+ * The memory of bytes their caller is done with, as an ArrayBuffer another thread can take over
+ * (postMessage's transfer list), the bytes emptied. A native addon's buffers (sharp's) cannot be
+ * transferred themselves; moved into a buffer of V8's own, they can. A view on part of a larger
+ * buffer is copied out instead, its memory left as it is.
+ */
+export function transferableBytes(bytes: Uint8Array): ArrayBuffer {
+	const { buffer } = bytes;
+	if (!(buffer instanceof ArrayBuffer) || bytes.byteOffset !== 0 || bytes.byteLength !== buffer.byteLength) return bytes.slice().buffer;
+	return transfer(buffer, buffer.byteLength);
+}
+
 /** ArrayBuffer.prototype.transfer (ES2024, Node 21+), which the TypeScript library in use does not declare. */
 function transfer(buffer: ArrayBuffer, length: number): ArrayBuffer {
 	return (buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(length);

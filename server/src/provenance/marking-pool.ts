@@ -20,6 +20,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import { ImageGenError } from '../../../core/errors';
+import { transferableBytes } from '../media/release-bytes';
 import type { ConvertedUploadFacts, GeneratedImageFacts, MarkedImage, MarkedVideo, ProvenanceMarker, VideoMarkingJob } from './provenance-marker';
 import type { MarkingAnswer, MarkingTask, MarkingWorkerData, VideoMarkingAnswer } from './marking-worker';
 import { tooLargeToSign } from './sign-video';
@@ -56,8 +57,11 @@ export class MarkingPool implements ProvenanceMarker {
 		return !this.closing && !this.brokenBy && (this.pool?.queueSize ?? 0) < this.maxQueued;
 	}
 
+	/** Pixels are handed to the worker (emptied here at once), not copied: they are the marking's own. */
 	markGenerated(image: GeneratedImageFacts): Promise<MarkedImage> {
-		return this.submit({ kind: 'generated', facts: image });
+		if (!('pixels' in image)) return this.submit({ kind: 'generated', facts: image });
+		const memory = transferableBytes(image.pixels.data);
+		return this.submit({ kind: 'generated', facts: { ...image, pixels: { ...image.pixels, data: new Uint8Array(memory) } } }, [memory]);
 	}
 
 	markConverted(upload: ConvertedUploadFacts): Promise<MarkedImage> {
@@ -94,14 +98,14 @@ export class MarkingPool implements ProvenanceMarker {
 		await Promise.all([this.pool?.destroy(), this.videoThreads?.destroy()]);
 	}
 
-	private submit(task: MarkingTask): Promise<MarkedImage> {
+	private submit(task: MarkingTask, transferList: ArrayBuffer[] = []): Promise<MarkedImage> {
 		if (this.closing) return Promise.reject(unavailable('the service is shutting down'));
 		if (this.brokenBy) return Promise.reject(unavailable('no marking worker could be started', this.brokenBy));
 		const pool = (this.pool ??= this.start());
 		if (pool.queueSize >= this.maxQueued) {
 			return Promise.reject(new ImageGenError(503, 'Too many images are waiting to be marked; retry shortly', { code: 'provenance_busy' }));
 		}
-		const marked = pool.run(task).then(
+		const marked = pool.run(task, { transferList }).then(
 			(answer) => {
 				if ('failed' in answer) throw new Error(`marking the image failed: ${answer.failed}`);
 				// The worker handed its memory over: wrap it, do not copy it.

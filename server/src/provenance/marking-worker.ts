@@ -7,7 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import type { KeyObject } from 'node:crypto';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { ImageBytes } from '../media/image-bytes';
+import { releaseBytes } from '../media/release-bytes';
 import { CoseSigner } from './cose-signer';
 import { C2paProvenanceMarker, type ConvertedUploadFacts, type GeneratedImageFacts, type MarkedImage, type MarkedVideo, type VideoMarkingJob } from './provenance-marker';
 
@@ -64,8 +64,13 @@ async function markVideo(job: VideoMarkingJob): Promise<VideoMarkingAnswer> {
  * released: it goes back to the service.
  */
 function releaseTask(task: Exclude<MarkingTask, { kind: 'video' }>): void {
-	const images = task.kind === 'generated' ? [task.facts.bytes, task.facts.source?.bytes, ...(task.facts.inputs ?? []).map((input) => input.bytes)] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
-	for (const bytes of images) if (bytes) ImageBytes.owned(bytes).release();
+	const images = task.kind === 'generated' ? [drawnBytes(task.facts), task.facts.source?.bytes, ...(task.facts.inputs ?? []).map((input) => input.bytes)] : [task.facts.bytes, task.facts.original.bytes, task.facts.original.exif, task.facts.original.xmp];
+	for (const bytes of images) if (bytes) releaseBytes(bytes);
+}
+
+/** The image as drawn: its encoded bytes, or its pixels (handed over, already given back by the marking). */
+function drawnBytes(facts: GeneratedImageFacts): Uint8Array {
+	return 'pixels' in facts ? facts.pixels.data : facts.bytes;
 }
 
 /**
@@ -85,7 +90,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
 function revivedGenerated(facts: GeneratedImageFacts): GeneratedImageFacts {
 	return {
 		...facts,
-		bytes: asBuffer(facts.bytes),
+		...('pixels' in facts ? { pixels: { ...facts.pixels, data: asBuffer(facts.pixels.data) } } : { bytes: asBuffer(facts.bytes) }),
 		...(facts.source ? { source: { ...facts.source, bytes: asBuffer(facts.source.bytes) } } : {}),
 		...(facts.inputs ? { inputs: facts.inputs.map((input) => ({ ...input, bytes: asBuffer(input.bytes) })) } : {}),
 	};

@@ -15,14 +15,15 @@ import { mayCarryC2pa } from './provenance-scan';
 import { signVideo } from './sign-video';
 import { verifiedProvenance } from './verified-provenance';
 import { WATERMARK_ALGORITHM } from './watermark/detect';
+import type { RawImage } from './watermark/raw-image';
 import { watermarkedImage } from './watermark-image';
 import { xmpPacket } from './xmp-packet';
 
 /** What was done to an image between its source and what we store. */
 export type ImageChange = 'converted' | 'resized' | 'transcoded' | 'watermarked';
 
-export interface GeneratedImageFacts {
-	bytes: Buffer;
+/** What every generated image is marked with, whatever form it comes in. */
+interface GeneratedImageTraits {
 	media: SniffedMedia;
 	model: string;
 	prompt: string;
@@ -33,6 +34,13 @@ export interface GeneratedImageFacts {
 	/** The input images the model was given that came with their own C2PA manifest: each an ingredient of ours. */
 	inputs?: readonly SignedInput[];
 }
+
+/**
+ * A generated image: encoded in `media`'s format, or the pixels the provider's image was fitted to,
+ * not yet encoded (generation/normalize-output.ts). Pixels are the marking's own: marked in place,
+ * encoded in `media`'s format and given back (or handed to the marking's thread, not copied).
+ */
+export type GeneratedImageFacts = GeneratedImageTraits & ({ bytes: Buffer } | { pixels: RawImage; source: NonNullable<GeneratedImageTraits['source']> });
 
 /** `images[index]` of a request, as the host was given it, carrying a manifest of its own. */
 export interface SignedInput {
@@ -60,7 +68,8 @@ export interface ConvertedUploadFacts {
 /** What marking a generated image reads: the image, its source when that becomes the parent ingredient, and its signed inputs. */
 export function generatedBytesRead(image: GeneratedImageFacts): number {
 	const inputs = (image.inputs ?? []).reduce((sum, input) => sum + input.bytes.byteLength, 0);
-	return image.bytes.byteLength + (image.source?.bytes.byteLength ?? 0) + inputs;
+	const drawn = 'pixels' in image ? image.pixels.data.byteLength : image.bytes.byteLength;
+	return drawn + (image.source?.bytes.byteLength ?? 0) + inputs;
 }
 
 /** What marking a converted upload reads: the upload, and its original (always the parent ingredient). */
@@ -104,6 +113,8 @@ export interface ProvenanceMarker {
 /** `--provenance off`: bytes as they are; a provider's own manifest still reported once it validates. */
 export const UNMARKED: ProvenanceMarker = {
 	async markGenerated(image) {
+		// Pixels are encoded as they are: bytes we just made carry no manifest.
+		if ('pixels' in image) return { bytes: (await watermarkedImage(image.pixels, image.media, undefined)).image.bytes, provenance: NO_PROVENANCE };
 		return { bytes: image.bytes, provenance: mayCarryC2pa(image.bytes) ? await verifiedProvenance(image.bytes, image.media.mimeType) : NO_PROVENANCE };
 	},
 	async markConverted(upload) {
@@ -136,10 +147,9 @@ export class C2paProvenanceMarker implements ProvenanceMarker {
 			prompt: includePrompt ? image.prompt : undefined,
 		});
 		// The watermark goes into the pixels first: the XMP and the manifest's hash then cover them.
-		const watermarked = image.watermark && (await watermarkedImage(image.bytes, image.media, image.watermark));
-		const drawn = watermarked ? ImageBytes.owned(watermarked) : ImageBytes.lent(image.bytes);
+		const { image: drawn, watermarked } = await watermarkedImage('pixels' in image ? image.pixels : image.bytes, image.media, image.watermark);
 		const marked = withOwnXmp(drawn.bytes, image.media, xmp);
-		const source = image.source ?? { bytes: image.bytes, media: image.media, changes: [] };
+		const source = 'pixels' in image ? image.source : (image.source ?? { bytes: image.bytes, media: image.media, changes: [] });
 		const agent = { name: image.model };
 		const done: ImageChange[] = watermarked ? [...source.changes, 'watermarked'] : source.changes;
 		const changes = done.map((change) => ({ action: `c2pa.${change}`, softwareAgent: { name: creatorTool } }));

@@ -1,31 +1,59 @@
 /**
- * A generated image given the invisible watermark (watermark/): decoded to its stored pixels (no
- * EXIF rotation: the mark lives on the pixels as stored), marked in place and encoded again in its
- * own format at the quality the service encodes it with (generation/normalize-output.ts), before
- * its XMP and C2PA manifest are added.
+ * A generated image given the invisible watermark (watermark/), before its XMP and C2PA manifest
+ * are added. Its pixels as stored are marked (no EXIF rotation: the mark lives on the pixels as
+ * stored) and encoded in the image's own format as the service encodes what it writes
+ * (media/convert-image.ts). Encoded bytes are decoded for it; the fit's pixels
+ * (generation/normalize-output.ts) are marked as they are, so such an image is encoded only once.
  */
 import type { SniffedMedia } from '../../../core/media';
+import type { ImageOutputFormat } from '../../../core/models';
+import { encodedAs } from '../media/convert-image';
 import { ImageBytes } from '../media/image-bytes';
+import { releaseBytes } from '../media/release-bytes';
 import sharp from '../media/sharp';
 import { canCarryWatermark } from './watermark/canonical-grid';
 import { embedWatermarkInPlace } from './watermark/embed';
+import type { RawImage } from './watermark/raw-image';
+
+/** The image to sign, and whether its pixels carry the watermark. */
+export interface DrawnImage {
+	image: ImageBytes;
+	watermarked: boolean;
+}
 
 /**
- * The image carrying `payload`, in its own format; undefined for an image the mark cannot live on
- * (too small or too narrow for its grid, which a generated image never is).
+ * The image carrying `payload` when it can (a generated image always can: only one too small or
+ * too narrow for the mark's grid cannot). Encoded bytes stay their owner's and are answered as they
+ * are when nothing is to be marked; pixels are this call's own, marked in place and given back
+ * once encoded.
  */
-export async function watermarkedImage(bytes: Buffer, media: SniffedMedia, payload: Uint8Array): Promise<Buffer | undefined> {
-	const { data, info } = await sharp(bytes, { animated: false }).raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
-	// The pixels are ours alone: given back once encoded, not when the marking thread next collects.
-	const pixels = ImageBytes.owned(data);
-	try {
-		if (!canCarryWatermark(info.width, info.height)) return undefined;
-		embedWatermarkInPlace({ data, info: { width: info.width, height: info.height, channels: info.channels } }, payload);
-		const image = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
-		if (media.type === 'jpeg') return await image.jpeg({ quality: 90 }).toBuffer();
-		if (media.type === 'webp') return await image.webp({ quality: 90 }).toBuffer();
-		return await image.png().toBuffer();
-	} finally {
-		pixels.release();
+export async function watermarkedImage(image: Buffer | RawImage, media: SniffedMedia, payload: Uint8Array | undefined): Promise<DrawnImage> {
+	if (!Buffer.isBuffer(image)) {
+		const watermarked = payload !== undefined && canCarryWatermark(image.info.width, image.info.height);
+		return { image: ImageBytes.owned(await encoded(image, media, watermarked ? payload : undefined)), watermarked };
 	}
+	if (!payload) return { image: ImageBytes.lent(image), watermarked: false };
+	const { data, info } = await sharp(image, { animated: false }).raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+	const pixels: RawImage = { data, info: { width: info.width, height: info.height, channels: info.channels } };
+	if (!canCarryWatermark(info.width, info.height)) {
+		releaseBytes(data);
+		return { image: ImageBytes.lent(image), watermarked: false };
+	}
+	return { image: ImageBytes.owned(await encoded(pixels, media, payload)), watermarked: true };
+}
+
+/** `pixels` marked with `payload` when given, then encoded; the pixels given back at once, not when the thread next collects. */
+async function encoded(pixels: RawImage, media: SniffedMedia, payload: Uint8Array | undefined): Promise<Buffer> {
+	try {
+		if (payload) embedWatermarkInPlace(pixels, payload);
+		const { width, height, channels } = pixels.info;
+		return await encodedAs(sharp(pixels.data, { raw: { width, height, channels: channels as 1 | 2 | 3 | 4 } }), formatOf(media)).toBuffer();
+	} finally {
+		releaseBytes(pixels.data);
+	}
+}
+
+/** A generated image is in one of the output formats (normalize-output.ts); anything else is written as PNG. */
+function formatOf(media: SniffedMedia): ImageOutputFormat {
+	return media.type === 'jpeg' || media.type === 'webp' ? media.type : 'png';
 }

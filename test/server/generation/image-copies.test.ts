@@ -11,15 +11,27 @@ import { UNMARKED, type GeneratedImageFacts, type ProvenanceMarker } from '../..
 import { ImageBytes } from '../../../server/src/media/image-bytes';
 import { InlineBytes, InlineFile } from '../../../server/src/storage/inline-answer';
 import { makeImage } from '../support/media';
+import sharp from 'sharp';
 
-/** A marker that answers a copy of its own, as the C2PA one does, and remembers what it read. */
-function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
+/**
+ * A marker that answers a copy of its own, as the C2PA one does, and remembers what it was given
+ * (`read`: the encoded images; `facts`: everything); pixels it encodes as PNG.
+ */
+function copyingMarker(): ProvenanceMarker & { read: Buffer[]; facts: GeneratedImageFacts[] } {
 	const read: Buffer[] = [];
+	const facts: GeneratedImageFacts[] = [];
 	return {
 		read,
+		facts,
 		async markGenerated(image: GeneratedImageFacts) {
+			facts.push(image);
+			if ('pixels' in image) {
+				const { data, info } = image.pixels;
+				const bytes = await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels as 3 } }).png().toBuffer();
+				return { bytes, provenance: { c2pa: 'signed', digital_source_type: null }, ...(image.watermark && { watermark: image.watermark }) };
+			}
 			read.push(image.bytes);
-			return { bytes: Buffer.from(image.bytes), provenance: { c2pa: 'signed', digital_source_type: null } };
+			return { bytes: Buffer.from(image.bytes), provenance: { c2pa: 'signed', digital_source_type: null }, ...(image.watermark && { watermark: image.watermark }) };
 		},
 		markConverted: async () => {
 			throw new Error('not reached');
@@ -28,7 +40,7 @@ function copyingMarker(): ProvenanceMarker & { read: Buffer[] } {
 	};
 }
 
-function runnerWith(output: Buffer, provenance: ProvenanceMarker, { owned = false } = {}) {
+function runnerWith(output: Buffer, provenance: ProvenanceMarker, { owned = false, recorded = false } = {}) {
 	const stored: Buffer[] = [];
 	// A copy of its own per answer, as a host's decoded base64 is; else the same buffer every time.
 	const handedOut: Buffer[] = [];
@@ -58,6 +70,8 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker, { owned = fals
 		budgets: { reserve: async () => null },
 		log: console,
 		provenance,
+		// Where watermarks' payloads are recorded: with it (and a job), images are watermarked.
+		...(recorded && { provenanceRecords: { create: async () => true } }),
 	} as unknown as GenerationServices);
 	const generate = (responseFormat: 'url' | 'b64_json', keepsInlineImages: boolean) =>
 		run(parseGenerationRequest({ model: 'p-image', prompt: 'a harbour', response_format: responseFormat }), {
@@ -65,6 +79,7 @@ function runnerWith(output: Buffer, provenance: ProvenanceMarker, { owned = fals
 			apiKey: flatKeyPolicy('k'),
 			clientGone: new AbortController().signal,
 			keepsInlineImages,
+			...(recorded && { jobId: 'gen_0123456789abcdef0123456789abcdef' }),
 		});
 	return { generate, stored, hostedFiles, handedOut };
 }
@@ -122,4 +137,34 @@ test('bytes a provider made for this answer (owned) are given back once used: af
 	const inline = (await unmarked.generate('b64_json', false)).data[0]!;
 	expect('b64_json' in inline && inline.b64_json instanceof InlineBytes && inline.b64_json.image.owned).toBe(true);
 	expect(output.byteLength).toBeGreaterThan(0);
+});
+
+test('an image to be watermarked that the fit changes reaches the marking as pixels, encoded once there; one that fits, as its bytes', async () => {
+	// 1024 × 576 for a square request: fitted to 1024 × 1024.
+	const output = await makeImage('png', 1024, 576);
+	const marker = copyingMarker();
+	const { generate, stored } = runnerWith(output, marker, { recorded: true });
+	await generate('url', false);
+	const [fitted] = marker.facts;
+	if (!fitted || !('pixels' in fitted)) throw new Error('the marking was not given the fitted pixels');
+	expect(fitted.pixels.info).toMatchObject({ width: 1024, height: 1024 });
+	expect(fitted.watermark).toHaveLength(8);
+	// The provider's image is the source the manifest names, with what the fit did.
+	expect(fitted.source.bytes).toBe(output);
+	expect(fitted.source.changes).toEqual(['resized']);
+	expect(marker.read).toEqual([]);
+	expect(await sharp(stored[0]!).metadata()).toMatchObject({ format: 'png', width: 1024, height: 1024 });
+
+	const square = await makeImage('png', 1024, 1024);
+	const asItCame = copyingMarker();
+	await runnerWith(square, asItCame, { recorded: true }).generate('url', false);
+	expect(asItCame.facts[0]).toMatchObject({ bytes: square, watermark: expect.any(Uint8Array) });
+	expect(asItCame.facts[0]!.source).toBeUndefined();
+});
+
+test('without a watermark to embed, a fitted image reaches the marking encoded, as before', async () => {
+	const marker = copyingMarker();
+	await runnerWith(await makeImage('png', 1024, 576), marker).generate('url', false);
+	expect(marker.facts[0]).toHaveProperty('bytes');
+	expect(marker.facts[0]!.watermark).toBeUndefined();
 });

@@ -13,6 +13,10 @@ import { loadSigningCredentials, type SigningCredentials } from '../../../server
 import { SERVER_CLI } from '../../helpers/server';
 import { readC2paManifest } from '../support/c2pa-reader';
 import { makeImage } from '../support/media';
+import sharp from 'sharp';
+import { newProvenancePayload } from '../../../server/src/provenance/provenance-records';
+import { detectWatermarkInImage } from '../../../server/src/provenance/watermark/encoded-image';
+import { unmarkedImage } from './support/marked-images';
 
 const BUILT_WORKER = join(SERVER_CLI, '..', 'provenance', 'marking-worker.js');
 let dir: string;
@@ -48,6 +52,29 @@ it('marks in a worker thread with a manifest that validates', async () => {
 	expect(Buffer.isBuffer(marked.bytes)).toBe(true);
 	const report = await readC2paManifest(marked.bytes, 'image/png');
 	expect(report?.validation_state).toBe('Valid');
+});
+
+it('a fitted image’s pixels are handed to the worker, not copied, and come back encoded with the watermark in them', async () => {
+	const provided = await unmarkedImage('png', 640, 480);
+	const { data, info } = await sharp(provided).resize(720, 720).raw().toBuffer({ resolveWithObject: true });
+	const payload = newProvenancePayload();
+	const marking = pool().markGenerated({
+		pixels: { data, info: { width: info.width, height: info.height, channels: info.channels } },
+		media: sniffMedia(provided)!,
+		model: 'p-image',
+		prompt: 'a harbour',
+		source: { bytes: provided, media: sniffMedia(provided)!, changes: ['resized'] },
+		watermark: payload,
+	});
+	// Handed over on submission (emptied here at once), not copied.
+	expect(data.byteLength).toBe(0);
+	const marked = await marking;
+	expect(await sharp(marked.bytes).metadata()).toMatchObject({ format: 'png', width: 720, height: 720 });
+	const reading = await detectWatermarkInImage(marked.bytes);
+	expect(reading.found && Buffer.from(reading.payload).equals(Buffer.from(payload))).toBe(true);
+	expect((await readC2paManifest(marked.bytes, 'image/png'))?.validation_state).toBe('Valid');
+	// The provider's image is the caller's still: it went to the worker as a copy.
+	expect(provided.byteLength).toBeGreaterThan(0);
 });
 
 it('a worker that dies fails only the image it held, with a 503, and the next image is marked by its replacement', async () => {
