@@ -127,10 +127,11 @@ async function providerImage(output: ProviderImage, provider: string, { inputs, 
  */
 async function markedImage(source: ImageBytes, provider: string, production: ImageProduction): Promise<MarkedImage> {
 	const { settled, run, records, provenance } = production;
-	const asPixels = records !== undefined && provenance !== UNMARKED;
-	const fitted = () => normalizeOutput(source.bytes, settled, provider, run.imageWork, { signal: run.signal, asPixels });
+	// Nothing is drawn for a mark nobody embeds (`--provenance off`) or records.
+	const watermarked = records !== undefined && provenance !== UNMARKED;
+	const fitted = () => normalizeOutput(source.bytes, settled, provider, run.imageWork, { signal: run.signal, asPixels: watermarked });
 	let fit = await fitted();
-	let marked = await mark(production, factsOf(fit, source, production, records && newProvenancePayload()));
+	let marked = await mark(production, factsOf(fit, source, production, watermarked ? newProvenancePayload() : undefined));
 	// A payload already naming a record (one draw in 2^64) is drawn again, and the image marked
 	// again: fitted again first when the marking had its pixels.
 	for (let draws = 1; marked.watermark && !(await recorded(marked, production)); draws++) {

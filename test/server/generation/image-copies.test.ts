@@ -9,6 +9,7 @@ import { flatKeyPolicy } from '../../../server/src/keys/authenticate';
 import { createGenerationRunner, type GenerationServices } from '../../../server/src/generation/run-generation';
 import { UNMARKED, type GeneratedImageFacts, type ProvenanceMarker } from '../../../server/src/provenance/provenance-marker';
 import { ImageBytes } from '../../../server/src/media/image-bytes';
+import * as provenanceRecords from '../../../server/src/provenance/provenance-records';
 import { InlineBytes, InlineFile } from '../../../server/src/storage/inline-answer';
 import { makeImage } from '../support/media';
 import sharp from 'sharp';
@@ -167,4 +168,14 @@ test('without a watermark to embed, a fitted image reaches the marking encoded, 
 	await runnerWith(await makeImage('png', 1024, 576), marker).generate('url', false);
 	expect(marker.facts[0]).toHaveProperty('bytes');
 	expect(marker.facts[0]!.watermark).toBeUndefined();
+});
+
+test('with `--provenance off` no watermark payload is drawn, though the job could record one', async () => {
+	const drawn = jest.spyOn(provenanceRecords, 'newProvenancePayload');
+	try {
+		await runnerWith(await makeImage('png', 1024, 576), UNMARKED, { recorded: true }).generate('url', false);
+		expect(drawn).not.toHaveBeenCalled();
+	} finally {
+		drawn.mockRestore();
+	}
 });
