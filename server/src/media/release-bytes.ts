@@ -35,7 +35,8 @@ export function resizedBytes(bytes: Buffer, length: number): Buffer {
  */
 export function transferableBytes(bytes: Uint8Array): ArrayBuffer {
 	const { buffer } = bytes;
-	if (!(buffer instanceof ArrayBuffer) || bytes.byteOffset !== 0 || bytes.byteLength !== buffer.byteLength) return bytes.slice().buffer;
+	// A copy of its own (a Buffer's `slice` would be a view on the same memory).
+	if (!(buffer instanceof ArrayBuffer) || bytes.byteOffset !== 0 || bytes.byteLength !== buffer.byteLength) return new Uint8Array(bytes).buffer;
 	return transfer(buffer, buffer.byteLength);
 }
 
